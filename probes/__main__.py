@@ -1,0 +1,5 @@
+import sys
+
+from probes.cli import main
+
+sys.exit(main())

@@ -1,0 +1,143 @@
+"""What every engine backend provides. Runs inside the probe's child process.
+
+A backend imports its engine only inside its methods: a missing engine is a normal state that
+`availability()` reports with the reason and the install command.
+"""
+from __future__ import annotations
+
+import importlib.metadata as md
+import importlib.util
+import queue
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, ClassVar, Iterator
+
+from probes.result import ProbeSettings, RequestRecord
+
+Emit = Callable[[dict], None]
+
+
+class Unavailable(Exception):
+    """The engine cannot run here; str() is the reason."""
+
+
+class Backend:
+    id: ClassVar[str]
+    import_name: ClassVar[str | None]
+    distributions: ClassVar[tuple[str, ...]] = ()
+    install_hint: ClassVar[str] = ""
+    #: formats this backend loads directly, best first
+    formats: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self) -> None:
+        self.device = "cpu"
+        self.backend_settings: dict[str, Any] = {}
+        self.serving = "one request at a time (no batching); concurrent requests queue in the client"
+        self.notes: list[str] = []
+
+    # ------------------------------------------------------------------ availability
+    @classmethod
+    def version(cls) -> str | None:
+        for dist in cls.distributions:
+            try:
+                return md.version(dist)
+            except md.PackageNotFoundError:
+                continue
+        return None
+
+    @classmethod
+    def availability(cls) -> str | None:
+        """None when the engine can run here, else the reason. Imports nothing."""
+        if cls.import_name and importlib.util.find_spec(cls.import_name) is None:
+            dists = " or ".join(cls.distributions) or cls.import_name
+            return f"{cls.import_name} is not importable ({dists} not installed)"
+        return None
+
+    # ------------------------------------------------------------------ lifecycle
+    def prepare(self, model: Path, fmt: str, settings: ProbeSettings, progress: Callable[[str, str], None]
+                ) -> tuple[Path, str]:
+        """Convert the model into a format this backend loads, once (cached). Default: as is."""
+        if fmt not in self.formats:
+            raise Unavailable(f"{self.id} cannot load a {fmt} model (it loads: {', '.join(self.formats)})")
+        return model, fmt
+
+    def estimate_memory_mb(self, model: Path, fmt: str, settings: ProbeSettings) -> float:
+        from probes.models import file_size_mb
+
+        return file_size_mb(model) * 1.3 + 300
+
+    def load(self, model: Path, fmt: str, settings: ProbeSettings) -> None:
+        raise NotImplementedError
+
+    def stream(self, prompt: str, settings: ProbeSettings) -> Iterator[tuple[str, Any]]:
+        """Yield ("prompt_tokens", n) once, then ("token", token_id_or_text) per output token."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+    # ------------------------------------------------------------------ serving
+    def run(self, prompts: list[str], settings: ProbeSettings, on_done: Callable[[int], None]
+            ) -> list[RequestRecord]:
+        """Default: `concurrency` client threads submit at once; the engine serves one at a time."""
+        return run_serialised(self, prompts, settings, on_done)
+
+
+def _one(backend: Backend, index: int, prompt: str, settings: ProbeSettings, lock: threading.Lock | None
+         ) -> RequestRecord:
+    rec = RequestRecord(index=index, submitted_s=time.perf_counter())
+    try:
+        if lock is not None:
+            lock.acquire()
+        try:
+            for kind, value in backend.stream(prompt, settings):
+                if kind == "prompt_tokens":
+                    rec.prompt_tokens = value
+                    continue
+                now = time.perf_counter()
+                if rec.first_token_s is None:
+                    rec.first_token_s = now
+                rec.token_times_s.append(now)
+            rec.output_tokens = len(rec.token_times_s)
+        finally:
+            if lock is not None:
+                lock.release()
+        if not rec.token_times_s:
+            rec.error = "the engine returned no tokens"
+    except Exception as err:  # an engine failure on one request is recorded, not fatal
+        rec.error = f"{type(err).__name__}: {err}"
+    rec.finished_s = time.perf_counter()
+    return rec
+
+
+def run_serialised(backend: Backend, prompts: list[str], settings: ProbeSettings,
+                   on_done: Callable[[int], None]) -> list[RequestRecord]:
+    workers = max(1, min(settings.concurrency, len(prompts)))
+    todo: queue.Queue[tuple[int, str]] = queue.Queue()
+    for i, p in enumerate(prompts):
+        todo.put((i, p))
+    lock = threading.Lock()
+    out: list[RequestRecord] = []
+    out_lock = threading.Lock()
+
+    def worker() -> None:
+        while True:
+            try:
+                i, p = todo.get_nowait()
+            except queue.Empty:
+                return
+            rec = _one(backend, i, p, settings, lock)
+            with out_lock:
+                out.append(rec)
+                on_done(len(out))
+
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if workers > 1:
+        backend.serving = (f"{workers} concurrent client requests, served one at a time by the engine "
+                           "(no batching in-process): TTFT includes the wait behind other requests")
+    return sorted(out, key=lambda r: r.index)

@@ -1,0 +1,118 @@
+"""The probe's child process: check, prepare, load, warm up, measure; one result on the event pipe.
+
+Run as `python -m probes.child '<settings json>'` with PROBE_EVENT_FD naming a pipe the parent reads.
+Engine output on stdout/stderr is left alone; events and the result go only to that pipe.
+"""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import time
+import traceback
+
+from probes.result import ProbeResult, ProbeSettings
+
+
+class Events:
+    def __init__(self) -> None:
+        fd = int(os.environ.get("PROBE_EVENT_FD", "1"))
+        self.f = os.fdopen(fd, "w", buffering=1, encoding="utf-8")
+
+    def emit(self, event: dict) -> None:
+        self.f.write(json.dumps(event) + "\n")
+        self.f.flush()
+
+    def phase(self, phase: str, message: str = "", **kw) -> None:
+        self.emit({"type": "progress", "phase": phase, "message": message, **kw})
+
+
+def main(argv: list[str]) -> int:
+    settings = ProbeSettings.model_validate_json(argv[0])
+    ev = Events()
+    result = measure(settings, ev)
+    result.peak_child_maxrss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    ev.emit({"type": "result", "result": json.loads(result.model_dump_json())})
+    return 0
+
+
+def measure(settings: ProbeSettings, ev: Events) -> ProbeResult:
+    from probes import metrics
+    from probes.backends.base import Unavailable
+    from probes.models import ModelError, default_model, detect_format, file_size_mb
+    from probes.registry import get_backend
+    from probes.workload import build_prompts
+
+    cls = get_backend(settings.engine)
+    base = dict(engine=settings.engine, engine_version=cls.version(), settings=settings,
+                install_hint=cls.install_hint, ttft_target_ms=settings.ttft_target_ms,
+                started_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    ev.phase("check", f"checking {settings.engine}")
+    reason = cls.availability()
+    if reason:
+        return ProbeResult(status="unavailable", reason=reason, **base)
+    backend = cls()
+    try:
+        if settings.engine == "endpoint":
+            model, fmt = None, "endpoint"
+        else:
+            model = settings.model and __import__("pathlib").Path(settings.model).expanduser()
+            model = model or default_model()
+            fmt = detect_format(model)
+        base.update(model=str(model) if model else settings.endpoint, model_format=fmt)
+        t0 = time.perf_counter()
+        if model is not None:
+            model, fmt = backend.prepare(model, fmt, settings, lambda ph, msg: ev.phase(ph, msg))
+            prepare_s = time.perf_counter() - t0
+            base.update(prepare_time_s=round(prepare_s, 3) if prepare_s > 0.5 else None)
+            refuse = _memory_refusal(backend.estimate_memory_mb(model, fmt, settings), model)
+            if refuse:
+                return ProbeResult(status="error", reason=refuse, **base)
+        ev.phase("load", f"loading {model or settings.endpoint}")
+        t0 = time.perf_counter()
+        backend.load(model, fmt, settings)
+        base["load_time_s"] = round(time.perf_counter() - t0, 3)
+        if settings.warmup:
+            ev.phase("warmup", f"{settings.warmup} warm-up request(s), excluded from the figures")
+            warm = settings.model_copy(update={"concurrency": 1, "max_tokens": min(8, settings.max_tokens)})
+            backend.run(build_prompts(settings.warmup, "short", settings.seed + 99), warm, lambda n: None)
+        prompts = build_prompts(settings.requests, settings.prompt_mix, settings.seed)
+        ev.emit({"type": "progress", "phase": "run", "done": 0, "total": len(prompts)})
+        records = backend.run(prompts, settings,
+                              lambda n: ev.emit({"type": "progress", "phase": "run", "done": n,
+                                                 "total": len(prompts)}))
+        figures = metrics.compute(records, settings.ttft_target_ms)
+        status = "ok" if figures["requests_ok"] else "error"
+        reason = None if figures["requests_ok"] else (records[0].error if records else "no requests ran")
+        res = ProbeResult(status=status, reason=reason, device=backend.device,
+                          backend_settings=backend.backend_settings, serving=backend.serving,
+                          notes=backend.notes, requests=records, **base, **figures)
+        backend.close()
+        return res
+    except Unavailable as err:
+        return ProbeResult(status="unavailable", reason=str(err), **base)
+    except ModelError as err:
+        return ProbeResult(status="error", reason=str(err), **base)
+    except Exception as err:  # the engine failed: say how, keep the parent alive
+        tb = traceback.extract_tb(err.__traceback__)[-1]
+        return ProbeResult(status="error", reason=f"{type(err).__name__}: {err} (at {tb.filename}:{tb.lineno})",
+                           **base)
+
+
+def _memory_refusal(need_mb: float, model) -> str | None:
+    import psutil
+
+    avail = psutil.virtual_memory().available / 2**20
+    margin = float(os.environ.get("PROBE_MEMORY_MARGIN", "0.8"))
+    if need_mb > avail * margin:
+        return (f"refused: loading {model} needs about {need_mb:,.0f} MB but only {avail:,.0f} MB is free "
+                f"(a probe may use at most {margin:.0%} of free memory)")
+    return None
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except KeyboardInterrupt:
+        sys.exit(130)

@@ -1,0 +1,163 @@
+"""`python -m probes list|run` — exit 0 ok, 3 unavailable, 1 error, 2 bad arguments.
+
+A progress bar goes to stderr; the JSON result alone goes to stdout.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import threading
+from typing import Sequence
+
+from probes.registry import BACKENDS, UnknownBackend, get_backend, python_for
+
+EXIT = {"ok": 0, "unavailable": 3, "error": 1}
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _positive(kind):
+    def conv(text: str):
+        try:
+            v = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+        if v <= 0:
+            raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+        return v
+    return conv
+
+
+def _parser() -> _Parser:
+    p = _Parser(prog="python -m probes", description="Live probes of inference engines.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    ls = sub.add_parser("list", help="each backend, whether it can run here, and why not")
+    ls.add_argument("--format", choices=["json", "text"], default="text")
+    r = sub.add_parser("run", help="measure one engine")
+    r.add_argument("--engine", required=True, help=f"one of: {', '.join(BACKENDS)}")
+    src = r.add_mutually_exclusive_group()
+    src.add_argument("--model", metavar="PATH", help="GGUF file, HF directory or ONNX directory (default: bundled)")
+    src.add_argument("--endpoint", metavar="URL", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8000")
+    r.add_argument("--requests", type=_positive(int), default=8)
+    r.add_argument("--concurrency", type=_positive(int), default=1)
+    r.add_argument("--max-tokens", type=_positive(int), default=32)
+    r.add_argument("--prompt-mix", choices=["short", "long", "mixed"], default="mixed")
+    r.add_argument("--ttft-target-ms", type=_positive(float), default=1000.0)
+    r.add_argument("--timeout", type=_positive(float), default=600.0, metavar="S")
+    r.add_argument("--threads", type=_positive(int), default=None)
+    r.add_argument("--warmup", type=int, default=1)
+    r.add_argument("--format", choices=["json", "text"], default="json")
+    return p
+
+
+def availability(engine: str) -> str | None:
+    """Why `engine` cannot run here (None if it can); checked under the interpreter its probe uses."""
+    py = python_for(engine)
+    if py == sys.executable:
+        return get_backend(engine).availability()
+    code = ("import sys; from probes.registry import get_backend; "
+            f"r = get_backend({engine!r}).availability(); print(r or '')")
+    from probes.registry import ROOT
+
+    p = subprocess.run([py, "-c", code], capture_output=True, text=True, cwd=str(ROOT), timeout=120)
+    if p.returncode != 0:
+        return f"its interpreter {py} failed: {(p.stderr.strip().splitlines() or ['?'])[-1]}"
+    return p.stdout.strip() or None
+
+
+def cmd_list(args) -> int:
+    rows = []
+    for engine in BACKENDS:
+        cls = get_backend(engine)
+        reason = availability(engine)
+        rows.append({"engine": engine, "available": reason is None, "reason": reason,
+                     "install": None if reason is None else cls.install_hint, "python": python_for(engine)})
+    if args.format == "json":
+        print(json.dumps(rows, indent=2))
+    else:
+        for r in rows:
+            state = "ready" if r["available"] else f"unavailable: {r['reason']}\n{'':15}install: {r['install']}"
+            print(f"{r['engine']:14} {state}")
+    return 0
+
+
+class _Bar:
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+
+    def __call__(self, ev: dict) -> None:
+        if ev.get("phase") == "run" and "total" in ev:
+            done, total = ev["done"], ev["total"]
+            width = 30
+            fill = int(width * done / max(1, total))
+            line = f"[{'#' * fill}{'.' * (width - fill)}] {done}/{total} requests"
+            print(("\r" + line) if self.tty else line, end="" if self.tty else "\n", file=sys.stderr, flush=True)
+            if self.tty and done == total:
+                print(file=sys.stderr)
+        else:
+            print(f"{ev.get('phase', '?')}: {ev.get('message', '')}", file=sys.stderr, flush=True)
+
+
+def _text(res) -> str:
+    if res.status != "ok":
+        return f"{res.engine}: {res.status}: {res.reason}" + (f"\ninstall: {res.install_hint}"
+                                                            if res.status == "unavailable" else "")
+    p = lambda x: "-" if x is None else f"{x:g}"  # noqa: E731
+    lines = [
+        f"{res.engine} {res.engine_version or ''} on {res.device} — {res.model}",
+        f"  serving: {res.serving}",
+        f"  settings: {res.backend_settings}",
+        f"  load {p(res.load_time_s)} s; requests {res.requests_ok}/{res.requests_total} ok, {res.errors} errors",
+        f"  TTFT ms p50/p95/p99: {p(res.ttft_ms.p50)} / {p(res.ttft_ms.p95)} / {p(res.ttft_ms.p99)}",
+        f"  ITL ms p50/p95/p99: {p(res.itl_ms.p50)} / {p(res.itl_ms.p95)} / {p(res.itl_ms.p99)}",
+        f"  decode tok/s per request p50: {p(res.decode_tps_per_request.p50)}; total output tok/s "
+        f"{p(res.output_tps_total)}; requests/s {p(res.requests_per_s)}",
+        f"  goodput (TTFT ≤ {p(res.ttft_target_ms)} ms): {p(res.goodput)}",
+        f"  peak RSS {p(res.peak_rss_mb)} MB (process tree); GPU {p(res.peak_gpu_mb)} MB",
+    ]
+    lines += [f"  note: {n}" for n in res.notes]
+    return "\n".join(lines)
+
+
+def cmd_run(args) -> int:
+    from probes.result import ProbeSettings
+    from probes.runner import run_probe
+
+    if args.engine not in BACKENDS:
+        raise UsageError(str(UnknownBackend(args.engine)))
+    if args.engine == "endpoint" and not args.endpoint:
+        raise UsageError("--engine endpoint needs --endpoint URL")
+    if args.endpoint and args.engine != "endpoint":
+        raise UsageError("--endpoint goes with --engine endpoint")
+    if args.endpoint and not args.endpoint.startswith(("http://", "https://")):
+        raise UsageError(f"--endpoint must be an http(s) URL, got {args.endpoint!r}")
+    settings = ProbeSettings(engine=args.engine, model=args.model, endpoint=args.endpoint, requests=args.requests,
+                             concurrency=args.concurrency, max_tokens=args.max_tokens, prompt_mix=args.prompt_mix,
+                             ttft_target_ms=args.ttft_target_ms, timeout_s=args.timeout, threads=args.threads,
+                             warmup=max(0, args.warmup))
+    cancel = threading.Event()
+    try:
+        res = run_probe(settings, on_event=_Bar(), cancel=cancel)
+    except KeyboardInterrupt:
+        cancel.set()
+        return 1
+    print(res.model_dump_json(indent=2) if args.format == "json" else _text(res))
+    return EXIT[res.status]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = _parser().parse_args(argv)
+        return {"list": cmd_list, "run": cmd_run}[args.command](args)
+    except UsageError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2

@@ -1,0 +1,72 @@
+"""One definition of every metric, applied to every backend (in-process and HTTP alike).
+
+- TTFT: request submitted → first output token received. Includes queueing and prefill; when a
+  backend serves one request at a time, queueing behind the others is part of it (the result's
+  `serving` says so).
+- ITL: the gaps between consecutive output tokens of a request (the first token is excluded);
+  percentiles are over all gaps of all measured requests pooled.
+- decode tokens/s per request: (n − 1) / (t_last − t_first), for requests with n ≥ 2 tokens.
+- E2E: submitted → last token.
+- total output tokens/s: all output tokens / (last finish − first submit) of the measured phase.
+- requests/s: successful requests / the same wall time.
+- goodput: share of all measured requests that finished without error and whose TTFT ≤ target.
+Percentiles use linear interpolation between closest ranks (numpy's default "linear" method).
+"""
+from __future__ import annotations
+
+import math
+from typing import Iterable, Sequence
+
+from probes.result import Percentiles, RequestRecord
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    if not values:
+        return None
+    xs = sorted(values)
+    pos = (len(xs) - 1) * q / 100.0
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def summary(values: Iterable[float]) -> Percentiles:
+    xs = list(values)
+    if not xs:
+        return Percentiles()
+    r = lambda v: None if v is None else round(v, 3)  # noqa: E731
+    return Percentiles(p50=r(percentile(xs, 50)), p95=r(percentile(xs, 95)), p99=r(percentile(xs, 99)),
+                       mean=r(sum(xs) / len(xs)))
+
+
+def compute(records: list[RequestRecord], ttft_target_ms: float | None) -> dict:
+    ok = [r for r in records if r.error is None and r.first_token_s is not None]
+    ttft = [(r.first_token_s - r.submitted_s) * 1000 for r in ok]
+    itl = [(b - a) * 1000 for r in ok for a, b in zip(r.token_times_s, r.token_times_s[1:])]
+    e2e = [((r.finished_s or r.token_times_s[-1]) - r.submitted_s) * 1000 for r in ok]
+    decode = [(len(r.token_times_s) - 1) / (r.token_times_s[-1] - r.token_times_s[0])
+              for r in ok if len(r.token_times_s) >= 2 and r.token_times_s[-1] > r.token_times_s[0]]
+    out: dict = {
+        "requests_total": len(records),
+        "requests_ok": len(ok),
+        "errors": len(records) - len(ok),
+        "ttft_ms": summary(ttft),
+        "itl_ms": summary(itl),
+        "e2e_ms": summary(e2e),
+        "decode_tps_per_request": summary(decode),
+        "output_tokens_total": sum(r.output_tokens for r in ok) if ok else None,
+        "prompt_tokens_total": (sum(r.prompt_tokens for r in ok)
+                                if ok and all(r.prompt_tokens is not None for r in ok) else None),
+    }
+    if records:
+        start = min(r.submitted_s for r in records)
+        ends = [r.finished_s or (r.token_times_s[-1] if r.token_times_s else None) for r in records]
+        ends = [e for e in ends if e is not None]
+        if ends and max(ends) > start:
+            wall = max(ends) - start
+            out["duration_s"] = round(wall, 4)
+            out["output_tps_total"] = round(out["output_tokens_total"] / wall, 3) if ok else None
+            out["requests_per_s"] = round(len(ok) / wall, 4)
+    if ttft_target_ms is not None and records:
+        good = sum(1 for r, t in zip(ok, ttft) if t <= ttft_target_ms)
+        out["goodput"] = round(good / len(records), 4)
+    return out

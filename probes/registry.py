@@ -1,0 +1,44 @@
+"""Backends by engine id. Modules are imported only when a backend is asked for."""
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+BACKENDS: dict[str, str] = {
+    "llama.cpp": "probes.backends.llama_cpp:LlamaCppBackend",
+    "onnxruntime": "probes.backends.onnxruntime_genai:OnnxRuntimeBackend",
+    "pytorch": "probes.backends.pytorch_hf:PyTorchBackend",
+    "vllm": "probes.backends.vllm_engine:VllmBackend",
+    "tensorrt-llm": "probes.backends.tensorrt_llm:TensorRTLLMBackend",
+    "endpoint": "probes.backends.endpoint:EndpointBackend",
+}
+
+
+class UnknownBackend(KeyError):
+    def __str__(self) -> str:
+        return f"unknown engine {self.args[0]!r}; known: {', '.join(BACKENDS)}"
+
+
+def get_backend(name: str):
+    try:
+        target = BACKENDS[name]
+    except KeyError:
+        raise UnknownBackend(name) from None
+    module, cls = target.split(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def python_for(engine: str) -> str:
+    """The interpreter a backend's child runs under: vLLM has its own venv where its pins clash."""
+    if engine == "vllm":
+        env = os.environ.get("PROBES_VLLM_PYTHON")
+        if env:
+            return env
+        venv = ROOT / ".venv-vllm" / "bin" / "python"
+        if venv.exists():
+            return str(venv)
+    return sys.executable

@@ -1,0 +1,97 @@
+"""ProbeResult: the typed, JSON-serialisable outcome of one probe run (the probes' public type).
+
+"Not measured" is None, never 0. Every figure can be recomputed from `requests` (raw timestamps).
+"""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+Status = Literal["ok", "unavailable", "error"]
+
+
+class RequestRecord(BaseModel):
+    """One measured request. Times are seconds on the probe's monotonic clock (time.perf_counter)."""
+
+    index: int
+    prompt_tokens: int | None = None
+    output_tokens: int = 0
+    submitted_s: float
+    first_token_s: float | None = None
+    token_times_s: list[float] = Field(default_factory=list)  # arrival of every output token
+    finished_s: float | None = None
+    error: str | None = None
+
+
+class Percentiles(BaseModel):
+    p50: float | None = None
+    p95: float | None = None
+    p99: float | None = None
+    mean: float | None = None
+
+
+class SystemLoad(BaseModel):
+    loadavg_1m_before: float | None = None
+    loadavg_1m_after: float | None = None
+    cpu_count: int | None = None
+    other_processes_cpu_percent: float | None = None  # CPU used by processes outside the probe, during the run
+    busy: bool = False
+    note: str | None = None
+
+
+class ProbeSettings(BaseModel):
+    engine: str
+    model: str | None = None  # path; None = the bundled default
+    endpoint: str | None = None
+    requests: int = 8
+    concurrency: int = 1
+    max_tokens: int = 32
+    prompt_mix: Literal["short", "long", "mixed"] = "mixed"
+    ttft_target_ms: float | None = 1000.0
+    warmup: int = 1
+    timeout_s: float = 600.0
+    seed: int = 1234
+    threads: int | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class ProbeResult(BaseModel):
+    engine: str
+    engine_version: str | None = None
+    status: Status
+    reason: str | None = None
+    install_hint: str | None = None
+    model: str | None = None
+    model_format: str | None = None
+    device: str | None = None
+    backend_settings: dict[str, Any] = Field(default_factory=dict)
+    serving: str | None = None  # how concurrent requests were really served
+    settings: ProbeSettings | None = None
+    load_time_s: float | None = None
+    prepare_time_s: float | None = None  # one-off conversion/export before loading (cached afterwards)
+    requests_total: int = 0
+    requests_ok: int = 0
+    errors: int = 0
+    prompt_tokens_total: int | None = None
+    output_tokens_total: int | None = None
+    duration_s: float | None = None
+    ttft_ms: Percentiles = Field(default_factory=Percentiles)
+    itl_ms: Percentiles = Field(default_factory=Percentiles)
+    e2e_ms: Percentiles = Field(default_factory=Percentiles)
+    decode_tps_per_request: Percentiles = Field(default_factory=Percentiles)
+    output_tps_total: float | None = None
+    requests_per_s: float | None = None
+    goodput: float | None = None  # share of requests (0..1) whose TTFT met the target
+    ttft_target_ms: float | None = None
+    peak_rss_mb: float | None = None  # summed over the probe's process tree, sampled by the parent
+    peak_child_maxrss_mb: float | None = None  # the child's own ru_maxrss high-water mark
+    peak_gpu_mb: float | None = None
+    system_load: SystemLoad = Field(default_factory=SystemLoad)
+    notes: list[str] = Field(default_factory=list)
+    requests: list[RequestRecord] = Field(default_factory=list)
+    started_at: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"

@@ -1,0 +1,201 @@
+"""Run one probe in an isolated child process: hard timeout, cancel, progress events, one result.
+
+The parent samples the memory of the child's whole process tree (vLLM keeps its weights in worker
+processes) and the machine's CPU use by other processes, so a busy machine is reported as such.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from typing import Callable
+
+from probes.registry import ROOT, get_backend, python_for
+from probes.result import ProbeResult, ProbeSettings, SystemLoad
+
+Event = dict
+BUSY_OTHER_CPU_PERCENT = 25.0
+
+
+class _Sampler(threading.Thread):
+    def __init__(self, pid: int, interval: float = 0.1) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.interval = pid, interval
+        self.peak_rss_mb: float | None = None
+        self.peak_gpu_mb: float | None = None
+        self.stop = threading.Event()
+        self.tree_cpu_s = 0.0
+        self._seen_cpu: dict[int, float] = {}
+
+    def run(self) -> None:
+        import psutil
+
+        nvml = _nvml_handles()
+        try:
+            root = psutil.Process(self.pid)
+        except psutil.Error:
+            return
+        while not self.stop.is_set():
+            try:
+                procs = [root, *root.children(recursive=True)]
+            except psutil.Error:
+                break
+            rss = 0
+            pids = set()
+            for p in procs:
+                try:
+                    rss += p.memory_info().rss
+                    t = p.cpu_times()
+                    self._seen_cpu[p.pid] = t.user + t.system + t.children_user + t.children_system
+                    pids.add(p.pid)
+                except psutil.Error:
+                    continue
+            mb = rss / 2**20
+            self.peak_rss_mb = max(self.peak_rss_mb or 0.0, mb)
+            if nvml:
+                used = _gpu_used_mb(nvml, pids)
+                if used:
+                    self.peak_gpu_mb = max(self.peak_gpu_mb or 0.0, used)
+            self.stop.wait(self.interval)
+        self.tree_cpu_s = sum(self._seen_cpu.values())
+
+
+def _nvml_handles():
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        return [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+    except Exception:  # no driver: no GPU memory to sample
+        return []
+
+
+def _gpu_used_mb(handles, pids: set[int]) -> float:
+    import pynvml
+
+    total = 0
+    for h in handles:
+        try:
+            procs = pynvml.nvmlDeviceGetComputeRunningProcesses(h)
+        except pynvml.NVMLError:
+            continue
+        total += sum((p.usedGpuMemory or 0) for p in procs if p.pid in pids)
+    return total / 2**20
+
+
+def _machine_cpu_s() -> float:
+    import psutil
+
+    t = psutil.cpu_times()
+    return t.user + t.system + getattr(t, "nice", 0) + getattr(t, "irq", 0) + getattr(t, "softirq", 0)
+
+
+def _kill_tree(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def _describe_exit(code: int) -> str:
+    if code < 0:
+        name = signal.Signals(-code).name
+        hint = " — SIGKILL usually means the kernel ran out of memory" if code == -signal.SIGKILL else ""
+        return f"the engine process was killed by {name}{hint}"
+    return f"the engine process exited with code {code}"
+
+
+def run_probe(settings: ProbeSettings, on_event: Callable[[Event], None] | None = None,
+              cancel: threading.Event | None = None) -> ProbeResult:
+    """Run a probe; always returns exactly one ProbeResult, never raises for an engine failure."""
+    get_backend(settings.engine)  # unknown engine: raises UnknownBackend listing the known ones
+    on_event = on_event or (lambda e: None)
+    cancel = cancel or threading.Event()
+    read_fd, write_fd = os.pipe()
+    stderr = tempfile.TemporaryFile(mode="w+b")
+    env = dict(os.environ, PROBE_EVENT_FD=str(write_fd), PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1",
+               TRANSFORMERS_OFFLINE="1", PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false")
+    import psutil
+
+    load_before = os.getloadavg()[0]
+    cpu_before, wall_before = _machine_cpu_s(), time.monotonic()
+    proc = subprocess.Popen([python_for(settings.engine), "-m", "probes.child", settings.model_dump_json()],
+                            cwd=str(ROOT), env=env, pass_fds=(write_fd,), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True)
+    os.close(write_fd)
+    sampler = _Sampler(proc.pid)
+    sampler.start()
+    result: dict = {}
+    phase = {"name": "start"}
+
+    def reader() -> None:
+        with os.fdopen(read_fd, "r", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                try:
+                    ev = json.loads(line)
+                except ValueError:
+                    continue
+                if ev.get("type") == "result":
+                    result["r"] = ev["result"]
+                else:
+                    phase["name"] = ev.get("phase", phase["name"])
+                    on_event(ev)
+
+    rt = threading.Thread(target=reader, daemon=True)
+    rt.start()
+    deadline = time.monotonic() + settings.timeout_s
+    failure = None
+    while proc.poll() is None:
+        if cancel.is_set():
+            failure = f"cancelled by the user during '{phase['name']}'"
+            _kill_tree(proc)
+            break
+        if time.monotonic() > deadline:
+            failure = f"timed out after {settings.timeout_s:g} s during '{phase['name']}'; the engine was killed"
+            _kill_tree(proc)
+            break
+        time.sleep(0.05)
+    try:  # the child may leave workers behind (vLLM's engine core): end the whole group
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    rt.join(timeout=5)
+    sampler.stop.set()
+    sampler.join(timeout=2)
+    wall = max(1e-6, time.monotonic() - wall_before)
+    ncpu = psutil.cpu_count() or 1
+    other = max(0.0, (_machine_cpu_s() - cpu_before - sampler.tree_cpu_s) / (wall * ncpu) * 100)
+    load = SystemLoad(loadavg_1m_before=round(load_before, 2), loadavg_1m_after=round(os.getloadavg()[0], 2),
+                      cpu_count=ncpu, other_processes_cpu_percent=round(other, 1))
+    load.busy = other > BUSY_OTHER_CPU_PERCENT
+    if load.busy:
+        load.note = (f"other processes used {other:.0f}% of this machine's CPU during the run; figures are "
+                     "likely slower than on an idle machine (a busy CPU measured up to 4× slower here)")
+    if failure is None and "r" in result:
+        res = ProbeResult.model_validate(result["r"])
+    else:
+        if failure is None:
+            code = proc.returncode if proc.returncode is not None else -9
+            stderr.seek(0)
+            tail = stderr.read().decode("utf-8", "replace").strip().splitlines()[-3:]
+            failure = _describe_exit(code) + (f" during '{phase['name']}'" ) + (
+                f": {' | '.join(tail)}" if tail else "")
+        cls = get_backend(settings.engine)
+        res = ProbeResult(engine=settings.engine, engine_version=cls.version(), status="error", reason=failure,
+                          settings=settings, install_hint=cls.install_hint, model=settings.model or settings.endpoint,
+                          ttft_target_ms=settings.ttft_target_ms)
+    stderr.close()
+    res.peak_rss_mb = round(sampler.peak_rss_mb, 1) if sampler.peak_rss_mb else None
+    res.peak_gpu_mb = round(sampler.peak_gpu_mb, 1) if sampler.peak_gpu_mb else res.peak_gpu_mb
+    res.system_load = load
+    if load.note:
+        res.notes.append(load.note)
+    return res
