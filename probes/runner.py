@@ -31,6 +31,10 @@ class _Sampler(threading.Thread):
         self.tree_cpu_s = 0.0
         self._seen_cpu: dict[int, float] = {}
 
+    def reset(self) -> None:
+        self.peak_rss_mb = None
+        self.peak_gpu_mb = None
+
     def run(self) -> None:
         import psutil
 
@@ -119,6 +123,13 @@ def run_probe(settings: ProbeSettings, on_event: Callable[[Event], None] | None 
     get_backend(settings.engine)  # unknown engine: raises UnknownBackend listing the known ones
     on_event = on_event or (lambda e: None)
     cancel = cancel or threading.Event()
+    if settings.model is None and settings.engine != "endpoint":
+        from probes.models import ModelError, default_model
+
+        try:  # resolved here: a backend's own venv (vLLM) need not carry the bundled model package
+            settings = settings.model_copy(update={"model": str(default_model())})
+        except ModelError:
+            pass  # the child reports it
     read_fd, write_fd = os.pipe()
     stderr = tempfile.TemporaryFile(mode="w+b")
     env = dict(os.environ, PROBE_EVENT_FD=str(write_fd), PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1",
@@ -146,7 +157,10 @@ def run_probe(settings: ProbeSettings, on_event: Callable[[Event], None] | None 
                 if ev.get("type") == "result":
                     result["r"] = ev["result"]
                 else:
-                    phase["name"] = ev.get("phase", phase["name"])
+                    new = ev.get("phase", phase["name"])
+                    if new == "load" and phase["name"] != "load":
+                        sampler.reset()  # peak memory covers load + run, not a one-off conversion
+                    phase["name"] = new
                     on_event(ev)
 
     rt = threading.Thread(target=reader, daemon=True)

@@ -1,0 +1,85 @@
+"""ONNX Runtime through onnxruntime-genai's generation loop on a builder export."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+from probes.backends.base import Backend
+from probes.result import ProbeSettings
+
+
+class OnnxRuntimeBackend(Backend):
+    id = "onnxruntime"
+    import_name = "onnxruntime_genai"
+    distributions = ("onnxruntime-genai", "onnxruntime-genai-cuda")
+    install_hint = "pip install onnxruntime onnxruntime-genai  # NVIDIA: onnxruntime-gpu, never beside onnxruntime"
+    formats = ("onnx", "hf", "gguf")
+
+    @classmethod
+    def version(cls) -> str | None:
+        import importlib.metadata as md
+
+        parts = []
+        for d in ("onnxruntime", "onnxruntime-gpu", "onnxruntime-genai"):
+            try:
+                parts.append(f"{d} {md.version(d)}")
+            except md.PackageNotFoundError:
+                pass
+        return ", ".join(parts) or None
+
+    @classmethod
+    def availability(cls) -> str | None:
+        import importlib.util
+
+        for mod, dist in (("onnxruntime", "onnxruntime"), ("onnxruntime_genai", "onnxruntime-genai")):
+            if importlib.util.find_spec(mod) is None:
+                return f"{mod} is not importable ({dist} not installed)"
+        return None
+
+    def prepare(self, model: Path, fmt: str, settings: ProbeSettings, progress) -> tuple[Path, str]:
+        from probes.models import gguf_to_hf, hf_to_onnx
+
+        precision = settings.extra.get("onnx_precision", "int4")
+        if fmt == "gguf":
+            model, fmt = gguf_to_hf(model, progress), "hf"
+        if fmt == "hf":
+            model, fmt = hf_to_onnx(model, precision, progress), "onnx"
+        return model, fmt
+
+    def load(self, model: Path, fmt: str, settings: ProbeSettings) -> None:
+        import onnxruntime_genai as og
+
+        from probes.backends._chat import chat_template
+
+        cfg = json.loads((model / "genai_config.json").read_text())
+        self.model = og.Model(str(model))
+        self.tok = og.Tokenizer(self.model)
+        self.template = chat_template(model)
+        provider = cfg.get("model", {}).get("decoder", {}).get("session_options", {}).get("provider_options", [])
+        names = [next(iter(p)) for p in provider if isinstance(p, dict) and p] or ["cpu"]
+        self.device = "/".join(names)
+        eos = cfg.get("model", {}).get("eos_token_id")
+        self.eos = eos if isinstance(eos, list) else [eos] if eos is not None else []
+        self.backend_settings = {"execution_provider": names, "model_dir": str(model),
+                                 "precision": settings.extra.get("onnx_precision", "int4"),
+                                 "loop": "onnxruntime-genai Generator, greedy"}
+        self.og = og
+
+    def stream(self, prompt: str, settings: ProbeSettings) -> Iterator[tuple[str, Any]]:
+        from probes.backends._chat import render
+
+        tokens = self.tok.encode(render(self.template, prompt))
+        n_prompt = len(tokens)
+        yield "prompt_tokens", n_prompt
+        params = self.og.GeneratorParams(self.model)
+        total = n_prompt + settings.max_tokens
+        params.set_search_options(max_length=total, min_length=total, do_sample=False)
+        gen = self.og.Generator(self.model, params)
+        gen.append_tokens(tokens)
+        n = 0
+        while not gen.is_done() and n < settings.max_tokens:
+            gen.generate_next_token()
+            yield "token", int(gen.get_next_tokens()[0])
+            n += 1
+        del gen

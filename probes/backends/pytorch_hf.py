@@ -1,0 +1,86 @@
+"""PyTorch + Hugging Face transformers, the baseline: a manual KV-cache loop so every token is timed."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Iterator
+
+from probes.backends.base import Backend
+from probes.result import ProbeSettings
+
+
+class PyTorchBackend(Backend):
+    id = "pytorch"
+    import_name = "transformers"
+    distributions = ("transformers",)
+    install_hint = "pip install torch transformers accelerate  # CPU: pip install torch==2.13.0 (the CPU build)"
+    formats = ("hf", "gguf")
+
+    @classmethod
+    def availability(cls) -> str | None:
+        import importlib.util
+
+        for mod, dist in (("torch", "torch"), ("transformers", "transformers")):
+            if importlib.util.find_spec(mod) is None:
+                return f"{mod} is not importable ({dist} not installed)"
+        return None
+
+    def prepare(self, model: Path, fmt: str, settings: ProbeSettings, progress) -> tuple[Path, str]:
+        if fmt == "gguf":
+            from probes.models import gguf_to_hf
+
+            return gguf_to_hf(model, progress), "hf"
+        return super().prepare(model, fmt, settings, progress)
+
+    def estimate_memory_mb(self, model: Path, fmt: str, settings: ProbeSettings) -> float:
+        from probes.models import file_size_mb
+
+        return file_size_mb(model) * 1.6 + 400  # weights + torch runtime + activations
+
+    def load(self, model: Path, fmt: str, settings: ProbeSettings) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        cuda = torch.cuda.is_available() and settings.extra.get("device", "auto") != "cpu"
+        threads = settings.threads or len(os.sched_getaffinity(0))
+        torch.set_num_threads(threads)
+        dtype = torch.bfloat16 if cuda else torch.float32
+        self.tok = AutoTokenizer.from_pretrained(model, trust_remote_code=False)
+        self.model = AutoModelForCausalLM.from_pretrained(model, dtype=dtype, trust_remote_code=False)
+        self.device = "cuda:0 " + torch.cuda.get_device_name(0) if cuda else "cpu"
+        self.dev = torch.device("cuda:0" if cuda else "cpu")
+        self.model.to(self.dev).eval()
+        eos = self.model.generation_config.eos_token_id
+        self.eos = [eos] if isinstance(eos, int) else list(eos or [])
+        self.backend_settings = {"torch": torch.__version__, "dtype": str(dtype).replace("torch.", ""),
+                                 "threads": threads, "device": str(self.dev),
+                                 "loop": "manual KV-cache greedy loop (one forward per token)"}
+
+    def stream(self, prompt: str, settings: ProbeSettings) -> Iterator[tuple[str, Any]]:
+        import torch
+
+        text = self.tok.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
+                                            add_generation_prompt=True)
+        ids = self.tok(text, return_tensors="pt", add_special_tokens=False)["input_ids"].to(self.dev)
+        yield "prompt_tokens", int(ids.shape[1])
+        with torch.inference_mode():
+            out = self.model(input_ids=ids, use_cache=True)
+            for i in range(settings.max_tokens):
+                logits = out.logits[:, -1, :]
+                if self.eos:
+                    logits[:, self.eos] = float("-inf")
+                nxt = logits.argmax(-1, keepdim=True)
+                yield "token", int(nxt[0, 0])  # int() waits for the device
+                if i + 1 == settings.max_tokens:
+                    break
+                out = self.model(input_ids=nxt, past_key_values=out.past_key_values, use_cache=True)
+
+    def close(self) -> None:
+        try:
+            import torch
+
+            if torch.cuda.is_available():
+                self.backend_settings["cuda_max_memory_allocated_mb"] = round(
+                    torch.cuda.max_memory_allocated() / 2**20, 1)
+        except Exception:
+            pass

