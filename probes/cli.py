@@ -95,6 +95,8 @@ class _Bar:
         self.tty = sys.stderr.isatty()
 
     def __call__(self, ev: dict) -> None:
+        if ev.get("type") == "started":
+            return
         if ev.get("phase") == "run" and "total" in ev:
             done, total = ev["done"], ev["total"]
             width = 30

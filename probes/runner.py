@@ -22,7 +22,7 @@ BUSY_OTHER_CPU_PERCENT = 25.0
 
 
 class _Sampler(threading.Thread):
-    def __init__(self, pid: int, interval: float = 0.1) -> None:
+    def __init__(self, pid: int, interval: float = 0.25) -> None:
         super().__init__(daemon=True)
         self.pid, self.interval = pid, interval
         self.peak_rss_mb: float | None = None
@@ -142,6 +142,7 @@ def run_probe(settings: ProbeSettings, on_event: Callable[[Event], None] | None 
                             cwd=str(ROOT), env=env, pass_fds=(write_fd,), stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True)
     os.close(write_fd)
+    on_event({"type": "started", "pid": proc.pid, "phase": "start"})
     sampler = _Sampler(proc.pid)
     sampler.start()
     result: dict = {}
@@ -176,7 +177,7 @@ def run_probe(settings: ProbeSettings, on_event: Callable[[Event], None] | None 
             failure = f"timed out after {settings.timeout_s:g} s during '{phase['name']}'; the engine was killed"
             _kill_tree(proc)
             break
-        time.sleep(0.05)
+        time.sleep(0.1)
     try:  # the child may leave workers behind (vLLM's engine core): end the whole group
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):

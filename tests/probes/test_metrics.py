@@ -1,0 +1,40 @@
+"""One metric definition: percentiles and rates recomputed by hand from raw timestamps."""
+import numpy as np
+import pytest
+
+from probes.metrics import compute, percentile
+from probes.result import RequestRecord
+
+
+@pytest.mark.parametrize("q", [0, 50, 95, 99, 100])
+def test_percentile_matches_numpy_linear(q):
+    xs = [5.0, 1.0, 9.0, 3.0, 7.0, 2.0, 8.0]
+    assert percentile(xs, q) == pytest.approx(np.percentile(xs, q))
+
+
+def test_percentile_of_nothing_is_none():
+    assert percentile([], 50) is None
+
+
+def test_compute_by_hand():
+    recs = [
+        RequestRecord(index=0, prompt_tokens=10, output_tokens=3, submitted_s=0.0, first_token_s=0.1,
+                      token_times_s=[0.1, 0.2, 0.4], finished_s=0.4),
+        RequestRecord(index=1, prompt_tokens=20, output_tokens=2, submitted_s=0.0, first_token_s=0.5,
+                      token_times_s=[0.5, 0.6], finished_s=0.6),
+        RequestRecord(index=2, submitted_s=0.0, error="HTTP 500", finished_s=0.05),
+    ]
+    m = compute(recs, ttft_target_ms=200)
+    assert (m["requests_total"], m["requests_ok"], m["errors"]) == (3, 2, 1)
+    assert m["ttft_ms"].p50 == pytest.approx(300.0)  # TTFTs 100 and 500 ms
+    assert m["itl_ms"].p50 == pytest.approx(100.0)  # gaps 100, 200, 100 ms
+    assert m["output_tokens_total"] == 5 and m["prompt_tokens_total"] == 30
+    assert m["duration_s"] == pytest.approx(0.6)
+    assert m["output_tps_total"] == pytest.approx(5 / 0.6, rel=1e-3)
+    assert m["goodput"] == pytest.approx(1 / 3, rel=1e-3)  # only request 0 met 200 ms; the error counts against
+    assert m["decode_tps_per_request"].p50 == pytest.approx(np.median([2 / 0.3, 1 / 0.1]), rel=1e-3)
+
+
+def test_not_measured_is_none_not_zero():
+    m = compute([RequestRecord(index=0, submitted_s=0.0, error="x")], ttft_target_ms=None)
+    assert m["ttft_ms"].p50 is None and m["output_tokens_total"] is None and "goodput" not in m

