@@ -1,0 +1,54 @@
+"""Download the decision report as Markdown and PDF (one source), and the CLI line that reproduces it."""
+import streamlit as st
+
+from advisor import history
+from advisor.answers import dump_answers
+from advisor.charts import latency_chart, ranking_chart, throughput_chart, to_png
+from advisor.report import ReportError, build_markdown, markdown_to_pdf
+from advisor.rules import recommend
+from ui_common import T, answers, hardware, knowledge, setup
+
+lang = setup()
+k = knowledge()
+a = answers()
+hw = None if a.hardware else hardware()
+rec = recommend(a, hw, k, lang=lang)
+picked = set(st.session_state.get("report_runs", []))
+results = [r for rid, _, r in history.list_runs() if rid in picked]
+st.title(k.s("report_title", lang))
+md = build_markdown(a, hw, rec, results, k, lang, answers_file="answers.yaml",
+                    probe_files=[f"probe-{r.engine}.json" for r in results])
+c1, c2, c3 = st.columns(3)
+c1.download_button(T("ui_download_md"), md.encode("utf-8"), file_name=f"report-{lang}.md", mime="text/markdown",
+                   key="dl_md")
+c3.download_button(T("ui_download_answers"), dump_answers(a), file_name="answers.yaml", key="dl_answers_r")
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def pdf_bytes(md: str, lang: str, _rec, _results) -> bytes:
+    images, files = {}, {}
+    ok = [r for r in _results if r.status == "ok"]
+    figs = {"ranking": ranking_chart(_rec, lang)}
+    if ok:
+        figs.update(ttft=latency_chart(ok, "ttft", lang), itl=latency_chart(ok, "itl", lang),
+                    throughput=throughput_chart(ok, lang))
+    for name, fig in figs.items():
+        png = to_png(fig)
+        if png:
+            images[name], files[f"{name}.png"] = f"{name}.png", png
+    text = md
+    for name in images:  # same Markdown, with the charts placed after their sections
+        anchor = {"ranking": f"### {T('report_reasons')}", "ttft": f"## {T('report_verdict')}",
+                  "itl": f"## {T('report_verdict')}", "throughput": f"## {T('report_verdict')}"}[name]
+        text = text.replace(anchor, f"![{name}]({name}.png)\n\n{anchor}", 1)
+    return markdown_to_pdf(text, files)
+
+
+try:
+    with st.spinner("PDF…"):
+        data = pdf_bytes(md, lang, rec, results)
+    c2.download_button(T("ui_download_pdf"), data, file_name=f"report-{lang}.pdf", mime="application/pdf",
+                       key="dl_pdf")
+except ReportError as err:
+    c2.error(str(err))
+st.markdown(md)

@@ -1,0 +1,54 @@
+"""Shared UI helpers for app.py and pages/ (Streamlit only here; logic lives in advisor/ and probes/)."""
+from __future__ import annotations
+
+import streamlit as st
+
+from advisor.answers import Answers, AnswersError, parse_answers
+from advisor.hardware import detect
+from advisor.knowledge import load_knowledge
+
+PAGES = ["app.py", "pages/1_Checklist.py", "pages/2_Hardware.py", "pages/3_Recommendation.py", "pages/4_Probe.py",
+         "pages/5_Report.py"]
+
+
+@st.cache_resource
+def knowledge():
+    return load_knowledge()
+
+
+@st.cache_resource(ttl=300)
+def hardware():
+    return detect(knowledge())
+
+
+def setup(title_key: str | None = None) -> str:
+    """Page config, language switch (kept in session state), and the answers dict."""
+    st.set_page_config(page_title="Inference-engine advisor", page_icon="🧭", layout="wide")
+    if "lang" not in st.session_state:
+        st.session_state["lang"] = "en"
+    st.sidebar.radio("Language / 语言", ["en", "zh"], key="lang", horizontal=True,
+                     format_func=lambda x: {"en": "English", "zh": "简体中文"}[x])
+    if "answers" not in st.session_state:
+        st.session_state["answers"] = Answers().model_dump(mode="json", exclude_none=True)
+    return st.session_state["lang"]
+
+
+def T(key: str, **kw) -> str:
+    return knowledge().s(key, st.session_state.get("lang", "en"), **kw)
+
+
+def answers() -> Answers:
+    try:
+        return parse_answers(st.session_state["answers"])
+    except AnswersError:
+        return Answers()
+
+
+def set_answers(data: dict) -> str | None:
+    """Validate with the same schema as the CLI; keep the old answers on error and return the message."""
+    try:
+        a = parse_answers(data)
+    except AnswersError as err:
+        return str(err)
+    st.session_state["answers"] = a.model_dump(mode="json", exclude_none=True)
+    return None
