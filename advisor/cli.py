@@ -29,6 +29,12 @@ def _parser() -> _Parser:
     r.add_argument("--answers", required=True, metavar="FILE")
     r.add_argument("--format", choices=["json", "text"], default="text")
     r.add_argument("--lang", choices=["en", "zh"], default="en")
+    rp = sub.add_parser("report", help="write the decision report (.md or .pdf, by the extension of --out)")
+    rp.add_argument("--answers", required=True, metavar="FILE")
+    rp.add_argument("--probe", action="append", default=[], metavar="RESULT.json",
+                    help="a result from `python -m probes run --format json` (repeatable)")
+    rp.add_argument("--lang", choices=["en", "zh"], default="en")
+    rp.add_argument("--out", required=True, metavar="report.md|report.pdf")
     return p
 
 
@@ -77,7 +83,63 @@ def cmd_recommend(args, knowledge) -> int:
     return 0
 
 
-COMMANDS = {"detect": cmd_detect, "recommend": cmd_recommend}
+def _load_probe(path: str):
+    from pathlib import Path
+
+    from pydantic import ValidationError
+
+    from probes.result import ProbeResult
+
+    p = Path(path)
+    if not p.is_file():
+        raise UsageError(f"probe result not found: {p}")
+    try:
+        return ProbeResult.model_validate_json(p.read_text(encoding="utf-8"))
+    except (ValidationError, ValueError, UnicodeDecodeError) as err:
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise UsageError(f"{p}: not a probe result JSON ({first})") from None
+
+
+def cmd_report(args, knowledge) -> int:
+    from pathlib import Path
+
+    from advisor.answers import load_answers
+    from advisor.report import ReportError, build_markdown, markdown_to_pdf
+    from advisor.rules import recommend
+
+    out = Path(args.out)
+    if out.suffix.lower() not in (".md", ".pdf"):
+        raise UsageError(f"--out must end in .md or .pdf, got {args.out!r}")
+    answers = load_answers(args.answers)
+    results = [_load_probe(p) for p in args.probe]
+    hardware = _hardware_for(answers, knowledge)
+    rec = recommend(answers, hardware, knowledge, lang=args.lang)
+    images: dict[str, str] = {}
+    files: dict[str, bytes] = {}
+    if out.suffix.lower() == ".pdf":
+        from advisor.charts import latency_chart, ranking_chart, throughput_chart, to_png
+
+        ok = [r for r in results if r.status == "ok"]
+        figs = {"ranking": ranking_chart(rec, args.lang)}
+        if ok:
+            figs.update(ttft=latency_chart(ok, "ttft", args.lang), throughput=throughput_chart(ok, args.lang))
+        for name, fig in figs.items():
+            png = to_png(fig)
+            if png:
+                images[name], files[f"{name}.png"] = f"{name}.png", png
+    md = build_markdown(answers, hardware, rec, results, knowledge, args.lang, images=images,
+                        answers_file=args.answers, probe_files=args.probe)
+    try:
+        data = md.encode("utf-8") if out.suffix.lower() == ".md" else markdown_to_pdf(md, files)
+    except ReportError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    out.write_bytes(data)
+    print(f"wrote {out} ({len(data):,} bytes)", file=sys.stderr)
+    return 0
+
+
+COMMANDS = {"detect": cmd_detect, "recommend": cmd_recommend, "report": cmd_report}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
