@@ -104,7 +104,7 @@ def cmd_report(args, knowledge) -> int:
     from pathlib import Path
 
     from advisor.answers import load_answers
-    from advisor.report import ReportError, build_markdown, markdown_to_pdf
+    from advisor.report import ReportError, build_markdown, chart_images, markdown_to_pdf
     from advisor.rules import recommend
 
     out = Path(args.out)
@@ -114,19 +114,7 @@ def cmd_report(args, knowledge) -> int:
     results = [_load_probe(p) for p in args.probe]
     hardware = _hardware_for(answers, knowledge)
     rec = recommend(answers, hardware, knowledge, lang=args.lang)
-    images: dict[str, str] = {}
-    files: dict[str, bytes] = {}
-    if out.suffix.lower() == ".pdf":
-        from advisor.charts import latency_chart, ranking_chart, throughput_chart, to_png
-
-        ok = [r for r in results if r.status == "ok"]
-        figs = {"ranking": ranking_chart(rec, args.lang)}
-        if ok:
-            figs.update(ttft=latency_chart(ok, "ttft", args.lang), throughput=throughput_chart(ok, args.lang))
-        for name, fig in figs.items():
-            png = to_png(fig)
-            if png:
-                images[name], files[f"{name}.png"] = f"{name}.png", png
+    images, files = chart_images(rec, results, args.lang) if out.suffix.lower() == ".pdf" else ({}, {})
     md = build_markdown(answers, hardware, rec, results, knowledge, args.lang, images=images,
                         answers_file=args.answers, probe_files=args.probe)
     try:

@@ -6,34 +6,6 @@ from typing import Any, Iterator
 from advisor import kschema as ks
 
 
-def holds(cond: Any, facts: dict[str, Any]) -> bool:
-    if isinstance(cond, ks.All):
-        return all(holds(c, facts) for c in cond.all)
-    if isinstance(cond, ks.AnyOf):
-        return any(holds(c, facts) for c in cond.any)
-    if isinstance(cond, ks.Not):
-        return not holds(cond.not_, facts)
-    value = facts.get(cond.fact)
-    op, arg = cond.op, cond.operand
-    if op == "eq":
-        return value == arg
-    if op == "ne":
-        return value != arg
-    if op == "in":
-        return value in arg
-    if op == "not_in":
-        return value not in arg
-    if value is None or isinstance(value, (str, bool)):
-        return False  # an unknown number satisfies no comparison
-    if op == "gt":
-        return value > arg
-    if op == "gte":
-        return value >= arg
-    if op == "lt":
-        return value < arg
-    return value <= arg  # lte
-
-
 def leaves(cond: Any) -> Iterator[ks.Leaf]:
     if isinstance(cond, ks.All):
         for c in cond.all:
@@ -48,7 +20,10 @@ def leaves(cond: Any) -> Iterator[ks.Leaf]:
 
 
 def compile_condition(cond: Any):
-    """Turn a validated condition into a closure: same semantics as holds(), ~10x faster."""
+    """Turn a validated condition into a closure, once per knowledge load.
+
+    eq/ne/in/not_in compare as given; a comparison (gt/gte/lt/lte) on an unknown or non-numeric fact is false.
+    """
     if isinstance(cond, ks.All):
         parts = [compile_condition(c) for c in cond.all]
         return lambda f: all(p(f) for p in parts)

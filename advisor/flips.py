@@ -58,12 +58,6 @@ def _candidates(answers: Answers, knowledge: Knowledge):
             yield q, opt, dist, {q.key: value}
 
 
-def _flipped(order: list[str], excluded: dict, top: str, second: str) -> bool:
-    if second not in order:
-        return False
-    return top in excluded or order.index(second) < order.index(top)
-
-
 def find_flips(answers: Answers, hardware: Hardware | None, knowledge: Knowledge, scored, lang: str
                ) -> tuple[list[Flip], str | None]:
     from advisor.rules import totals

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import html
 import tempfile
 from pathlib import Path
 
@@ -159,5 +158,19 @@ def markdown_to_pdf(md: str, image_files: dict[str, bytes] | None = None) -> byt
         return bytes(pdf.output())
 
 
-def unescape(text: str) -> str:
-    return html.unescape(text)
+def chart_images(rec: Recommendation, results: list[ProbeResult], lang: str) -> tuple[dict[str, str], dict[str, bytes]]:
+    """The report's charts as PNG: ({name: file name} for build_markdown, {file name: bytes} for the PDF).
+    A chart that cannot be exported (no headless browser) is left out."""
+    from advisor.charts import latency_chart, ranking_chart, throughput_chart, to_png
+
+    ok = [r for r in results if r.status == "ok"]
+    figs = {"ranking": ranking_chart(rec, lang)}
+    if ok:
+        figs.update(ttft=latency_chart(ok, "ttft", lang), itl=latency_chart(ok, "itl", lang),
+                    throughput=throughput_chart(ok, lang))
+    images, files = {}, {}
+    for name, fig in figs.items():
+        png = to_png(fig)
+        if png:
+            images[name], files[f"{name}.png"] = f"{name}.png", png
+    return images, files

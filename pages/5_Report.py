@@ -3,8 +3,7 @@ import streamlit as st
 
 from advisor import history
 from advisor.answers import dump_answers
-from advisor.charts import latency_chart, ranking_chart, throughput_chart, to_png
-from advisor.report import ReportError, build_markdown, markdown_to_pdf
+from advisor.report import ReportError, build_markdown, chart_images, markdown_to_pdf
 from advisor.rules import recommend
 from ui_common import T, answers, hardware, knowledge, setup
 
@@ -26,22 +25,10 @@ c3.download_button(T("ui_download_answers"), dump_answers(a), file_name="answers
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def pdf_bytes(md: str, lang: str, _rec, _results) -> bytes:
-    images, files = {}, {}
-    ok = [r for r in _results if r.status == "ok"]
-    figs = {"ranking": ranking_chart(_rec, lang)}
-    if ok:
-        figs.update(ttft=latency_chart(ok, "ttft", lang), itl=latency_chart(ok, "itl", lang),
-                    throughput=throughput_chart(ok, lang))
-    for name, fig in figs.items():
-        png = to_png(fig)
-        if png:
-            images[name], files[f"{name}.png"] = f"{name}.png", png
-    text = md
-    for name in images:  # same Markdown, with the charts placed after their sections
-        anchor = {"ranking": f"### {T('report_reasons')}", "ttft": f"## {T('report_verdict')}",
-                  "itl": f"## {T('report_verdict')}", "throughput": f"## {T('report_verdict')}"}[name]
-        text = text.replace(anchor, f"![{name}]({name}.png)\n\n{anchor}", 1)
-    return markdown_to_pdf(text, files)
+    """Keyed on the Markdown: the same report is rendered once. The PDF's source is that Markdown with charts."""
+    images, files = chart_images(_rec, _results, lang)
+    return markdown_to_pdf(build_markdown(a, hw, _rec, _results, k, lang, images=images, answers_file="answers.yaml",
+                                          probe_files=[f"probe-{r.engine}.json" for r in _results]), files)
 
 
 try:

@@ -11,6 +11,7 @@ import resource
 import sys
 import time
 import traceback
+from pathlib import Path
 
 from probes.result import ProbeResult, ProbeSettings
 
@@ -57,8 +58,7 @@ def measure(settings: ProbeSettings, ev: Events) -> ProbeResult:
         if settings.engine == "endpoint":
             model, fmt = None, "endpoint"
         else:
-            model = settings.model and __import__("pathlib").Path(settings.model).expanduser()
-            model = model or default_model()
+            model = Path(settings.model).expanduser() if settings.model else default_model()
             fmt = detect_format(model)
         base.update(model=str(model) if model else settings.endpoint, model_format=fmt)
         t0 = time.perf_counter()

@@ -120,7 +120,6 @@ def gguf_to_hf(gguf: Path, progress: Progress) -> Path:
     if (out / "config.json").is_file() and list(out.glob("*.safetensors")):
         return out
     progress("prepare", f"converting {gguf.name} to a Hugging Face folder (one-off, ~40 s on 2 cores) → {out}")
-    import torch  # noqa: F401  (engine import, child process only)
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     tmp = out.with_name(out.name + ".tmp")

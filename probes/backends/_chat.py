@@ -25,3 +25,12 @@ def render(template: str | None, prompt: str) -> str:
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
     return env.from_string(template).render(messages=[{"role": "user", "content": prompt}],
                                             add_generation_prompt=True, bos_token="", eos_token="")
+
+
+def hf_chat_text(tok, prompt: str) -> str:
+    """A single user turn through a Hugging Face tokenizer's chat template."""
+    return tok.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True)
+
+
+def hf_token_count(tok, text: str) -> int:
+    return len(tok(text, add_special_tokens=False)["input_ids"])

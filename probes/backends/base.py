@@ -15,9 +15,6 @@ from typing import Any, Callable, ClassVar, Iterator
 
 from probes.result import ProbeSettings, RequestRecord
 
-Emit = Callable[[dict], None]
-
-
 class Unavailable(Exception):
     """The engine cannot run here; str() is the reason."""
 
@@ -27,8 +24,12 @@ class Backend:
     import_name: ClassVar[str | None]
     distributions: ClassVar[tuple[str, ...]] = ()
     install_hint: ClassVar[str] = ""
-    #: formats this backend loads directly, best first
+    #: (import name, distribution) pairs that must all be importable; default: import_name itself
+    requires: ClassVar[tuple[tuple[str, str], ...]] = ()
+    #: formats this backend loads directly
     formats: ClassVar[tuple[str, ...]] = ()
+    #: a GGUF is dequantised once into an HF folder (cached) that this backend then loads
+    gguf_via_hf: ClassVar[bool] = False
 
     def __init__(self) -> None:
         self.device = "cpu"
@@ -49,17 +50,27 @@ class Backend:
     @classmethod
     def availability(cls) -> str | None:
         """None when the engine can run here, else the reason. Imports nothing."""
-        if cls.import_name and importlib.util.find_spec(cls.import_name) is None:
-            dists = " or ".join(cls.distributions) or cls.import_name
-            return f"{cls.import_name} is not importable ({dists} not installed)"
+        needs = cls.requires or ((cls.import_name, " or ".join(cls.distributions) or cls.import_name),)
+        for module, dist in needs:
+            if module and importlib.util.find_spec(module) is None:
+                return f"{module} is not importable ({dist} not installed)"
         return None
 
     # ------------------------------------------------------------------ lifecycle
     def prepare(self, model: Path, fmt: str, settings: ProbeSettings, progress: Callable[[str, str], None]
                 ) -> tuple[Path, str]:
-        """Convert the model into a format this backend loads, once (cached). Default: as is."""
+        """Convert the model into a format this backend loads, once (cached)."""
+        model, fmt = self._gguf_to_hf(model, fmt, progress)
         if fmt not in self.formats:
-            raise Unavailable(f"{self.id} cannot load a {fmt} model (it loads: {', '.join(self.formats)})")
+            also = "; GGUF through a one-off conversion" if self.gguf_via_hf else ""
+            raise Unavailable(f"{self.id} cannot load a {fmt} model (it loads: {', '.join(self.formats)}{also})")
+        return model, fmt
+
+    def _gguf_to_hf(self, model: Path, fmt: str, progress: Callable[[str, str], None]) -> tuple[Path, str]:
+        if fmt == "gguf" and self.gguf_via_hf:
+            from probes.models import gguf_to_hf
+
+            return gguf_to_hf(model, progress), "hf"
         return model, fmt
 
     def estimate_memory_mb(self, model: Path, fmt: str, settings: ProbeSettings) -> float:
@@ -112,13 +123,12 @@ def _one(backend: Backend, index: int, prompt: str, settings: ProbeSettings, loc
                          error=error)
 
 
-def run_serialised(backend: Backend, prompts: list[str], settings: ProbeSettings,
-                   on_done: Callable[[int], None]) -> list[RequestRecord]:
-    workers = max(1, min(settings.concurrency, len(prompts)))
+def run_clients(prompts: list[str], concurrency: int, one: Callable[[int, str], RequestRecord],
+                on_done: Callable[[int], None]) -> list[RequestRecord]:
+    """`concurrency` client threads take prompts from one queue and submit them as soon as they are free."""
     todo: queue.Queue[tuple[int, str]] = queue.Queue()
     for i, p in enumerate(prompts):
         todo.put((i, p))
-    lock = threading.Lock()
     out: list[RequestRecord] = []
     out_lock = threading.Lock()
 
@@ -128,17 +138,25 @@ def run_serialised(backend: Backend, prompts: list[str], settings: ProbeSettings
                 i, p = todo.get_nowait()
             except queue.Empty:
                 return
-            rec = _one(backend, i, p, settings, lock)
+            rec = one(i, p)
             with out_lock:
                 out.append(rec)
                 on_done(len(out))
 
-    threads = [threading.Thread(target=worker, daemon=True) for _ in range(workers)]
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(max(1, min(concurrency, len(prompts))))]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    return sorted(out, key=lambda r: r.index)
+
+
+def run_serialised(backend: Backend, prompts: list[str], settings: ProbeSettings,
+                   on_done: Callable[[int], None]) -> list[RequestRecord]:
+    lock = threading.Lock()
+    out = run_clients(prompts, settings.concurrency, lambda i, p: _one(backend, i, p, settings, lock), on_done)
+    workers = max(1, min(settings.concurrency, len(prompts)))
     if workers > 1:
         backend.serving = (f"{workers} concurrent client requests, served one at a time by the engine "
                            "(no batching in-process): TTFT includes the wait behind other requests")
-    return sorted(out, key=lambda r: r.index)
+    return out

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import http.client
 import json
-import queue
 import socket
-import threading
 import time
 from typing import Any
 from urllib.parse import urlparse
 
-from probes.backends.base import Backend
+from probes.backends.base import Backend, run_clients
 from probes.models import ModelError
 from probes.result import ProbeSettings, RequestRecord
 
@@ -115,31 +113,9 @@ class EndpointBackend(Backend):
         return rec
 
     def run(self, prompts, settings, on_done):
-        todo: queue.Queue[tuple[int, str]] = queue.Queue()
-        for i, p in enumerate(prompts):
-            todo.put((i, p))
-        out: list[RequestRecord] = []
-        lock = threading.Lock()
-
-        def worker() -> None:
-            while True:
-                try:
-                    i, p = todo.get_nowait()
-                except queue.Empty:
-                    return
-                rec = self._request(i, p, settings)
-                with lock:
-                    out.append(rec)
-                    on_done(len(out))
-
-        threads = [threading.Thread(target=worker, daemon=True) for _ in range(max(1, min(settings.concurrency,
-                                                                                          len(prompts))))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        out = run_clients(prompts, settings.concurrency, lambda i, p: self._request(i, p, settings), on_done)
         mismatched = [(c, u) for c, u in self.chunk_tokens if c != u]
         if mismatched:
             self.notes.append(f"{len(mismatched)} request(s) streamed fewer chunks than the server's token count "
                               f"(e.g. {mismatched[0][0]} chunks for {mismatched[0][1]} tokens): ITL is per chunk")
-        return sorted(out, key=lambda r: r.index)
+        return out

@@ -66,11 +66,3 @@ class LlamaCppBackend(Backend):
             n += 1
             if n >= settings.max_tokens:
                 break
-
-    def engine_timings(self) -> dict:
-        """llama.cpp's own counters for the last request (used by the fidelity bench)."""
-        import llama_cpp
-
-        t = llama_cpp.llama_perf_context(self.llm._ctx.ctx)
-        return {"prompt_ms": t.t_p_eval_ms, "prompt_tokens": t.n_p_eval, "decode_ms": t.t_eval_ms,
-                "decode_tokens": t.n_eval}

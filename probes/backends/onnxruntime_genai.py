@@ -14,7 +14,9 @@ class OnnxRuntimeBackend(Backend):
     import_name = "onnxruntime_genai"
     distributions = ("onnxruntime-genai", "onnxruntime-genai-cuda")
     install_hint = "pip install onnxruntime onnxruntime-genai  # NVIDIA: onnxruntime-gpu, never beside onnxruntime"
-    formats = ("onnx", "hf", "gguf")
+    requires = (("onnxruntime", "onnxruntime"), ("onnxruntime_genai", "onnxruntime-genai"))
+    formats = ("onnx",)
+    gguf_via_hf = True
 
     @classmethod
     def version(cls) -> str | None:
@@ -28,21 +30,11 @@ class OnnxRuntimeBackend(Backend):
                 pass
         return ", ".join(parts) or None
 
-    @classmethod
-    def availability(cls) -> str | None:
-        import importlib.util
-
-        for mod, dist in (("onnxruntime", "onnxruntime"), ("onnxruntime_genai", "onnxruntime-genai")):
-            if importlib.util.find_spec(mod) is None:
-                return f"{mod} is not importable ({dist} not installed)"
-        return None
-
     def prepare(self, model: Path, fmt: str, settings: ProbeSettings, progress) -> tuple[Path, str]:
-        from probes.models import gguf_to_hf, hf_to_onnx
+        from probes.models import hf_to_onnx
 
         precision = settings.extra.get("onnx_precision", "int4")
-        if fmt == "gguf":
-            model, fmt = gguf_to_hf(model, progress), "hf"
+        model, fmt = self._gguf_to_hf(model, fmt, progress)
         if fmt == "hf":
             model, fmt = hf_to_onnx(model, precision, progress), "onnx"
         return model, fmt

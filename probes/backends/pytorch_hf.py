@@ -14,23 +14,9 @@ class PyTorchBackend(Backend):
     import_name = "transformers"
     distributions = ("transformers",)
     install_hint = "pip install torch transformers accelerate  # CPU: pip install torch==2.13.0 (the CPU build)"
-    formats = ("hf", "gguf")
-
-    @classmethod
-    def availability(cls) -> str | None:
-        import importlib.util
-
-        for mod, dist in (("torch", "torch"), ("transformers", "transformers")):
-            if importlib.util.find_spec(mod) is None:
-                return f"{mod} is not importable ({dist} not installed)"
-        return None
-
-    def prepare(self, model: Path, fmt: str, settings: ProbeSettings, progress) -> tuple[Path, str]:
-        if fmt == "gguf":
-            from probes.models import gguf_to_hf
-
-            return gguf_to_hf(model, progress), "hf"
-        return super().prepare(model, fmt, settings, progress)
+    requires = (("torch", "torch"), ("transformers", "transformers"))
+    formats = ("hf",)
+    gguf_via_hf = True
 
     def estimate_memory_mb(self, model: Path, fmt: str, settings: ProbeSettings) -> float:
         from probes.models import file_size_mb
@@ -59,9 +45,9 @@ class PyTorchBackend(Backend):
     def stream(self, prompt: str, settings: ProbeSettings) -> Iterator[tuple[str, Any]]:
         import torch
 
-        text = self.tok.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
-                                            add_generation_prompt=True)
-        ids = self.tok(text, return_tensors="pt", add_special_tokens=False)["input_ids"].to(self.dev)
+        from probes.backends._chat import hf_chat_text
+
+        ids = self.tok(hf_chat_text(self.tok, prompt), return_tensors="pt", add_special_tokens=False)["input_ids"].to(self.dev)
         yield "prompt_tokens", int(ids.shape[1])
         with torch.inference_mode():
             out = self.model(input_ids=ids, use_cache=True)

@@ -15,7 +15,8 @@ class TensorRTLLMBackend(Backend):
     distributions = ("tensorrt-llm", "tensorrt_llm")
     install_hint = ("pip install --extra-index-url https://pypi.nvidia.com tensorrt-llm  "
                     "# Linux + NVIDIA GPU only; PyPI itself carries only a stub that downloads from NVIDIA")
-    formats = ("hf", "gguf")
+    formats = ("hf",)
+    gguf_via_hf = True
 
     @classmethod
     def availability(cls) -> str | None:
@@ -34,13 +35,6 @@ class TensorRTLLMBackend(Backend):
             return "TensorRT-LLM needs an NVIDIA GPU and NVML reports none"
         return None
 
-    def prepare(self, model: Path, fmt: str, settings: ProbeSettings, progress) -> tuple[Path, str]:
-        if fmt == "gguf":
-            from probes.models import gguf_to_hf
-
-            return gguf_to_hf(model, progress), "hf"
-        return super().prepare(model, fmt, settings, progress)
-
     def estimate_memory_mb(self, model: Path, fmt: str, settings: ProbeSettings) -> float:
         from probes.models import file_size_mb
 
@@ -57,28 +51,24 @@ class TensorRTLLMBackend(Backend):
         self.backend_settings = {"api": "tensorrt_llm.LLM (PyTorch backend)", "max_batch": settings.concurrency}
         self.serving = f"in-flight batching by TensorRT-LLM's executor ({settings.concurrency} concurrent requests)"
 
-    def _text(self, prompt: str) -> str:
-        return self.tok.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
-                                            add_generation_prompt=True)
-
     def run(self, prompts, settings, on_done):
         from tensorrt_llm import SamplingParams
 
         from probes.backends._async import drive
+        from probes.backends._chat import hf_chat_text, hf_token_count
 
         sp = SamplingParams(max_tokens=settings.max_tokens, temperature=0.0, ignore_eos=True)
 
         async def start(i, prompt):
             seen = 0
-            async for out in self.llm.generate_async(self._text(prompt), sampling_params=sp, streaming=True):
+            async for out in self.llm.generate_async(prompt, sampling_params=sp, streaming=True):
                 n = len(out.outputs[0].token_ids)
                 yield n - seen
                 seen = n
 
-        def n_prompt(prompt):
-            return len(self.tok(self._text(prompt), add_special_tokens=False)["input_ids"])
-
-        return self.loop.run_until_complete(drive(prompts, settings, start, on_done, n_prompt))
+        return self.loop.run_until_complete(
+            drive([hf_chat_text(self.tok, p) for p in prompts], settings, start, on_done,
+                  lambda text: hf_token_count(self.tok, text)))
 
     def close(self) -> None:
         try:

