@@ -5,6 +5,7 @@ import asyncio
 import time
 from typing import AsyncIterator, Callable
 
+from probes.backends.base import Backend
 from probes.result import ProbeSettings, RequestRecord
 
 
@@ -35,3 +36,30 @@ async def drive(prompts: list[str], settings: ProbeSettings,
 
     await asyncio.gather(*(one(i, p) for i, p in enumerate(prompts)))
     return sorted(done, key=lambda r: r.index)
+
+
+class BatchingBackend(Backend):
+    """An engine with its own scheduler: prompts go in chat-templated, up to `concurrency` in flight.
+
+    Subclasses set `self.tok` (an HF tokenizer) and `self.loop` in load(), and provide new_tokens()
+    and shutdown().
+    """
+
+    def new_tokens(self, text: str, settings: ProbeSettings) -> AsyncIterator[int]:
+        raise NotImplementedError
+
+    def shutdown(self) -> None:
+        pass
+
+    def run(self, prompts, settings, on_done):
+        from probes.backends._chat import hf_chat_text, hf_token_count
+
+        texts = [hf_chat_text(self.tok, p) for p in prompts]
+        return self.loop.run_until_complete(drive(texts, settings, lambda i, t: self.new_tokens(t, settings),
+                                                  on_done, lambda t: hf_token_count(self.tok, t)))
+
+    def close(self) -> None:
+        try:
+            self.shutdown()
+        except Exception:  # the child exits next; a failed shutdown must not lose the measured result
+            pass

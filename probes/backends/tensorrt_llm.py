@@ -5,11 +5,11 @@ import asyncio
 import importlib.util
 from pathlib import Path
 
-from probes.backends.base import Backend
+from probes.backends._async import BatchingBackend
 from probes.result import ProbeSettings
 
 
-class TensorRTLLMBackend(Backend):
+class TensorRTLLMBackend(BatchingBackend):
     id = "tensorrt-llm"
     import_name = "tensorrt_llm"
     distributions = ("tensorrt-llm", "tensorrt_llm")
@@ -51,27 +51,15 @@ class TensorRTLLMBackend(Backend):
         self.backend_settings = {"api": "tensorrt_llm.LLM (PyTorch backend)", "max_batch": settings.concurrency}
         self.serving = f"in-flight batching by TensorRT-LLM's executor ({settings.concurrency} concurrent requests)"
 
-    def run(self, prompts, settings, on_done):
+    async def new_tokens(self, text, settings):
         from tensorrt_llm import SamplingParams
 
-        from probes.backends._async import drive
-        from probes.backends._chat import hf_chat_text, hf_token_count
-
         sp = SamplingParams(max_tokens=settings.max_tokens, temperature=0.0, ignore_eos=True)
+        seen = 0
+        async for out in self.llm.generate_async(text, sampling_params=sp, streaming=True):
+            n = len(out.outputs[0].token_ids)  # cumulative
+            yield n - seen
+            seen = n
 
-        async def start(i, prompt):
-            seen = 0
-            async for out in self.llm.generate_async(prompt, sampling_params=sp, streaming=True):
-                n = len(out.outputs[0].token_ids)
-                yield n - seen
-                seen = n
-
-        return self.loop.run_until_complete(
-            drive([hf_chat_text(self.tok, p) for p in prompts], settings, start, on_done,
-                  lambda text: hf_token_count(self.tok, text)))
-
-    def close(self) -> None:
-        try:
-            self.llm.shutdown()
-        except Exception:
-            pass
+    def shutdown(self) -> None:
+        self.llm.shutdown()

