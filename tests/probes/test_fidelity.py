@@ -1,5 +1,12 @@
-"""Loose bound on harness overhead (the precise figures come from bench/llama_fidelity.py)."""
+"""Loose bound on harness overhead (the precise figures come from bench/llama_fidelity.py).
+
+This host is shared: one bare loop can run 30% slower than the next. So the bare loop runs before and
+after the probe, and the bound only catches a gross harness cost (a per-token round trip, a sleep), which
+would push the probe below 0.6× the faster bare run; it must also not beat the slower one by 1.6×, which
+would mean the probe counts tokens or time differently from the bare loop.
+"""
 import importlib.util
+import os
 from pathlib import Path
 
 from probes.models import default_model
@@ -14,10 +21,14 @@ spec.loader.exec_module(fid)
 
 def test_probe_decode_speed_close_to_bare_loop():
     n, tokens = 3, 32
-    res = run_probe(ProbeSettings(engine="llama.cpp", requests=n, max_tokens=tokens, prompt_mix="short", seed=1234))
+    settings = ProbeSettings(engine="llama.cpp", requests=n, max_tokens=tokens, prompt_mix="short", seed=1234)
+    prompts = build_prompts(n, "short", 1234)
+    before = fid.bare_loop(default_model(), prompts, tokens, len(os.sched_getaffinity(0)), 512)["decode_tps"]
+    res = run_probe(settings)
     assert res.ok, res.reason
-    bare = fid.bare_loop(default_model(), build_prompts(n, "short", 1234), tokens,
-                         res.backend_settings["n_threads"], res.backend_settings["n_batch"])
-    ratio = res.decode_tps_per_request.p50 / bare["decode_tps"]
-    # loose: this machine is shared and noisy; the bench script prints the real ratio (~0.97)
-    assert 0.75 < ratio < 1.3, (ratio, res.decode_tps_per_request, bare)
+    after = fid.bare_loop(default_model(), prompts, tokens, res.backend_settings["n_threads"],
+                          res.backend_settings["n_batch"])["decode_tps"]
+    probe = res.decode_tps_per_request.p50
+    assert res.output_tokens_total == n * tokens
+    assert probe > 0.6 * max(before, after), (probe, before, after)
+    assert probe < 1.6 * min(before, after), (probe, before, after)
