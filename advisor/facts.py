@@ -20,6 +20,40 @@ FACT_NAMES = frozenset({
     "os", "cpu_arch", "has_avx2", "has_avx512", "hardware_source",
 })
 
+# facts an each-engine rule may also test: that engine's capacity plan (advisor.planner)
+PLAN_FACT_NAMES = frozenset({
+    "plan_fits", "plan_loads", "plan_offload", "plan_offload_layers", "plan_device", "plan_precision", "plan_headroom_fraction",
+    "plan_headroom_gib", "plan_total_gib", "plan_available_gib", "plan_weights_gib", "plan_kv_gib",
+    "plan_overhead_gib", "plan_max_concurrency", "plan_max_context_tokens", "plan_decode_tps_upper_bound", "plan_fix",
+})
+
+
+def plan_facts(plan, fix_none: str) -> dict[str, Any]:
+    """An EnginePlan as flat facts; numbers rounded for the reason texts they fill."""
+    def r(x: float | None) -> float | None:
+        return None if x is None else round(x, 1)
+
+    avail = plan.available_gib
+    return {
+        "plan_fits": plan.fits,
+        "plan_loads": plan.loads,
+        "plan_offload": plan.device == "gpu+cpu",
+        "plan_offload_layers": plan.offload_layers,
+        "plan_device": plan.device,
+        "plan_precision": plan.precision_label,
+        "plan_headroom_fraction": (plan.headroom_gib / avail) if avail and plan.headroom_gib is not None else None,
+        "plan_headroom_gib": r(plan.headroom_gib),
+        "plan_total_gib": r(plan.total_gib),
+        "plan_available_gib": r(avail),
+        "plan_weights_gib": r(plan.weights_gib),
+        "plan_kv_gib": r(plan.kv_gib),
+        "plan_overhead_gib": r(plan.overhead_gib),
+        "plan_max_concurrency": plan.max_concurrency,
+        "plan_max_context_tokens": plan.max_context_tokens,
+        "plan_decode_tps_upper_bound": plan.decode_tps_upper_bound,
+        "plan_fix": "; ".join(o.text for o in plan.options) or fix_none,
+    }
+
 
 def build_facts(answers: Answers, hardware: Hardware | None) -> dict[str, Any]:
     m = answers.model

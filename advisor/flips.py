@@ -9,8 +9,6 @@ import itertools
 from typing import Any
 
 from advisor.answers import Answers, TargetHardware
-from advisor.facts import build_facts
-from advisor.hardware import Hardware
 from advisor.knowledge import Knowledge
 from advisor.recommendation import Flip
 
@@ -58,9 +56,11 @@ def _candidates(answers: Answers, knowledge: Knowledge):
             yield q, opt, dist, {q.key: value}
 
 
-def find_flips(answers: Answers, hardware: Hardware | None, knowledge: Knowledge, scored, lang: str
-               ) -> tuple[list[Flip], str | None]:
+def find_flips(answers: Answers, ev, scored) -> tuple[list[Flip], str | None]:
+    """ev: the rules' Evaluator (facts and capacity plans for any variant of the answers)."""
     from advisor.rules import totals
+
+    knowledge, lang = ev.knowledge, ev.lang
 
     order = scored.order()
     if len(order) < 2:
@@ -72,7 +72,8 @@ def find_flips(answers: Answers, hardware: Hardware | None, knowledge: Knowledge
         merged: dict[str, Any] = {}
         for _, _, _, u in updates:
             merged.update(u)
-        scores, excluded = totals(build_facts(answers.model_copy(update=merged), hardware), knowledge)
+        facts, engine_facts = ev.facts(answers.model_copy(update=merged), detail=False)
+        scores, excluded = totals(facts, knowledge, engine_facts)
         if second in excluded:
             return None, float("-inf")
         if top in excluded:

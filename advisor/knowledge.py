@@ -65,6 +65,7 @@ class Knowledge:
     claims: ks.ClaimsFile
     models: ks.ModelsFile
     gpus: ks.GpusFile
+    planner: ks.PlannerFile
     strings: dict[str, ks.Text]
 
     def s(self, key: str, lang: str = "en", **kw: object) -> str:
@@ -80,14 +81,17 @@ def load_knowledge(directory: str | Path | None = None) -> Knowledge:
 
 def _check_rule_facts(rules: ks.RulesFile) -> None:
     from advisor.conditions import leaves
-    from advisor.facts import FACT_NAMES
+    from advisor.facts import FACT_NAMES, PLAN_FACT_NAMES
 
     for i, rule in enumerate(rules.rules):
+        known = FACT_NAMES | PLAN_FACT_NAMES if rule.scope == "each-engine" else FACT_NAMES
         for leaf in leaves(rule.when):
-            if leaf.fact not in FACT_NAMES:
+            if leaf.fact not in known:
+                extra = "" if rule.scope == "each-engine" or leaf.fact not in PLAN_FACT_NAMES else \
+                    " (plan_* facts need scope: each-engine)"
                 raise KnowledgeError(
-                    f"rules.yaml: rules[{i}] (id={rule.id}).when: unknown fact {leaf.fact!r}; "
-                    f"known facts: {', '.join(sorted(FACT_NAMES))}")
+                    f"rules.yaml: rules[{i}] (id={rule.id}).when: unknown fact {leaf.fact!r}{extra}; "
+                    f"known facts: {', '.join(sorted(known))}")
 
 
 @functools.lru_cache(maxsize=4)
@@ -103,5 +107,6 @@ def _cached(d: Path) -> Knowledge:
         claims=_load(d / "claims.yaml", ks.ClaimsFile),
         models=_load(d / "models.yaml", ks.ModelsFile),
         gpus=_load(d / "gpus.yaml", ks.GpusFile),
+        planner=_load(d / "planner.yaml", ks.PlannerFile),
         strings=_load(d / "strings.yaml", ks.StringsFile).strings,
     )

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_val
 ENGINE_IDS = ("vllm", "tensorrt-llm", "onnxruntime", "llama.cpp", "pytorch")
 EngineId = Literal["vllm", "tensorrt-llm", "onnxruntime", "llama.cpp", "pytorch"]
 
-_SOURCE_RE = re.compile(r"^(\d{3}_[0-9a-f]{16}\.txt §.+|https?://\S+)$")
+_SOURCE_RE = re.compile(r"^(\d{3}_[0-9a-f]{16}\.txt §.+|https?://\S+|bench/[a-z0-9_]+\.py)$")
 
 
 class Strict(BaseModel):
@@ -23,7 +23,8 @@ class Strict(BaseModel):
 def check_source(value: str) -> str:
     if not _SOURCE_RE.match(value.strip()):
         raise ValueError(
-            "source must be a seed file and section ('003_3107f110d92ff8c9.txt §8') or an http(s) URL"
+            "source must be a seed file and section ('003_3107f110d92ff8c9.txt §8'), an http(s) URL, "
+            "or the bench script that measures it ('bench/planner_calibration.py')"
         )
     return value.strip()
 
@@ -220,17 +221,32 @@ Not.model_rebuild()
 
 
 class Rule(Sourced):
+    """scope 'answers': one test over the answers' facts, deltas per engine.
+    scope 'each-engine': tested once per engine with that engine's capacity-plan facts (plan_*) added,
+    and self_delta / exclude_self apply to the engine under test."""
+
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    scope: Literal["answers", "each-engine"] = "answers"
     when: Condition
     deltas: dict[EngineId, float] = Field(default_factory=dict)
     exclude: list[EngineId] = Field(default_factory=list)
+    self_delta: float | None = None
+    exclude_self: bool = False
     text: Text
     source: str
 
     @model_validator(mode="after")
     def _does_something(self) -> "Rule":
-        if not self.deltas and not self.exclude:
-            raise ValueError("a rule needs deltas or exclude")
+        if self.scope == "answers":
+            if self.self_delta is not None or self.exclude_self:
+                raise ValueError("self_delta / exclude_self need scope: each-engine")
+            if not self.deltas and not self.exclude:
+                raise ValueError("a rule needs deltas or exclude")
+        else:
+            if self.deltas or self.exclude:
+                raise ValueError("an each-engine rule uses self_delta / exclude_self, not deltas / exclude")
+            if self.self_delta is None and not self.exclude_self:
+                raise ValueError("an each-engine rule needs self_delta or exclude_self")
         return self
 
 
@@ -308,6 +324,9 @@ class GenericArch(Sourced):
     kv_heads_ratio: float  # kv_heads / attention_heads (GQA)
     layers_per_sqrt_b: float
     hidden_per_sqrt_b: float
+    intermediate_ratio: float  # intermediate_size / hidden_size
+    vocab_size: int
+    max_context: int
 
 
 class ModelsFile(Strict):
@@ -330,3 +349,70 @@ class Gpu(Sourced):
 
 class GpusFile(Strict):
     gpus: list[Gpu]
+
+
+# ---------------------------------------------------------------- capacity planner
+
+PlannerPrecision = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "gguf_f16", "q8_0", "q5_k_m", "q4_k_m",
+                           "q4_1", "q4_0", "ort_int4"]
+
+
+class PrecisionSpec(Sourced):
+    bits_per_weight: float = Field(gt=0, le=32)
+    label: str
+    source: str
+
+
+class EngineCapacity(Sourced):
+    precision_map: dict[str, PlannerPrecision] = Field(default_factory=dict)
+    devices: list[Literal["gpu", "cpu"]]
+    gpu_vendors: list[Literal["nvidia", "amd", "intel", "apple"]] = Field(default_factory=list)
+    budget_of: Literal["total", "free_after_load"] = "total"
+    logits_for_chunk: bool = False
+    cpu_offload: bool = False
+    multi_gpu: Literal["tensor", "layer", "none"]
+    kv_allocation: Literal["budget", "full_context", "on_demand"]
+    memory_budget_fraction: float = Field(gt=0, le=1)
+    gpu_runtime_gib: float = Field(ge=0)
+    gpu_runtime_fraction: float = Field(ge=0, lt=1)
+    per_extra_gpu_gib: float = Field(ge=0)
+    cpu_runtime_gib: float = Field(ge=0)
+    prefill_chunk_tokens: int = Field(ge=0)
+    kv_bytes: float | None = Field(default=None, gt=0)
+    cpu_kv_bytes: float | None = Field(default=None, gt=0)
+    fp8_compute: bool = False
+    source: str
+    cpu_source: str
+
+    @field_validator("cpu_source")
+    @classmethod
+    def _check_cpu_source(cls, v: str) -> str:
+        return check_source(v)
+
+
+class PlannerFile(Strict):
+    precisions: dict[PlannerPrecision, PrecisionSpec]
+    quantize_ladder: list[PlannerPrecision] = Field(min_length=1)
+    engines: dict[EngineId, EngineCapacity]
+    unified_memory_gpu_fraction: float = Field(gt=0, le=1)
+    unified_memory_source: str
+    cpu_ram_fraction: float = Field(gt=0, le=1)
+    cpu_ram_source: str
+    prompt_tokens: dict[Literal["short", "long", "mixed"], int]
+    tensor_parallel_sizes: list[int] = Field(min_length=1)
+
+    @field_validator("unified_memory_source", "cpu_ram_source")
+    @classmethod
+    def _check_sources(cls, v: str) -> str:
+        return check_source(v)
+
+    @model_validator(mode="after")
+    def _complete(self) -> "PlannerFile":
+        missing = [e for e in ENGINE_IDS if e not in self.engines]
+        if missing:
+            raise ValueError(f"engines: missing {', '.join(missing)}")
+        for e, cap in self.engines.items():
+            for src, dst in cap.precision_map.items():
+                if dst not in self.precisions:
+                    raise ValueError(f"engines.{e}.precision_map.{src}: {dst!r} is not in precisions")
+        return self

@@ -5,6 +5,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from advisor.planner.types import EnginePlan, Plan
+
 
 class Reason(BaseModel):
     rule: str
@@ -18,12 +20,14 @@ class RankedEngine(BaseModel):
     name: str
     score: float
     reasons: list[Reason]
+    plan: EnginePlan | None = None
 
 
 class ExcludedEngine(BaseModel):
     engine: str
     name: str
     reasons: list[Reason]
+    plan: EnginePlan | None = None
 
 
 class Flip(BaseModel):
@@ -41,6 +45,7 @@ class Recommendation(BaseModel):
     flip_note: str | None = None
     lang: str = "en"
     facts: dict[str, Any] = Field(default_factory=dict)
+    plan: Plan | None = None  # model, target and every engine's plan (also attached per engine above)
 
     @property
     def top(self) -> RankedEngine | None:

@@ -2,7 +2,8 @@
 
 Every point of a score is a contribution that names its rule and source: the base score, each
 matching rule's delta, and, when the total leaves [min, max], a clamp contribution — so the
-contributions always sum to the score shown.
+contributions always sum to the score shown. Each-engine rules read that engine's capacity plan, which
+the planner computes from numbers alone (the model's files were read, and the CPU measured, at the edge).
 """
 from __future__ import annotations
 
@@ -12,10 +13,13 @@ from typing import Any
 from advisor import kschema as ks
 from advisor.answers import Answers
 from advisor.conditions import compile_condition
-from advisor.facts import build_facts
+from advisor.facts import build_facts, plan_facts
 from advisor.hardware import Hardware
 from advisor.knowledge import Knowledge
+from advisor.planner import MachineBench, ModelSpec, Plan, make_plan, resolve_model
 from advisor.recommendation import ExcludedEngine, RankedEngine, Reason, Recommendation
+
+EngineFacts = dict[str, dict[str, Any]]
 
 
 class _Safe(dict):
@@ -49,11 +53,24 @@ def _compiled(knowledge: Knowledge) -> list[tuple[Any, ks.Rule]]:
     return _COMPILED[key]
 
 
-def score(facts: dict[str, Any], knowledge: Knowledge) -> _Scored:
+def _each_engine(facts: dict[str, Any], engine_facts: EngineFacts | None) -> dict[str, dict[str, Any]]:
+    return {e: {**facts, **engine_facts[e]} for e in ks.ENGINE_IDS} if engine_facts else {}
+
+
+def score(facts: dict[str, Any], knowledge: Knowledge, engine_facts: EngineFacts | None = None) -> _Scored:
     sc = knowledge.rules.scoring
     contributions = {e: [("base", sc.base[e])] for e in ks.ENGINE_IDS}
     excluded: dict[str, list[str]] = {}
+    per_engine = _each_engine(facts, engine_facts)
     for test, rule in _compiled(knowledge):
+        if rule.scope == "each-engine":
+            for e, f in per_engine.items():
+                if test(f):
+                    if rule.self_delta is not None:
+                        contributions[e].append((rule.id, rule.self_delta))
+                    if rule.exclude_self:
+                        excluded.setdefault(e, []).append(rule.id)
+            continue
         if not test(facts):
             continue
         for e, d in rule.deltas.items():
@@ -70,13 +87,21 @@ def score(facts: dict[str, Any], knowledge: Knowledge) -> _Scored:
     return _Scored(scores, contributions, excluded)
 
 
-def totals(facts: dict[str, Any], knowledge: Knowledge) -> tuple[dict[str, float], set[str]]:
+def totals(facts: dict[str, Any], knowledge: Knowledge, engine_facts: EngineFacts | None = None
+           ) -> tuple[dict[str, float], set[str]]:
     """Clamped scores and exclusions only — the fast path the flip search calls many times."""
     sc = knowledge.rules.scoring
     t = dict(sc.base)
     ex: set[str] = set()
+    per_engine = _each_engine(facts, engine_facts)
     for test, rule in _compiled(knowledge):
-        if test(facts):
+        if rule.scope == "each-engine":
+            for e, f in per_engine.items():
+                if test(f):
+                    t[e] += rule.self_delta or 0.0
+                    if rule.exclude_self:
+                        ex.add(e)
+        elif test(facts):
             for e, d in rule.deltas.items():
                 t[e] += d
             ex.update(rule.exclude)
@@ -84,34 +109,76 @@ def totals(facts: dict[str, Any], knowledge: Knowledge) -> tuple[dict[str, float
     return {e: round(min(hi, max(lo, v)), 2) for e, v in t.items()}, ex
 
 
+class Evaluator:
+    """Facts, plan and per-engine plan facts for answers (and variants of them, in the flip search).
+
+    Plans depend on few answers (model, concurrency, prompt mix, hardware), so they are memoised on those.
+    """
+
+    def __init__(self, hardware: Hardware | None, knowledge: Knowledge, spec: ModelSpec | None,
+                 machine: MachineBench | None, lang: str):
+        self.hardware, self.knowledge, self.spec, self.machine, self.lang = hardware, knowledge, spec, machine, lang
+        self._specs: dict[str, ModelSpec] = {}
+        self._plans: dict[str, tuple[Plan, EngineFacts]] = {}
+
+    def plan(self, answers: Answers, detail: bool = True) -> tuple[Plan, EngineFacts]:
+        key = "|".join([str(answers.concurrency), answers.prompt_mix, answers.model.model_dump_json(),
+                        answers.hardware.model_dump_json() if answers.hardware else "-", str(detail)])
+        if key not in self._plans:
+            spec = self.spec
+            if spec is None:
+                mkey = answers.model.model_dump_json()
+                if mkey not in self._specs:
+                    self._specs[mkey] = resolve_model(answers.model, self.knowledge, read_files=False)
+                spec = self._specs[mkey]
+            plan = make_plan(answers, self.hardware, self.knowledge, spec, self.machine, self.lang, detail)
+            none = self.knowledge.s("plan_fix_none", self.lang)
+            self._plans[key] = plan, {e: plan_facts(p, none) for e, p in plan.engines.items()}
+        return self._plans[key]
+
+    def facts(self, answers: Answers, detail: bool = True) -> tuple[dict[str, Any], EngineFacts]:
+        facts = build_facts(answers, self.hardware)
+        plan, engine_facts = self.plan(answers, detail)
+        if plan.model.params_b and not plan.model.approximate:
+            facts["params_b"] = round(plan.model.params_b, 2)  # the resolved model's size wins
+        return facts, engine_facts
+
+
 def recommend(answers: Answers, hardware: Hardware | None, knowledge: Knowledge, lang: str = "en",
-              with_flips: bool = True) -> Recommendation:
-    facts = build_facts(answers, hardware)
-    s = score(facts, knowledge)
+              with_flips: bool = True, spec: ModelSpec | None = None, machine: MachineBench | None = None
+              ) -> Recommendation:
+    """spec: the model resolved at the edge (from files); None resolves model.name / params_b here.
+    machine: this CPU's measured bandwidth and FLOPS (advisor.planner.machine_bench), if known."""
+    ev = Evaluator(hardware, knowledge, spec, machine, lang)
+    facts, engine_facts = ev.facts(answers)
+    plan, _ = ev.plan(answers)
+    s = score(facts, knowledge, engine_facts)
     rules = {r.id: r for r in knowledge.rules.rules}
     sc = knowledge.rules.scoring
 
-    def reason(rule_id: str, delta: float | None) -> Reason:
+    def reason(rule_id: str, delta: float | None, engine: str) -> Reason:
         if rule_id == "base":
             return Reason(rule="base", text=_fmt(sc.base_text.get(lang), facts), delta=delta, source=sc.source)
         if rule_id == "score-bounds":
             return Reason(rule=rule_id, text=_fmt(sc.clamp_text.get(lang), facts), delta=round(delta, 2),
                           source=sc.source)
         r = rules[rule_id]
-        return Reason(rule=r.id, text=_fmt(r.text.get(lang), facts), delta=delta, source=r.source)
+        f = {**facts, **engine_facts[engine]} if r.scope == "each-engine" else facts
+        return Reason(rule=r.id, text=_fmt(r.text.get(lang), f), delta=delta, source=r.source)
 
     ranking = [
-        RankedEngine(engine=e, name=knowledge.engines[e].name, score=s.scores[e],
-                     reasons=[reason(rid, d) for rid, d in s.contributions[e]])
+        RankedEngine(engine=e, name=knowledge.engines[e].name, score=s.scores[e], plan=plan.engines[e],
+                     reasons=[reason(rid, d, e) for rid, d in s.contributions[e]])
         for e in s.order()
     ]
     excluded = [
-        ExcludedEngine(engine=e, name=knowledge.engines[e].name, reasons=[reason(rid, None) for rid in s.excluded[e]])
+        ExcludedEngine(engine=e, name=knowledge.engines[e].name, plan=plan.engines[e],
+                       reasons=[reason(rid, None, e) for rid in s.excluded[e]])
         for e in ks.ENGINE_IDS if e in s.excluded
     ]
-    rec = Recommendation(ranking=ranking, excluded=excluded, lang=lang, facts=facts)
+    rec = Recommendation(ranking=ranking, excluded=excluded, lang=lang, facts=facts, plan=plan)
     if with_flips:
         from advisor.flips import find_flips
 
-        rec.flips, rec.flip_note = find_flips(answers, hardware, knowledge, s, lang)
+        rec.flips, rec.flip_note = find_flips(answers, ev, s)
     return rec

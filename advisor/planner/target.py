@@ -1,0 +1,70 @@
+"""The target hardware as numbers: from the answers' hardware block, else from what was detected."""
+from __future__ import annotations
+
+from advisor.answers import Answers
+from advisor.hardware import Hardware
+from advisor.knowledge import Knowledge
+from advisor.planner.machine_bench import MachineBench
+from advisor.planner.types import Target
+
+
+_FOUND: dict[tuple[int, str], object] = {}
+
+
+def find_gpu(name: str | None, knowledge: Knowledge):
+    """gpus.yaml entry for a name as a person or NVML writes it ("NVIDIA GeForce RTX 4090"), or None."""
+    if not name:
+        return None
+    key = (id(knowledge.gpus), name)
+    if key not in _FOUND:
+        _FOUND[key] = _find_gpu(name, knowledge)
+    return _FOUND[key]
+
+
+def _find_gpu(name: str, knowledge: Knowledge):
+    want = name.strip().lower()
+    best, best_len = None, 0
+    for g in knowledge.gpus.gpus:
+        names = [g.id, g.name, *g.aliases]
+        if want in (n.lower() for n in names):
+            return g
+        for n in names:  # the longest known name inside the given one ("...RTX 4090 D" -> rtx-4090)
+            if len(n) > best_len and len(n) >= 3 and f" {n.lower()} " in f" {want} ":
+                best, best_len = g, len(n)
+    return best
+
+
+def _gib(mem_gb: float, unit: str) -> float:
+    return mem_gb if unit == "GiB" else mem_gb * 1e9 / 2**30
+
+
+def build_target(answers: Answers, hardware: Hardware | None, knowledge: Knowledge,
+                 machine: MachineBench | None) -> Target:
+    t = answers.hardware
+    if t is not None:
+        g = find_gpu(t.gpu_model, knowledge) if t.gpu_vendor != "none" else None
+        mem = t.gpu_memory_gb if t.gpu_memory_gb else (_gib(g.memory_gb, g.memory_unit) if g else None)
+        return Target(source="answers", gpu_vendor=t.gpu_vendor, gpu_name=t.gpu_model or (g.name if g else None),
+                      gpu_id=g.id if g else None, gpu_count=t.gpu_count, gpu_memory_gib=mem,
+                      gpu_bandwidth_gb_s=g.bandwidth_gb_s if g else None,
+                      gpu_fp16_tflops=g.fp16_tflops_dense if g else None,
+                      gpu_compute_capability=g.compute_capability if g else None,
+                      unified_memory=bool(g.unified_memory) if g else t.gpu_vendor == "apple",
+                      ram_gib=t.ram_gb or (mem if t.gpu_vendor == "apple" else None))
+    if hardware is None:
+        return Target(source="answers")
+    first = hardware.gpus[0] if hardware.gpus else None
+    g = find_gpu(first.name, knowledge) if first else None
+    mem = first.memory_total_mb / 1024 if first and first.memory_total_mb else None
+    if mem is None and g is not None:
+        mem = _gib(g.memory_gb, g.memory_unit)
+    ram = hardware.ram_total_mb / 1024
+    return Target(source="detected", gpu_vendor=hardware.gpu_vendor, gpu_name=first.name if first else None,
+                  gpu_id=g.id if g else None, gpu_count=len(hardware.gpus), gpu_memory_gib=mem,
+                  gpu_bandwidth_gb_s=g.bandwidth_gb_s if g else None,
+                  gpu_fp16_tflops=g.fp16_tflops_dense if g else None,
+                  gpu_compute_capability=(first.compute_capability if first else None) or (
+                      g.compute_capability if g else None),
+                  unified_memory=hardware.apple_silicon, ram_gib=ram,
+                  cpu_bandwidth_gb_s=machine.memory_bandwidth_gb_s if machine else None,
+                  cpu_gflops=machine.fp32_gflops if machine else None, cpu_measured=machine is not None)

@@ -1,0 +1,79 @@
+"""Typed plan results: what the CLI prints as JSON, the rules engine reads and the report embeds.
+
+GiB = 2^30 bytes everywhere; "not known" is None (e.g. a bound on hardware whose bandwidth we lack).
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from advisor.planner.spec import ModelSpec
+
+
+class Target(BaseModel):
+    """The hardware a plan is for, with the figures the formulas need."""
+
+    source: Literal["answers", "detected"]
+    gpu_vendor: str = "none"
+    gpu_name: str | None = None
+    gpu_id: str | None = None  # gpus.yaml id when known
+    gpu_count: int = 0
+    gpu_memory_gib: float | None = None  # per GPU, as installed
+    gpu_bandwidth_gb_s: float | None = None  # per GPU
+    gpu_fp16_tflops: float | None = None  # per GPU, dense
+    gpu_compute_capability: str | None = None
+    unified_memory: bool = False
+    ram_gib: float | None = None
+    cpu_bandwidth_gb_s: float | None = None
+    cpu_gflops: float | None = None
+    cpu_measured: bool = False  # True when the CPU figures come from the machine bench
+
+
+class PlanOption(BaseModel):
+    """One way to make a plan that does not fit fit."""
+
+    kind: Literal["quantize", "add_gpus", "offload", "reduce_context", "reduce_concurrency", "more_memory"]
+    text: str
+    precision: str | None = None
+    gpu_count: int | None = None
+    context_tokens: int | None = None
+    concurrency: int | None = None
+    total_gib: float | None = None
+    available_gib: float | None = None
+
+
+class EnginePlan(BaseModel):
+    engine: str
+    precision: str  # planner precision id actually planned (e.g. q4_k_m for llama.cpp when int4 was asked)
+    precision_label: str
+    device: Literal["gpu", "cpu", "gpu+cpu", "none"]
+    gpus_used: int = 0
+    parallelism: str | None = None  # "tensor 4", "layers over 2 GPUs", "32 of 80 layers in RAM"
+    context_tokens: int
+    concurrency: int
+    weights_gib: float
+    kv_bytes_per_token: int
+    kv_gib: float
+    overhead_gib: float
+    total_gib: float
+    available_gib: float | None
+    fits: bool | None  # None: the target's memory is not known
+    loads: bool | None  # weights + overhead fit (the engine starts), even if the asked KV does not
+    headroom_gib: float | None
+    max_concurrency: int | None
+    max_context_tokens: int | None
+    offload_layers: int | None = None  # llama.cpp layers kept in RAM
+    decode_tps_upper_bound: float | None  # one sequence: bandwidth / bytes read per token
+    decode_tps_total_upper_bound: float | None = None  # all sequences at the asked concurrency (≤ max)
+    ttft_ms_lower_bound: float | None  # prompt FLOPs / peak compute (and one read of the weights)
+    prompt_tokens: int
+    options: list[PlanOption] = Field(default_factory=list)
+    assumptions: list[str] = Field(default_factory=list)
+
+
+class Plan(BaseModel):
+    model: ModelSpec
+    target: Target
+    engines: dict[str, EnginePlan]
+    notes: list[str] = Field(default_factory=list)
