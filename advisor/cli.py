@@ -29,6 +29,12 @@ def _parser() -> _Parser:
     r.add_argument("--answers", required=True, metavar="FILE")
     r.add_argument("--format", choices=["json", "text"], default="text")
     r.add_argument("--lang", choices=["en", "zh"], default="en")
+    pl = sub.add_parser("plan", help="capacity plan: what fits, max concurrency/context, roofline bounds")
+    pl.add_argument("--answers", required=True, metavar="FILE")
+    pl.add_argument("--probe", action="append", default=[], metavar="RESULT.json",
+                    help="compare a probe's measured memory and tok/s with the plan (repeatable)")
+    pl.add_argument("--format", choices=["json", "text"], default="text")
+    pl.add_argument("--lang", choices=["en", "zh"], default="en")
     rp = sub.add_parser("report", help="write the decision report (.md or .pdf, by the extension of --out)")
     rp.add_argument("--answers", required=True, metavar="FILE")
     rp.add_argument("--probe", action="append", default=[], metavar="RESULT.json",
@@ -53,12 +59,22 @@ def cmd_detect(args, knowledge) -> int:
     return 0
 
 
+def _inputs(answers, knowledge):
+    from advisor.planner import edge_inputs
+
+    return edge_inputs(answers, knowledge, on_measure=lambda: print(
+        "measuring this machine's memory bandwidth once (cached for next time)…", file=sys.stderr))
+
+
 def recommendation_json(rec, answers, hardware) -> dict:
     return {
-        "ranking": [r.model_dump() for r in rec.ranking],
+        "ranking": [r.model_dump(mode="json") for r in rec.ranking],
         "excluded": [{"engine": x.engine, "name": x.name,
-                      "reasons": [{"rule": y.rule, "text": y.text, "source": y.source} for y in x.reasons]}
+                      "reasons": [{"rule": y.rule, "text": y.text, "source": y.source} for y in x.reasons],
+                      "plan": x.plan.model_dump(mode="json") if x.plan else None}
                      for x in rec.excluded],
+        "model": rec.plan.model.model_dump(mode="json") if rec.plan else None,
+        "target": rec.plan.target.model_dump(mode="json") if rec.plan else None,
         "flips": [f.model_dump(mode="json") for f in rec.flips],
         "flip_note": rec.flip_note,
         "hardware": (hardware.model_dump(mode="json") if hardware is not None
@@ -75,7 +91,8 @@ def cmd_recommend(args, knowledge) -> int:
 
     answers = load_answers(args.answers)
     hardware = _hardware_for(answers, knowledge)
-    rec = recommend(answers, hardware, knowledge, lang=args.lang)
+    spec, machine = _inputs(answers, knowledge)
+    rec = recommend(answers, hardware, knowledge, lang=args.lang, spec=spec, machine=machine)
     if args.format == "json":
         print(json.dumps(recommendation_json(rec, answers, hardware), ensure_ascii=False, indent=2))
     else:
@@ -113,10 +130,12 @@ def cmd_report(args, knowledge) -> int:
     answers = load_answers(args.answers)
     results = [_load_probe(p) for p in args.probe]
     hardware = _hardware_for(answers, knowledge)
-    rec = recommend(answers, hardware, knowledge, lang=args.lang)
-    images, files = chart_images(rec, results, args.lang) if out.suffix.lower() == ".pdf" else ({}, {})
+    spec, machine = _inputs(answers, knowledge)
+    rec = recommend(answers, hardware, knowledge, lang=args.lang, spec=spec, machine=machine)
+    checks = _checks(results, knowledge, args.lang)
+    images, files = chart_images(rec, results, args.lang, checks) if out.suffix.lower() == ".pdf" else ({}, {})
     md = build_markdown(answers, hardware, rec, results, knowledge, args.lang, images=images,
-                        answers_file=args.answers, probe_files=args.probe)
+                        answers_file=args.answers, probe_files=args.probe, checks=checks)
     try:
         data = md.encode("utf-8") if out.suffix.lower() == ".md" else markdown_to_pdf(md, files)
     except ReportError as err:
@@ -127,18 +146,52 @@ def cmd_report(args, knowledge) -> int:
     return 0
 
 
-COMMANDS = {"detect": cmd_detect, "recommend": cmd_recommend, "report": cmd_report}
+def _checks(results, knowledge, lang):
+    """Predicted vs measured for probes run on this machine (the plan is rebuilt for what each one ran)."""
+    from advisor.hardware import detect
+    from advisor.planner import machine_bench
+    from advisor.planner.probe_check import check_probe
+
+    local = [r for r in results if r.ok and r.engine != "endpoint"]
+    if not local:
+        return []
+    hw, machine = detect(knowledge), machine_bench.get()
+    return [c for c in (check_probe(r, knowledge, hw, machine, lang) for r in local) if c is not None]
+
+
+def cmd_plan(args, knowledge) -> int:
+    from advisor.answers import load_answers
+    from advisor.planner import make_plan
+    from advisor.planner.render import plan_text
+
+    answers = load_answers(args.answers)
+    results = [_load_probe(p) for p in args.probe]
+    hardware = _hardware_for(answers, knowledge)
+    spec, machine = _inputs(answers, knowledge)
+    plan = make_plan(answers, hardware, knowledge, spec, machine, args.lang)
+    checks = _checks(results, knowledge, args.lang)
+    if args.format == "json":
+        data = plan.model_dump(mode="json")
+        data["probe_checks"] = [c.model_dump(mode="json") for c in checks]
+        print(json.dumps(data, ensure_ascii=False, indent=2))
+    else:
+        print(plan_text(plan, knowledge, args.lang, checks))
+    return 0
+
+
+COMMANDS = {"detect": cmd_detect, "recommend": cmd_recommend, "plan": cmd_plan, "report": cmd_report}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     from advisor.answers import AnswersError
     from advisor.knowledge import KnowledgeError, load_knowledge
+    from advisor.planner.spec import ModelSpecError
 
     try:
         args = _parser().parse_args(argv)
         knowledge = load_knowledge()
         return COMMANDS[args.command](args, knowledge)
-    except (UsageError, AnswersError, KnowledgeError) as err:
+    except (UsageError, AnswersError, KnowledgeError, ModelSpecError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except BrokenPipeError:

@@ -15,8 +15,26 @@ from advisor.planner.spec import ModelSpec, ModelSpecError, resolve_model
 from advisor.planner.target import build_target
 from advisor.planner.types import EnginePlan, Plan, PlanOption, Target
 
+def edge_inputs(answers: Answers, knowledge: Knowledge, measure: bool = True, on_measure=None
+                ) -> tuple[ModelSpec, MachineBench | None]:
+    """What only the edge may do: read the user's model files, and measure this CPU (once, cached) when the
+    plan is for this machine. Raises ModelSpecError (one line) for a model that cannot be resolved.
+    on_measure() is called just before a measurement starts (to tell the user why they wait ~3 s)."""
+    from advisor.planner import machine_bench
+
+    spec = resolve_model(answers.model, knowledge, read_files=True)
+    machine = None
+    if answers.hardware is None:
+        machine = machine_bench.cached()
+        if machine is None and measure:
+            if on_measure:
+                on_measure()
+            machine = machine_bench.get()
+    return spec, machine
+
+
 __all__ = ["EnginePlan", "MachineBench", "ModelSpec", "ModelSpecError", "Plan", "PlanOption", "Target", "Workload",
-           "make_plan", "resolve_model", "workload_for"]
+           "edge_inputs", "make_plan", "resolve_model", "workload_for"]
 
 
 def workload_for(answers: Answers, knowledge: Knowledge) -> Workload:
@@ -39,4 +57,4 @@ def make_plan(answers: Answers, hardware: Hardware | None, knowledge: Knowledge,
     if spec.approximate:
         notes.insert(0, knowledge.s("plan_generic_note", lang, params=f"{spec.params_b:g}") + " "
                      + knowledge.models.generic.description.get(lang))
-    return Plan(model=spec, target=target, engines=plans, notes=notes)
+    return Plan(model=spec, target=target, engines=plans, asked_precision=answers.model.precision, notes=notes)

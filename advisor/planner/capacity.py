@@ -27,6 +27,7 @@ class Workload:
     prompt_tokens: int
     resident_tokens: float | None = None  # mean tokens held per sequence while decoding; None = context / 2
     gpu_count: int | None = None  # override the target's count (the "add GPUs" search)
+    kv_reserved_gib: float | None = None  # a fixed KV pool the engine was given (vLLM CPU's KVCACHE_SPACE)
 
 
 def _r(x: float | None, nd: int = 2) -> float | None:
@@ -80,7 +81,8 @@ class _Calc:
         self.overhead_gib = self.runtime_gib + self.act_gib
 
         self.weights_gib = self.weights_b / GIB
-        self.kv_gib = self.kv_tok * wl.concurrency * wl.context_tokens / GIB
+        self.kv_gib = (wl.kv_reserved_gib if wl.kv_reserved_gib is not None
+                       else self.kv_tok * wl.concurrency * wl.context_tokens / GIB)
         self.total_gib = self.weights_gib + self.kv_gib + self.overhead_gib
         self.available_gib = self._available()
         self.offload_layers: int | None = None

@@ -76,4 +76,5 @@ class Plan(BaseModel):
     model: ModelSpec
     target: Target
     engines: dict[str, EnginePlan]
+    asked_precision: str | None = None
     notes: list[str] = Field(default_factory=list)

@@ -1,0 +1,110 @@
+"""Predicted vs measured: the plan for exactly what a probe ran, next to what the probe measured.
+
+The plan is rebuilt from the probe's own settings (model file, n_ctx / max_model_len, dtype, prompts),
+so the comparison tests the formulas, not a different workload. Memory compares with the probe's peak
+RSS of its process tree on CPU, or its peak GPU memory; speed compares the median per-request decode rate
+with the memory-bandwidth roofline of the same configuration.
+"""
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from advisor.answers import Answers
+from advisor.hardware import Hardware
+from advisor.knowledge import Knowledge
+from advisor.planner.capacity import Workload, plan_engine
+from advisor.planner.machine_bench import MachineBench
+from advisor.planner.spec import ModelSpec, ModelSpecError, read_model_path
+from advisor.planner.target import build_target
+from advisor.planner.types import EnginePlan
+from probes.result import ProbeResult
+
+_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "auto": "bf16"}
+
+
+class ProbeCheck(BaseModel):
+    engine: str
+    model: str
+    device: str
+    predicted_memory_mib: float
+    measured_memory_mib: float | None
+    memory_metric: str  # which probe field was compared
+    memory_error_pct: float | None  # (predicted - measured) / measured
+    decode_tps_roofline: float | None
+    decode_tps_measured: float | None
+    roofline_pct: float | None  # measured / roofline
+    text: str
+    plan: EnginePlan
+    notes: list[str] = Field(default_factory=list)
+
+
+def _workload(res: ProbeResult) -> tuple[Workload, str, list[str]]:
+    s, bs = res.settings, res.backend_settings
+    reqs = [r for r in res.requests if r.error is None and r.prompt_tokens]
+    prompts = [r.prompt_tokens for r in reqs] or [128]
+    out = s.max_tokens if s else 32
+    resident = statistics.fmean(p + out / 2 for p in prompts)
+    notes = []
+    if res.engine == "llama.cpp":
+        ctx, conc = int(bs.get("n_ctx", 2048)), 1  # one sequence in n_ctx; KV allocated for all of it
+    elif res.engine == "vllm":
+        ctx, conc = int(bs.get("max_model_len", 2048)), int(bs.get("max_num_seqs", 1))
+    else:  # KV grows with the tokens held; these backends serve one request at a time
+        ctx, conc = max(prompts) + out, 1
+    precision = {"llama.cpp": "", "onnxruntime": "ort_int4" if bs.get("precision", "int4") == "int4" else "fp32"
+                 }.get(res.engine) or _DTYPES.get(str(bs.get("dtype")), "fp32")
+    wl = Workload(precision=precision, context_tokens=ctx, concurrency=conc, prompt_tokens=max(prompts),
+                  resident_tokens=resident)
+    return wl, precision, notes
+
+
+def check_probe(res: ProbeResult, knowledge: Knowledge, hardware: Hardware | None, machine: MachineBench | None,
+                lang: str = "en") -> ProbeCheck | None:
+    """None when there is nothing to compare: not ok, an endpoint (another machine), or no model file."""
+    if not res.ok or res.engine == "endpoint" or not res.model or res.engine not in knowledge.planner.engines:
+        return None
+    try:
+        spec: ModelSpec = read_model_path(Path(res.model))
+    except ModelSpecError:
+        return None
+    wl, precision, notes = _workload(res)
+    if res.engine == "llama.cpp" and spec.file_precision:
+        precision = spec.file_precision
+        wl = Workload(**{**wl.__dict__, "precision": precision})
+    if res.engine == "onnxruntime" and res.backend_settings.get("model_dir"):
+        d = Path(res.backend_settings["model_dir"])
+        if d.is_dir():
+            spec = spec.model_copy(update={"weights_bytes": sum(
+                f.stat().st_size for f in d.iterdir() if f.name.endswith((".onnx", ".onnx.data"))),
+                "file_precision": precision})
+    on_gpu = bool(res.device and res.device.startswith("cuda"))
+    answers = Answers()  # the local machine, as detected
+    target = build_target(answers, hardware, knowledge, machine)
+    if not on_gpu:
+        target = target.model_copy(update={"gpu_vendor": "none", "gpu_count": 0})
+    kv_space = res.backend_settings.get("VLLM_CPU_KVCACHE_SPACE_GiB")
+    if kv_space:
+        wl = Workload(**{**wl.__dict__, "kv_reserved_gib": float(kv_space)})
+    plan = plan_engine(res.engine, spec, target, wl, knowledge, lang, precision=precision)
+    predicted = plan.total_gib * 1024
+    measured = res.peak_gpu_mb if on_gpu else res.peak_rss_mb
+    metric = "peak_gpu_mb" if on_gpu else "peak_rss_mb"
+    err = None if not measured else round((predicted - measured) / measured * 100, 1)
+    tps = res.decode_tps_per_request.p50
+    roof = plan.decode_tps_upper_bound
+    pct = round(tps / roof * 100, 1) if tps and roof else None
+    s = knowledge.s
+    parts = [s("check_memory", lang, engine=knowledge.engines[res.engine].name, predicted=round(predicted),
+               measured=round(measured) if measured else "—", err=f"{err:+.0f}" if err is not None else "—")]
+    if pct is not None:
+        parts.append(s("check_roofline", lang, pct=round(pct), tps=round(tps, 1), roof=round(roof, 1),
+                       what=s("check_bw_cpu" if not on_gpu else "check_bw_gpu", lang)))
+    elif roof is None:
+        parts.append(s("plan_a_no_bw", lang))
+    return ProbeCheck(engine=res.engine, model=spec.name, device=res.device or "?", predicted_memory_mib=round(
+        predicted, 1), measured_memory_mib=measured, memory_metric=metric, memory_error_pct=err,
+        decode_tps_roofline=roof, decode_tps_measured=tps, roofline_pct=pct, text=" ".join(parts), plan=plan,
+        notes=notes)

@@ -1,0 +1,89 @@
+"""The plan as rows, plain text (CLI) and Markdown (report); one table definition for all three."""
+from __future__ import annotations
+
+from advisor.knowledge import Knowledge
+from advisor.planner.probe_check import ProbeCheck
+from advisor.planner.types import EnginePlan, Plan
+
+
+def _n(x: float | int | None, fmt: str = "{:,.1f}") -> str:
+    return "—" if x is None else fmt.format(x)
+
+
+def fits_word(p: EnginePlan, knowledge: Knowledge, lang: str) -> str:
+    key = {True: "plan_fits_yes", False: "plan_fits_no", None: "plan_fits_unknown"}[p.fits]
+    word = knowledge.s(key, lang)
+    return f"{word} ({p.parallelism})" if p.parallelism and p.fits else word
+
+
+def plan_rows(plan: Plan, knowledge: Knowledge, lang: str) -> tuple[list[str], list[list[str]]]:
+    header = knowledge.s("plan_cols", lang).split("|")
+    rows = []
+    for e, p in plan.engines.items():
+        rows.append([knowledge.engines[e].name, p.device + (f" ×{p.gpus_used}" if p.gpus_used > 1 else ""),
+                     p.precision_label, _n(p.weights_gib, "{:,.2f}"), _n(p.kv_gib, "{:,.2f}"),
+                     _n(p.overhead_gib, "{:,.2f}"), _n(p.total_gib, "{:,.2f}"), _n(p.available_gib, "{:,.2f}"),
+                     fits_word(p, knowledge, lang), _n(p.max_concurrency, "{:,}"), _n(p.max_context_tokens, "{:,}"),
+                     _n(p.decode_tps_upper_bound), _n(p.ttft_ms_lower_bound, "{:,.2f}")])
+    return header, rows
+
+
+def header_lines(plan: Plan, knowledge: Knowledge, lang: str) -> list[str]:
+    s, m, t = knowledge.s, plan.model, plan.target
+    gpus = (f"{t.gpu_count} × {t.gpu_name or t.gpu_vendor}"
+            + (f" ({t.gpu_memory_gib:g} GiB" + (f", {t.gpu_bandwidth_gb_s:g} GB/s" if t.gpu_bandwidth_gb_s else "")
+               + ")" if t.gpu_memory_gib else "")) if t.gpu_count else s("no_gpu", lang)
+    cpu_bw = (f"{t.cpu_bandwidth_gb_s:g} GB/s ({s('plan_bw_measured', lang)})" if t.cpu_bandwidth_gb_s else "—")
+    first = next(iter(plan.engines.values()))
+    return [
+        s("plan_model_line", lang, name=m.name, params=f"{m.params_b:.3g}", active=f"{m.active_params_b:.3g}",
+          layers=m.layers, kv_heads=m.kv_heads, head_dim=m.head_dim, ctx=f"{m.max_context:,}", source=m.source),
+        s("plan_target_line", lang, src=t.source, gpus=gpus, ram=f"{t.ram_gib:.1f} GiB" if t.ram_gib else "—",
+          cpu_bw=cpu_bw),
+        s("plan_workload_line", lang, conc=first.concurrency, ctx=f"{first.context_tokens:,}",
+          prompt=first.prompt_tokens, prec=plan.asked_precision or "—"),
+    ] + plan.notes
+
+
+def plan_text(plan: Plan, knowledge: Knowledge, lang: str = "en", checks: list[ProbeCheck] | None = None) -> str:
+    s = knowledge.s
+    out = [s("plan_title", lang), *("  " + x for x in header_lines(plan, knowledge, lang)), ""]
+    header, rows = plan_rows(plan, knowledge, lang)
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    for r in [header, *rows]:
+        out.append("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
+    for e, p in plan.engines.items():
+        if p.options:
+            out.append(f"\n{s('plan_options_for', lang, engine=knowledge.engines[e].name)}:")
+            out.extend(f"  - {o.text}" for o in p.options)
+    for e, p in plan.engines.items():
+        out.append(f"\n{s('plan_assumptions_for', lang, engine=knowledge.engines[e].name)}:")
+        out.extend(f"  - {a}" for a in p.assumptions)
+    if checks:
+        out.append(f"\n{s('check_title', lang)}:")
+        out.extend(f"  - {c.text}" for c in checks)
+    return "\n".join(out)
+
+
+def plan_markdown(plan: Plan, knowledge: Knowledge, lang: str, checks: list[ProbeCheck] | None = None,
+                  focus: str | None = None) -> str:
+    """The report section. focus: the engine whose assumptions are listed in full (the top one)."""
+    s = knowledge.s
+    out = [f"## {s('plan_title', lang)}", ""]
+    out += [f"- {x}" for x in header_lines(plan, knowledge, lang)] + [""]
+    header, rows = plan_rows(plan, knowledge, lang)
+    out.append("| " + " | ".join(header) + " |")
+    out.append("|" + "---|" * len(header))
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    out.append("")
+    for e, p in plan.engines.items():
+        if p.options:
+            out.append(f"**{s('plan_options_for', lang, engine=knowledge.engines[e].name)}:**")
+            out += [f"- {o.text}" for o in p.options] + [""]
+    if focus and focus in plan.engines:
+        out.append(f"**{s('plan_assumptions_for', lang, engine=knowledge.engines[focus].name)}:**")
+        out += [f"- {a}" for a in plan.engines[focus].assumptions] + [""]
+    if checks:
+        out.append(f"### {s('check_title', lang)}")
+        out += [f"- {c.text}" for c in checks] + [""]
+    return "\n".join(out)
