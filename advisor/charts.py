@@ -3,8 +3,69 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
+from advisor.planner.capacity import concurrency_curve
+from advisor.planner.probe_check import ProbeCheck
+from advisor.planner.types import Plan
 from advisor.recommendation import Recommendation
 from probes.result import ProbeResult
+
+_ZH = {"weights": "权重", "KV cache": "KV Cache", "overhead": "开销", "available": "可用",
+       "Memory per engine (GiB)": "各引擎内存（GiB）", "Max concurrent sequences vs context": "最大并发序列数与上下文长度",
+       "context tokens": "上下文 token", "sequences": "序列数", "decode bound (tok/s)": "解码上限（tok/s）",
+       "measured (tok/s)": "实测（tok/s）", "Decode: roofline vs measured (tok/s per sequence)": "解码：理论上限与实测（每条序列 tok/s）"}
+
+
+def _t(text: str, lang: str) -> str:
+    return _ZH.get(text, text) if lang == "zh" else text
+
+
+def memory_chart(plan: Plan, names: dict[str, str], lang: str = "en") -> go.Figure:
+    """Stacked weights / KV / overhead per engine, with the memory available to it as a marker."""
+    engines = list(plan.engines)[::-1]
+    ys = [names.get(e, e) for e in engines]
+    fig = go.Figure()
+    for part, color in (("weights", "#264653"), ("KV cache", "#2a9d8f"), ("overhead", "#e9c46a")):
+        field = {"weights": "weights_gib", "KV cache": "kv_gib", "overhead": "overhead_gib"}[part]
+        fig.add_trace(go.Bar(y=ys, x=[getattr(plan.engines[e], field) for e in engines], orientation="h",
+                             name=_t(part, lang), marker_color=color))
+    avail = [plan.engines[e].available_gib for e in engines]
+    fig.add_trace(go.Scatter(y=ys, x=avail, mode="markers", name=_t("available", lang),
+                             marker=dict(symbol="line-ns", size=26, line=dict(width=3, color="#e63946"))))
+    fig.update_layout(barmode="stack", title=_t("Memory per engine (GiB)", lang), height=120 + 45 * len(ys),
+                      margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h"))
+    return fig
+
+
+def concurrency_chart(plan: Plan, names: dict[str, str], lang: str = "en") -> go.Figure:
+    fig = go.Figure()
+    for e, p in plan.engines.items():
+        pts = concurrency_curve(p, plan.model.max_context)
+        if pts:
+            fig.add_trace(go.Scatter(x=[c for c, _ in pts], y=[n for _, n in pts], mode="lines+markers",
+                                     name=names.get(e, e)))
+    fig.update_layout(title=_t("Max concurrent sequences vs context", lang), height=340,
+                      xaxis=dict(title=_t("context tokens", lang), type="log"),
+                      yaxis=dict(title=_t("sequences", lang), type="log"), margin=dict(l=10, r=10, t=40, b=10))
+    return fig
+
+
+def roofline_chart(plan: Plan, checks: list[ProbeCheck], names: dict[str, str], lang: str = "en") -> go.Figure:
+    """Bound per engine from the plan; measured points from probes (each against its own rebuilt plan)."""
+    fig = go.Figure()
+    es = [e for e, p in plan.engines.items() if p.decode_tps_upper_bound]
+    fig.add_trace(go.Bar(x=[names.get(e, e) for e in es], y=[plan.engines[e].decode_tps_upper_bound for e in es],
+                         name=_t("decode bound (tok/s)", lang), marker_color="#adb5bd"))
+    if checks:
+        fig.add_trace(go.Bar(x=[names.get(c.engine, c.engine) for c in checks],
+                             y=[c.decode_tps_roofline for c in checks], name=_t("decode bound (tok/s)", lang)
+                             + " (probe)", marker_color="#8ab"))
+        fig.add_trace(go.Bar(x=[names.get(c.engine, c.engine) for c in checks], y=[c.decode_tps_measured for c in checks],
+                             name=_t("measured (tok/s)", lang), marker_color="#2a9d8f",
+                             text=[f"{c.roofline_pct:.0f}%" if c.roofline_pct else "" for c in checks]))
+    fig.update_layout(barmode="group", title=_t("Decode: roofline vs measured (tok/s per sequence)", lang),
+                      height=340, yaxis=dict(type="log"), margin=dict(l=10, r=10, t=40, b=10),
+                      legend=dict(orientation="h"))
+    return fig
 
 
 def ranking_chart(rec: Recommendation, lang: str = "en") -> go.Figure:

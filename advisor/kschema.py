@@ -398,10 +398,12 @@ class PlannerFile(Strict):
     unified_memory_source: str
     cpu_ram_fraction: float = Field(gt=0, le=1)
     cpu_ram_source: str
+    cpu_lowp_flops_factor: float = Field(ge=1)
+    cpu_lowp_source: str
     prompt_tokens: dict[Literal["short", "long", "mixed"], int]
     tensor_parallel_sizes: list[int] = Field(min_length=1)
 
-    @field_validator("unified_memory_source", "cpu_ram_source")
+    @field_validator("unified_memory_source", "cpu_ram_source", "cpu_lowp_source")
     @classmethod
     def _check_sources(cls, v: str) -> str:
         return check_source(v)

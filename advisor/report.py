@@ -35,7 +35,9 @@ def _cell(text: str) -> str:
 
 def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendation, results: list[ProbeResult],
                    knowledge: Knowledge, lang: str = "en", images: dict[str, str] | None = None,
-                   answers_file: str = "answers.yaml", probe_files: list[str] | None = None) -> str:
+                   answers_file: str = "answers.yaml", probe_files: list[str] | None = None,
+                   checks: list | None = None) -> str:
+    """checks: advisor.planner.probe_check results (predicted vs measured) for local probes."""
     s = lambda key, **kw: knowledge.s(key, lang, **kw)  # noqa: E731
     images = images or {}
     out = [f"# {s('report_title')}", "",
@@ -88,6 +90,13 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
     out += [f"## {s('flips_title')}", ""]
     out += [f"- {f.text}" for f in rec.flips] or [f"- {rec.flip_note}"]
     out.append("")
+    if rec.plan is not None:
+        from advisor.planner.render import plan_markdown
+
+        out += [plan_markdown(rec.plan, knowledge, lang, checks, focus=rec.top.engine if rec.top else None)]
+        for key in ("memory", "concurrency", "roofline"):
+            if key in images:
+                out += [f"![{key}]({images[key]})", ""]
     # measurements
     out += [f"## {s('report_measurements')}", ""]
     if not results:
@@ -158,13 +167,19 @@ def markdown_to_pdf(md: str, image_files: dict[str, bytes] | None = None) -> byt
         return bytes(pdf.output())
 
 
-def chart_images(rec: Recommendation, results: list[ProbeResult], lang: str) -> tuple[dict[str, str], dict[str, bytes]]:
+def chart_images(rec: Recommendation, results: list[ProbeResult], lang: str, checks: list | None = None,
+                 names: dict[str, str] | None = None) -> tuple[dict[str, str], dict[str, bytes]]:
     """The report's charts as PNG: ({name: file name} for build_markdown, {file name: bytes} for the PDF).
     A chart that cannot be exported (no headless browser) is left out."""
-    from advisor.charts import latency_chart, ranking_chart, throughput_chart, to_png
+    from advisor.charts import (concurrency_chart, latency_chart, memory_chart, ranking_chart, roofline_chart,
+                                throughput_chart, to_png)
 
     ok = [r for r in results if r.status == "ok"]
     figs = {"ranking": ranking_chart(rec, lang)}
+    if rec.plan is not None:
+        names = names or {r.engine: r.name for r in [*rec.ranking, *rec.excluded]}
+        figs.update(memory=memory_chart(rec.plan, names, lang), concurrency=concurrency_chart(rec.plan, names, lang),
+                    roofline=roofline_chart(rec.plan, checks or [], names, lang))
     if ok:
         figs.update(ttft=latency_chart(ok, "ttft", lang), itl=latency_chart(ok, "itl", lang),
                     throughput=throughput_chart(ok, lang))

@@ -205,7 +205,11 @@ class _Calc:
     def flops(self) -> float | None:
         t = self.target
         if self.device == "cpu":
-            return t.cpu_gflops * 1e9 if t.cpu_gflops else None
+            if not t.cpu_gflops:
+                return None
+            # measured fp32; int8/bf16 dot-product instructions (VNNI, AMX) can run several times faster,
+            # and a lower bound must assume the fastest
+            return t.cpu_gflops * 1e9 * (1 if self.prec == "fp32" else self.k.planner.cpu_lowp_flops_factor)
         if t.gpu_fp16_tflops is None:
             return None
         f = t.gpu_fp16_tflops * 1e12
@@ -223,14 +227,14 @@ class _Calc:
             return one
         mem_bound = b * bw / (self.active_b + b * self.kv_tok * self.resident())
         f = self.flops()
-        compute_bound = f / (2 * self.spec.active_params_b * 1e9) if f else None
+        compute_bound = f / (2 * self.spec.matmul_params_b * 1e9) if f else None
         return min(mem_bound, compute_bound) if compute_bound else mem_bound
 
     def ttft_bound(self) -> float | None:
         f = self.flops()
         if f is None:
             return None
-        compute = 2 * self.spec.active_params_b * 1e9 * self.wl.prompt_tokens / f
+        compute = 2 * self.spec.matmul_params_b * 1e9 * self.wl.prompt_tokens / f
         bw, _ = self.bandwidth()
         read = self.active_b / bw if bw else 0.0
         return max(compute, read) * 1000
@@ -287,8 +291,11 @@ def _assumptions(c: _Calc) -> list[str]:
         out.append(s("plan_a_bw", lang, bw=round(shown, 1), src=s(f"plan_bw_{src or 'spec'}", lang),
                      read=f"{b / 1e9:.2f} GB" if b >= 1e9 else f"{b / 1e6:.1f} MB", resident=round(c.resident())))
     if c.flops() is not None:
-        out.append(s("plan_a_ttft", lang, prompt=wl.prompt_tokens, params=f"{spec.active_params_b:g}",
-                     tflops=round(c.flops() / 1e12, 3)))
+        f = c.flops()
+        out.append(s("plan_a_ttft", lang, prompt=wl.prompt_tokens, params=f"{spec.matmul_params_b:.4g}",
+                     peak=f"{f / 1e12:,.1f} TFLOPS" if f >= 1e12 else f"{f / 1e9:,.0f} GFLOPS",
+                     cpu=s("plan_a_cpu_lowp", lang, x=f"{c.k.planner.cpu_lowp_flops_factor:g}")
+                     if c.device == "cpu" and c.prec != "fp32" else ""))
     if wl.context_tokens > spec.max_context:
         out.append(s("plan_a_ctx_beyond", lang, ctx=wl.context_tokens, max=spec.max_context))
     return out
@@ -381,3 +388,18 @@ def add_offload_option(plans: dict[str, EnginePlan], k: Knowledge, lang: str) ->
             p.options.append(PlanOption(kind="offload", precision=lc.precision, total_gib=lc.total_gib,
                                         available_gib=lc.available_gib, text=text))
 
+
+
+def concurrency_curve(p: EnginePlan, max_context: int) -> list[tuple[int, int]]:
+    """(context, max concurrent sequences) at powers of two up to the model's window, from the plan's numbers."""
+    if p.available_gib is None or p.device == "none" or p.kv_bytes_per_token <= 0:
+        return []
+    free = (p.available_gib - p.weights_gib - p.overhead_gib) * GIB
+    out, ctx = [], 512
+    while ctx <= max_context:
+        n = int(free // (p.kv_bytes_per_token * ctx))
+        if n < 1:
+            break
+        out.append((ctx, n))
+        ctx *= 2
+    return out

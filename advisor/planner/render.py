@@ -78,10 +78,10 @@ def plan_markdown(plan: Plan, knowledge: Knowledge, lang: str, checks: list[Prob
     out.append("")
     for e, p in plan.engines.items():
         if p.options:
-            out.append(f"**{s('plan_options_for', lang, engine=knowledge.engines[e].name)}:**")
+            out += [f"**{s('plan_options_for', lang, engine=knowledge.engines[e].name)}:**", ""]
             out += [f"- {o.text}" for o in p.options] + [""]
     if focus and focus in plan.engines:
-        out.append(f"**{s('plan_assumptions_for', lang, engine=knowledge.engines[focus].name)}:**")
+        out += [f"**{s('plan_assumptions_for', lang, engine=knowledge.engines[focus].name)}:**", ""]
         out += [f"- {a}" for a in plan.engines[focus].assumptions] + [""]
     if checks:
         out.append(f"### {s('check_title', lang)}")

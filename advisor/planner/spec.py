@@ -42,6 +42,11 @@ class ModelSpec(BaseModel):
     notes: list[str] = Field(default_factory=list)
 
     @property
+    def matmul_params_b(self) -> float:
+        """Active parameters a prompt token multiplies through: the embedding table is a lookup, not a matmul."""
+        return max(self.active_params_b - self.vocab_size * self.hidden_size / 1e9, self.active_params_b / 2)
+
+    @property
     def kv_elements_per_token(self) -> int:
         """K and V for every layer: 2 x layers x kv_heads x head_dim (GQA-aware)."""
         return 2 * self.layers * self.kv_heads * self.head_dim

@@ -94,3 +94,64 @@ def test_bad_arguments_exit_2_with_one_line(args):
     p = run(*args)
     assert p.returncode == 2
     assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
+
+
+PLAN_FIELDS = {"weights_gib", "kv_bytes_per_token", "kv_gib", "overhead_gib", "total_gib", "available_gib", "fits",
+               "headroom_gib", "max_concurrency", "max_context_tokens", "decode_tps_upper_bound",
+               "ttft_ms_lower_bound", "assumptions"}
+
+
+def _answers(tmp_path, text: str) -> str:
+    f = tmp_path / "a.yaml"
+    f.write_text(text, encoding="utf-8")
+    return str(f)
+
+
+def test_plan_json_and_text(tmp_path):
+    f = _answers(tmp_path, "model: {name: llama-3-70b, precision: fp16}\n"
+                           "hardware: {gpu_vendor: nvidia, gpu_model: RTX 4090, gpu_count: 1, ram_gb: 192}\n")
+    p = run("plan", "--answers", f, "--format", "json")
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    assert set(data["engines"]) == set(ENGINE_IDS)
+    assert all(PLAN_FIELDS <= set(e) for e in data["engines"].values())
+    assert data["engines"]["vllm"]["fits"] is False and data["engines"]["vllm"]["options"]
+    assert data["model"]["layers"] == 80 and data["probe_checks"] == []
+    t = run("plan", "--answers", f, "--lang", "zh")
+    assert t.returncode == 0 and "容量规划" in t.stdout and "张量并行" in t.stdout
+
+
+def test_recommend_json_has_a_plan_for_ranked_and_excluded(tmp_path):
+    f = _answers(tmp_path, "model: {name: llama-3-8b}\nhardware: {gpu_vendor: amd, gpu_model: MI300X}\n")
+    data = json.loads(run("recommend", "--answers", f, "--format", "json").stdout)
+    entries = data["ranking"] + data["excluded"]
+    assert "tensorrt-llm" in [x["engine"] for x in data["excluded"]]
+    assert all(PLAN_FIELDS <= set(e["plan"]) for e in entries)
+    assert data["model"]["id"] == "llama-3-8b" and data["target"]["gpu_id"] == "mi300x"
+
+
+def test_plan_with_a_probe_result_compares_predicted_and_measured(tmp_path):
+    out = tmp_path / "r.json"
+    p = subprocess.run([sys.executable, "-m", "probes", "run", "--engine", "llama.cpp", "--requests", "2",
+                        "--max-tokens", "8", "--format", "json"], capture_output=True, text=True, cwd=ROOT,
+                       timeout=600)
+    assert p.returncode == 0, p.stderr
+    out.write_text(p.stdout)
+    f = _answers(tmp_path, "model: {name: smollm2-135m, precision: q4_1, context_tokens: 2048}\n")
+    r = run("plan", "--answers", f, "--probe", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "Predicted vs measured" in r.stdout and "memory-bandwidth limit" in r.stdout
+    j = json.loads(run("plan", "--answers", f, "--probe", str(out), "--format", "json").stdout)
+    (check,) = j["probe_checks"]
+    assert check["engine"] == "llama.cpp" and check["measured_memory_mib"] > 0 and check["roofline_pct"] > 0
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("model: {name: llama-9-70b}\n", "did you mean"),
+    ("model: {path: /nonexistent/model.gguf}\n", "model.path not found"),
+])
+def test_plan_bad_model_exits_2_with_one_line(tmp_path, text, needle):
+    for cmd in ("plan", "recommend"):
+        p = run(cmd, "--answers", _answers(tmp_path, text))
+        assert p.returncode == 2 and needle in p.stderr
+        assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr

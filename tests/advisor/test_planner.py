@@ -1,0 +1,184 @@
+"""Capacity planner: hand-checked figures (the arithmetic is written out), fits/fixes, and the rules using them.
+
+GiB = 2**30. Constants come from knowledge/models.yaml, gpus.yaml and planner.yaml; each is restated here so
+a silent change of the knowledge files (or the formulas) fails a test.
+"""
+from __future__ import annotations
+
+import pytest
+
+from advisor.answers import parse_answers
+from advisor.knowledge import load_knowledge
+from advisor.planner import make_plan
+from advisor.rules import recommend
+
+K = load_knowledge()
+GIB = 2**30
+
+
+def plan_for(engine: str, model: dict, hardware: dict | None, concurrency: int = 1, prompt_mix: str = "mixed"):
+    a = parse_answers({"concurrency": concurrency, "prompt_mix": prompt_mix, "model": model,
+                       **({"hardware": hardware} if hardware else {})})
+    return make_plan(a, None, K).engines[engine]
+
+
+def approx(x: float, rel: float = 2e-3):
+    return pytest.approx(x, rel=rel)
+
+
+# ---------------------------------------------------------------- hand-checked pairs
+
+def test_llama31_8b_fp16_on_a100_40gb_vllm():
+    p = plan_for("vllm", {"name": "llama-3.1-8b", "precision": "fp16", "context_tokens": 4096},
+                 {"gpu_vendor": "nvidia", "gpu_model": "A100 40GB", "gpu_count": 1})
+    weights = 8.03e9 * 16 / 8 / GIB                       # 14.957 GiB
+    kv_tok = 2 * 32 * 8 * 128 * 2                         # 131,072 B: GQA, 8 KV heads (not 32)
+    kv = kv_tok * 1 * 4096 / GIB                          # 0.5 GiB
+    act = 2048 * (4096 + 14336) * 2 * 4 / GIB             # 2048-token chunk (max_num_batched_tokens)
+    overhead = max(1.0, 0.02 * 40) + act                  # 1.281 GiB
+    available = 40 * 0.9                                  # gpu_memory_utilization 0.9 -> 36 GiB
+    assert p.kv_bytes_per_token == kv_tok == 131_072
+    assert p.weights_gib == approx(weights)
+    assert p.kv_gib == approx(kv)
+    assert p.overhead_gib == approx(overhead)
+    assert p.total_gib == approx(weights + kv + overhead)
+    assert p.available_gib == approx(available)
+    assert p.fits is True and p.headroom_gib == approx(available - weights - kv - overhead)
+    assert p.max_concurrency == int((available - weights - overhead) // (kv_tok * 4096 / GIB))  # 39
+    # roofline: 1555 GB/s / (16.06 GB of weights + KV of 2048 resident tokens) ~ 95 tok/s; anchors §4.6 / §5 row 7
+    # (vLLM measured 75 tok/s here, 77% of the bound)
+    assert p.decode_tps_upper_bound == approx(1555e9 / (8.03e9 * 2 + kv_tok * 2048), 1e-3)
+    assert 90 < p.decode_tps_upper_bound < 100
+    # TTFT: 2 x (8.03e9 - 128256 x 4096 embedding lookups) x 1024 tokens / 312 TFLOPS ~ 49 ms > one weight read
+    assert p.ttft_ms_lower_bound == approx(2 * (8.03e9 - 128256 * 4096) * 1024 / 312e12 * 1000)
+
+
+def test_llama2_7b_mha_kv_is_4x_llama3_and_limits_concurrency_on_rtx4090():
+    p = plan_for("vllm", {"name": "llama-2-7b", "precision": "fp16", "context_tokens": 4096},
+                 {"gpu_vendor": "nvidia", "gpu_model": "RTX 4090", "gpu_count": 1}, concurrency=8)
+    kv_tok = 2 * 32 * 32 * 128 * 2                        # 524,288 B: MHA, 32 KV heads
+    weights = 6.74e9 * 2 / GIB                            # 12.554 GiB
+    overhead = 1.0 + 2048 * (4096 + 11008) * 2 * 4 / GIB  # 1.2305 GiB
+    available = 24 * 0.9                                  # 21.6 GiB
+    assert p.kv_bytes_per_token == kv_tok
+    assert p.kv_gib == approx(8 * 4096 * kv_tok / GIB) == approx(16.0)
+    assert p.loads is True and p.fits is False            # loads, but 8 x 4096 tokens of KV do not fit
+    assert p.max_concurrency == int((available - weights - overhead) // 2.0) == 3
+    assert p.max_context_tokens == int((available - weights - overhead) * GIB // (kv_tok * 8))  # 1,000
+    kinds = {o.kind for o in p.options}
+    assert {"reduce_context", "quantize", "add_gpus"} <= kinds
+
+
+def test_mixtral_moe_on_two_h100_reads_only_active_experts():
+    p = plan_for("vllm", {"name": "mixtral-8x7b", "precision": "fp16", "context_tokens": 8192},
+                 {"gpu_vendor": "nvidia", "gpu_model": "H100 SXM", "gpu_count": 2}, concurrency=32)
+    weights_b = 46.7e9 * 2                                 # every expert resident: 93.4 GB
+    runtime = max(1.0, 0.02 * 80) * 2 + 0.25 * (2 - 1)    # per GPU, plus NCCL for the second rank
+    overhead = runtime + 2048 * (4096 + 14336) * 2 * 4 / GIB
+    kv = 131_072 * 32 * 8192 / GIB                        # 32 GiB
+    assert p.gpus_used == 2 and "tensor" in p.parallelism
+    assert p.weights_gib == approx(weights_b / GIB)
+    assert p.total_gib == approx(weights_b / GIB + kv + overhead)
+    assert p.available_gib == approx(2 * 80 * 0.9)        # 144 GiB
+    assert p.fits is True
+    active_b = weights_b * 12.9 / 46.7                    # 2 of 8 experts per token: 25.8 GB read
+    assert p.decode_tps_upper_bound == approx(2 * 3350e9 / (active_b + 131_072 * 4096), 1e-3)  # ~254 tok/s
+
+
+def test_llama31_8b_q4_k_m_on_apple_m2_max_llama_cpp_unified_memory():
+    p = plan_for("llama.cpp", {"name": "llama-3.1-8b", "precision": "q4_k_m", "context_tokens": 4096},
+                 {"gpu_vendor": "apple", "gpu_model": "Apple M2 Max", "gpu_count": 1, "os": "macos"})
+    weights_b = 8.03e9 * 4.8944 / 8                       # llama.cpp's own Q4_K_M whole-file bpw
+    assert p.precision == "q4_k_m" and p.device == "gpu"
+    assert p.weights_gib == approx(weights_b / GIB)       # 4.575 GiB
+    assert p.available_gib == approx(96 * 0.75)           # the GPU may wire ~75% of unified memory
+    assert p.kv_gib == approx(131_072 * 4096 / GIB)       # llama.cpp: f16 KV for the whole n_ctx
+    # 512-token ubatch: the compute buffer holds fp32 logits for every token of it
+    assert p.overhead_gib == approx(0.3 + 512 * 128256 * 4 / GIB)
+    assert p.decode_tps_upper_bound == approx(400e9 / (weights_b + 131_072 * 2048), 1e-3)  # ~77 tok/s
+
+
+def test_mistral_7b_fp16_on_t4_pytorch_is_tight():
+    p = plan_for("pytorch", {"name": "mistral-7b", "precision": "fp16", "context_tokens": 4096},
+                 {"gpu_vendor": "nvidia", "gpu_model": "T4", "gpu_count": 1})
+    weights = 7.24e9 * 2 / GIB                            # 13.486 GiB
+    overhead = 0.63 + 1024 * (4096 + 14336) * 2 * 4 / GIB  # CUDA context + one 1024-token prompt
+    kv = 131_072 * 4096 / GIB                             # 0.5 GiB, grows on demand
+    assert p.total_gib == approx(weights + overhead + kv)
+    assert p.available_gib == approx(16.0)                # no reservation: the whole card
+    assert p.fits is True and p.headroom_gib / p.available_gib < 0.1
+    rec = recommend(parse_answers({"model": {"name": "mistral-7b", "precision": "fp16"},
+                                   "hardware": {"gpu_vendor": "nvidia", "gpu_model": "T4", "gpu_count": 1}}), None, K)
+    pt = next(r for r in rec.ranking if r.engine == "pytorch")
+    assert any(x.rule == "plan-tight-headroom" for x in pt.reasons)
+
+
+def test_qwen25_72b_int4_on_two_a100_80gb_tensorrt_llm():
+    p = plan_for("tensorrt-llm", {"name": "qwen2.5-72b", "precision": "int4", "context_tokens": 8192},
+                 {"gpu_vendor": "nvidia", "gpu_model": "A100 80GB", "gpu_count": 2}, concurrency=16)
+    m = next(x for x in K.models.models if x.id == "qwen2.5-72b")
+    weights = m.params_b * 1e9 * 4.4 / 8 / GIB            # AWQ/GPTQ group-128: 4.4 bits per weight
+    kv_tok = 2 * m.layers * m.kv_heads * m.head_dim * 2
+    assert (m.layers, m.kv_heads, m.head_dim) == (80, 8, 128) and kv_tok == 327_680
+    overhead = (max(1.0, 0.02 * 80) * 2 + 0.25) + 8192 * (m.hidden_size + m.intermediate_size) * 2 * 4 / GIB
+    base = weights + overhead
+    # TensorRT-LLM: free_gpu_memory_fraction 0.9 of what is free after loading goes to the KV cache
+    assert p.available_gib == approx(base + 0.9 * (160 - base))
+    assert p.kv_gib == approx(kv_tok * 16 * 8192 / GIB)   # 40 GiB
+    assert p.fits is True
+
+
+def test_params_only_falls_back_to_the_generic_architecture_and_says_so():
+    a = parse_answers({"model": {"params_b": 13, "precision": "fp16"}})
+    plan = make_plan(a, None, K)
+    assert plan.model.approximate
+    assert plan.model.layers == round(12.1 * 13**0.5)      # 44
+    assert plan.notes and "approximat" in plan.notes[0]
+    zh = make_plan(a, None, K, lang="zh")
+    assert "近似" in zh.notes[0]
+
+
+# ---------------------------------------------------------------- does not fit -> options -> ranking changes
+
+def test_70b_fp16_on_one_24gb_gpu_does_not_fit_and_the_advice_changes():
+    hw = {"gpu_vendor": "nvidia", "gpu_model": "RTX 4090", "gpu_count": 1, "ram_gb": 192}
+    big = parse_answers({"concurrency": 4, "model": {"name": "llama-3-70b", "precision": "fp16"}, "hardware": hw})
+    small = parse_answers({"concurrency": 4, "model": {"name": "llama-3-8b", "precision": "fp16"}, "hardware": hw})
+    plan = make_plan(big, None, K)
+    v = plan.engines["vllm"]
+    assert v.fits is False and v.loads is False
+    assert v.weights_gib == approx(70.55e9 * 2 / GIB)     # 131.4 GiB against 21.6 usable
+    kinds = [o.kind for o in v.options]
+    assert "add_gpus" in kinds and "offload" in kinds
+    assert any(o.kind == "add_gpus" and o.precision == "int4" and o.gpu_count == 4 for o in v.options)
+    lc = plan.engines["llama.cpp"]
+    assert lc.device == "gpu+cpu" and lc.fits is True and 0 < lc.offload_layers < 80
+
+    rec_big, rec_small = recommend(big, None, K), recommend(small, None, K)
+    assert rec_small.top.engine == "vllm"
+    assert rec_big.top.engine == "llama.cpp"
+    vr = next(r for r in rec_big.ranking if r.engine == "vllm")
+    text = next(x.text for x in vr.reasons if x.rule == "plan-does-not-load")
+    assert "131.4" in text and "21.6" in text and "RTX 4090" in text  # the numbers and the fix
+    assert any(x.rule == "plan-fits-only-with-offload" for x in rec_big.top.reasons)
+
+
+def test_unknown_target_memory_gives_no_verdict_not_a_guess():
+    p = plan_for("llama.cpp", {"name": "llama-3-8b"}, {"gpu_vendor": "none"})
+    assert p.device == "cpu" and p.available_gib is None and p.fits is None and p.max_concurrency is None
+    assert any("ram_gb" in a for a in p.assumptions)
+
+
+def test_tensorrt_llm_without_nvidia_has_no_device():
+    p = plan_for("tensorrt-llm", {"name": "llama-3-8b"}, {"gpu_vendor": "amd", "gpu_model": "MI300X"})
+    assert p.device == "none" and p.fits is False
+
+
+def test_every_recommend_entry_carries_a_plan_with_the_documented_fields():
+    rec = recommend(parse_answers({"hardware": {"gpu_vendor": "none", "ram_gb": 32}}), None, K)
+    required = {"weights_gib", "kv_bytes_per_token", "kv_gib", "overhead_gib", "total_gib", "available_gib", "fits",
+                "headroom_gib", "max_concurrency", "max_context_tokens", "decode_tps_upper_bound",
+                "ttft_ms_lower_bound", "assumptions"}
+    for entry in [*rec.ranking, *rec.excluded]:
+        assert required <= set(entry.plan.model_dump())
+        assert all(isinstance(a, str) and a for a in entry.plan.assumptions)
