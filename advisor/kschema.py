@@ -353,6 +353,7 @@ class GpusFile(Strict):
 
 # ---------------------------------------------------------------- capacity planner
 
+AnswersPrecision = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "q4_0", "q4_1", "q4_k_m", "q5_k_m", "q8_0"]
 PlannerPrecision = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "gguf_f16", "q8_0", "q5_k_m", "q4_k_m",
                            "q4_1", "q4_0", "ort_int4"]
 
@@ -364,7 +365,7 @@ class PrecisionSpec(Sourced):
 
 
 class EngineCapacity(Sourced):
-    precision_map: dict[str, PlannerPrecision] = Field(default_factory=dict)
+    precision_map: dict[AnswersPrecision, PlannerPrecision] = Field(default_factory=dict)
     devices: list[Literal["gpu", "cpu"]]
     gpu_vendors: list[Literal["nvidia", "amd", "intel", "apple"]] = Field(default_factory=list)
     budget_of: Literal["total", "free_after_load"] = "total"

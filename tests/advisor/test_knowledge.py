@@ -97,3 +97,29 @@ def test_broken_yaml_names_line(kdir):
 def test_missing_file(kdir):
     (kdir / "claims.yaml").unlink()
     assert "claims.yaml" in _fails(kdir)
+
+
+def test_plan_facts_need_an_each_engine_rule(kdir):
+    _edit(kdir / "rules.yaml", lambda d: d["rules"][0].__setitem__("when", {"fact": "plan_fits", "eq": False}))
+    msg = _fails(kdir)
+    assert "plan_fits" in msg and "scope: each-engine" in msg
+
+
+def test_each_engine_rule_cannot_use_deltas(kdir):
+    def bad(d):
+        rule = next(r for r in d["rules"] if r.get("scope") == "each-engine")
+        rule["deltas"] = {"vllm": 5}
+    _edit(kdir / "rules.yaml", bad)
+    assert "self_delta" in _fails(kdir)
+
+
+def test_planner_precision_map_must_name_a_known_precision(kdir):
+    _edit(kdir / "planner.yaml", lambda d: d["engines"]["vllm"]["precision_map"].__setitem__("fp16", "fp12"))
+    msg = _fails(kdir)
+    assert msg.startswith("planner.yaml:") and "precision_map.fp16" in msg and "ort_int4" in msg
+
+
+def test_planner_constants_need_sources(kdir):
+    _edit(kdir / "planner.yaml", lambda d: d["precisions"]["q4_k_m"].__setitem__("source", "a blog"))
+    msg = _fails(kdir)
+    assert "planner.yaml" in msg and "source" in msg
