@@ -33,6 +33,39 @@ def setup(title_key: str | None = None) -> str:
     return st.session_state["lang"]
 
 
+@st.cache_resource(show_spinner=False)
+def machine():
+    """This CPU's measured bandwidth and FLOPS (measured once per machine, ~3 s, then read from the cache)."""
+    from advisor.planner import machine_bench
+
+    bench = machine_bench.cached()
+    if bench is None:
+        with st.spinner(T("ui_measuring_bandwidth")):
+            bench = machine_bench.get()
+    return bench
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _spec(model_json: str):
+    from advisor.answers import ModelBlock
+    from advisor.planner import resolve_model
+
+    return resolve_model(ModelBlock.model_validate_json(model_json), knowledge(), read_files=True)
+
+
+def plan_inputs(a: Answers):
+    """(model spec, machine bench, error) for recommend(): files are read here, at the edge. A model that
+    cannot be resolved falls back to the generic architecture for its params_b, and the error is shown."""
+    from advisor.planner import ModelSpecError
+    from advisor.planner.spec import generic
+
+    try:
+        spec, err = _spec(a.model.model_dump_json()), None
+    except ModelSpecError as e:
+        spec, err = generic(a.model.params_b, a.model.architecture, knowledge()), str(e)
+    return spec, (machine() if a.hardware is None else None), err
+
+
 def T(key: str, **kw) -> str:
     return knowledge().s(key, st.session_state.get("lang", "en"), **kw)
 

@@ -56,6 +56,7 @@ else:
     m["precision"] = st.selectbox("precision", precs, index=precs.index(m.get("precision", "fp16")), key="m_prec")
     m["context_tokens"] = int(st.number_input("context_tokens", min_value=128, value=int(m.get("context_tokens", 4096)),
                                               key="m_ctx"))
+    m["path"] = st.text_input(T("ui_model_path_plan"), value=m.get("path") or "", key="m_path").strip() or None
     data["model"] = {key: v for key, v in m.items() if v is not None}
 
 error = set_answers(data)

@@ -2,19 +2,21 @@
 import streamlit as st
 
 from advisor import history
-from advisor.charts import latency_chart, throughput_chart
+from advisor.charts import latency_chart, roofline_chart, throughput_chart
+from advisor.planner.probe_check import check_probe
 from advisor.rules import recommend
 from advisor.verdict import revisit
 from probes.jobs import ProbeJob
 from probes.registry import BACKENDS
 from probes.result import ProbeSettings
-from ui_common import T, answers, hardware, knowledge, setup
+from ui_common import T, answers, hardware, knowledge, machine, plan_inputs, setup
 
 lang = setup()
 k = knowledge()
 a = answers()
 hw = hardware()
-rec = recommend(a, None if a.hardware else hw, k, lang=lang, with_flips=False)
+spec, bench, _ = plan_inputs(a)
+rec = recommend(a, None if a.hardware else hw, k, lang=lang, with_flips=False, spec=spec, machine=bench)
 installed = {e.engine for e in hw.engines if e.installed}
 ranked = [r.engine for r in rec.ranking]
 default = next((e for e in ranked if e in installed), "llama.cpp")
@@ -84,6 +86,13 @@ if runs:
             c1.plotly_chart(latency_chart(ok, "ttft", lang), key="ttft_chart")
             c2.plotly_chart(latency_chart(ok, "itl", lang), key="itl_chart")
             st.plotly_chart(throughput_chart(ok, lang), key="tps_chart")
+            checks = [c for c in (check_probe(r, k, hw, machine(), lang) for r in ok) if c is not None]
+            if checks:
+                st.subheader(T("check_title"))
+                for c in checks:
+                    st.markdown(f"- {c.text}")
+                st.plotly_chart(roofline_chart(rec.plan, checks, {e.id: e.name for e in k.engines.values()}, lang),
+                                key="probe_roofline_chart")
             v = revisit(rec, ok, float(a.ttft_p95_ms), lang)
             st.subheader(T("ui_verdict"))
             (st.warning if v.changes_advice else st.success)(v.summary)

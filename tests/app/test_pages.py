@@ -58,6 +58,33 @@ def test_recommendation_page_shows_chart_and_ranking():
     assert at.session_state["last_ranking"][0] == "vllm"
 
 
+def test_recommendation_page_shows_the_capacity_plan_and_fixes():
+    at = app().run()
+    at.session_state["answers"] = {"concurrency": 4, "model": {"name": "llama-3-70b", "precision": "fp16"},
+                                   "hardware": {"gpu_vendor": "nvidia", "gpu_model": "RTX 4090", "gpu_count": 1,
+                                                "ram_gb": 192}}
+    at.switch_page("pages/3_Recommendation.py").run()
+    assert not at.exception
+    assert any(h.value == "Capacity plan" for h in at.subheader)
+    table = next(d.value for d in at.dataframe if "fits" in d.value.columns)
+    assert "fits" in table.columns and len(table) == 5
+    vllm = table[table["engine"] == "vLLM"].iloc[0]
+    assert vllm["fits"] == "no" and vllm["weights GiB"] == "131.41"
+    text = " ".join(m.value for m in at.markdown)
+    assert "To make vLLM fit" in text and "RTX 4090" in text and "offload with llama.cpp" in text
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    assert any(d.get("name") == "KV cache" for sp in specs for d in sp["data"])
+    assert at.session_state["last_ranking"][0] == "llama.cpp"
+
+
+def test_unknown_model_name_is_an_error_not_a_crash():
+    at = app().run()
+    at.session_state["answers"] = {"model": {"name": "llama-9-70b", "params_b": 70}}
+    at.switch_page("pages/3_Recommendation.py").run()
+    assert not at.exception
+    assert "did you mean" in at.error[0].value
+
+
 def test_hardware_page_plans_for_other_hardware():
     at = app().run()
     at.switch_page("pages/2_Hardware.py").run()
@@ -86,6 +113,12 @@ def test_probe_page_runs_llama_cpp_and_keeps_the_result():
     assert job.results[0].status == "ok", job.results[0].reason
     assert at.session_state["report_runs"]
     assert any("TTFT" in str(c) for c in at.dataframe[0].value.columns)
+    # the plan rebuilt for what the probe ran, against what it measured
+    assert any(h.value == "Predicted vs measured" for h in at.subheader)
+    text = " ".join(m.value for m in at.markdown)
+    assert "llama.cpp: predicted" in text and "memory-bandwidth limit" in text
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    assert any(d.get("name") == "measured (tok/s)" for sp in specs for d in sp["data"])
 
 
 def test_report_page_offers_both_downloads():
