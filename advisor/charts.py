@@ -49,12 +49,13 @@ def concurrency_chart(plan: Plan, names: dict[str, str], lang: str = "en") -> go
     return fig
 
 
-def roofline_chart(plan: Plan, checks: list[ProbeCheck], names: dict[str, str], lang: str = "en") -> go.Figure:
-    """Bound per engine from the plan; measured points from probes (each against its own rebuilt plan)."""
+def roofline_chart(plan: Plan | None, checks: list[ProbeCheck], names: dict[str, str], lang: str = "en") -> go.Figure:
+    """Bound per engine from the plan (if given); probes next to the bound of their own rebuilt plan."""
     fig = go.Figure()
-    es = [e for e, p in plan.engines.items() if p.decode_tps_upper_bound]
-    fig.add_trace(go.Bar(x=[names.get(e, e) for e in es], y=[plan.engines[e].decode_tps_upper_bound for e in es],
-                         name=_t("decode bound (tok/s)", lang), marker_color="#adb5bd"))
+    if plan is not None:
+        es = [e for e, p in plan.engines.items() if p.decode_tps_upper_bound]
+        fig.add_trace(go.Bar(x=[names.get(e, e) for e in es], y=[plan.engines[e].decode_tps_upper_bound for e in es],
+                             name=_t("decode bound (tok/s)", lang), marker_color="#adb5bd"))
     if checks:
         fig.add_trace(go.Bar(x=[names.get(c.engine, c.engine) for c in checks],
                              y=[c.decode_tps_roofline for c in checks], name=_t("decode bound (tok/s)", lang)

@@ -91,7 +91,7 @@ if runs:
                 st.subheader(T("check_title"))
                 for c in checks:
                     st.markdown(f"- {c.text}")
-                st.plotly_chart(roofline_chart(rec.plan, checks, {e.id: e.name for e in k.engines.values()}, lang),
+                st.plotly_chart(roofline_chart(None, checks, {e.id: e.name for e in k.engines.values()}, lang),
                                 key="probe_roofline_chart")
             v = revisit(rec, ok, float(a.ttft_p95_ms), lang)
             st.subheader(T("ui_verdict"))
