@@ -87,6 +87,7 @@ EXAMPLE_TOPS = {
     "nvidia-strict-sla.yaml": "tensorrt-llm",
     "cross-platform-platform.yaml": "onnxruntime",
     "research-iteration.yaml": "pytorch",
+    "llama3-70b-on-one-rtx4090.yaml": "llama.cpp",  # vLLM cannot load 131 GiB of FP16 weights on 24 GiB
 }
 
 
