@@ -314,6 +314,7 @@ class ModelArch(Sourced):
     moe_experts: int | None = None
     moe_active_experts: int | None = None
     active_params_b: float | None = None
+    tied_embeddings: bool = False  # tie_word_embeddings: the LM head reuses the input embedding table
 
 
 class GenericArch(Sourced):
@@ -353,13 +354,15 @@ class GpusFile(Strict):
 
 # ---------------------------------------------------------------- capacity planner
 
-AnswersPrecision = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "q4_0", "q4_1", "q4_k_m", "q5_k_m", "q8_0"]
-PlannerPrecision = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "gguf_f16", "q8_0", "q5_k_m", "q4_k_m",
-                           "q4_1", "q4_0", "ort_int4"]
+from advisor.answers import Precision as AnswersPrecision  # noqa: E402  (one list of precisions)
+PlannerPrecision = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "gguf_f16", "q8_0", "q6_k", "q5_k_m",
+                           "q5_k_s", "q4_k_m", "q4_k_s", "iq4_xs", "q4_1", "q4_0", "q3_k_m", "q2_k", "gguf_file",
+                           "ort_int4"]
 
 
 class PrecisionSpec(Sourced):
     bits_per_weight: float = Field(gt=0, le=32)
+    embedding_bits: float | None = Field(default=None, gt=0, le=32)  # embeddings / LM head kept at this width
     label: str
     source: str
 
@@ -382,6 +385,7 @@ class EngineCapacity(Sourced):
     kv_bytes: float | None = Field(default=None, gt=0)
     cpu_kv_bytes: float | None = Field(default=None, gt=0)
     fp8_compute: bool = False
+    fp8_min_compute_capability: str | None = None  # below it the engine cannot run FP8 weights at all
     source: str
     cpu_source: str
 
@@ -400,11 +404,14 @@ class PlannerFile(Strict):
     cpu_ram_fraction: float = Field(gt=0, le=1)
     cpu_ram_source: str
     cpu_lowp_flops_factor: float = Field(ge=1)
+    cpu_amx_flops_factor: float = Field(ge=1)
     cpu_lowp_source: str
+    gpu_lowp_flops_factor: float = Field(ge=1)
+    gpu_lowp_source: str
     prompt_tokens: dict[Literal["short", "long", "mixed"], int]
     tensor_parallel_sizes: list[int] = Field(min_length=1)
 
-    @field_validator("unified_memory_source", "cpu_ram_source", "cpu_lowp_source")
+    @field_validator("unified_memory_source", "cpu_ram_source", "cpu_lowp_source", "gpu_lowp_source")
     @classmethod
     def _check_sources(cls, v: str) -> str:
         return check_source(v)

@@ -1,8 +1,10 @@
 """The 8 questions as a guided form (one step each, plus the model block), back/next and progress."""
+from typing import get_args
+
 import streamlit as st
 import yaml
 
-from advisor.answers import dump_answers
+from advisor.answers import Precision, dump_answers
 from ui_common import T, answers, knowledge, set_answers, setup
 
 lang = setup()
@@ -52,7 +54,7 @@ else:
     archs = ["decoder-only", "encoder-decoder", "encoder", "cnn"]
     m["architecture"] = st.selectbox("architecture", archs, index=archs.index(m.get("architecture", "decoder-only")),
                                      key="m_arch")
-    precs = ["fp32", "bf16", "fp16", "fp8", "int8", "int4", "q4_0", "q4_1", "q4_k_m", "q5_k_m", "q8_0"]
+    precs = list(get_args(Precision))
     m["precision"] = st.selectbox("precision", precs, index=precs.index(m.get("precision", "fp16")), key="m_prec")
     m["context_tokens"] = int(st.number_input("context_tokens", min_value=128, value=int(m.get("context_tokens", 4096)),
                                               key="m_ctx"))

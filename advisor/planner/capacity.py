@@ -34,6 +34,16 @@ def _r(x: float | None, nd: int = 2) -> float | None:
     return None if x is None else round(x, nd)
 
 
+def cc_at_least(cc: str | None, want: str) -> bool:
+    """Compute capabilities compare as numbers ("12.0" > "8.9"), not as strings."""
+    def parse(v: str) -> tuple[int, ...]:
+        return tuple(int(x) for x in v.split(".") if x.isdigit())
+    return cc is not None and parse(cc) >= parse(want)
+
+
+NO_DECODE = ("encoder", "cnn")  # no autoregressive decoding, so no KV cache and no decode bound
+
+
 class _Calc:
     """One engine, one precision, one target: every intermediate the plan and its text need."""
 
@@ -44,6 +54,9 @@ class _Calc:
         cap = self.cap
         self.asked = wl.precision
         self.prec = precision or cap.precision_map.get(wl.precision, wl.precision)
+        gguf_file = engine == "llama.cpp" and spec.file_format == "gguf" and precision is None
+        if gguf_file:  # llama.cpp runs the user's GGUF as it is, whatever precision was asked
+            self.prec = spec.file_precision or "gguf_file"
         if self.prec not in k.planner.precisions:  # e.g. a GGUF-only id on an engine without a mapping
             self.prec = "fp16"
         self.pspec = k.planner.precisions[self.prec]
@@ -52,13 +65,26 @@ class _Calc:
         self.device = "gpu" if self.gpu_ok else ("cpu" if "cpu" in cap.devices else "none")
         self.n = self._gpus_used(gpus) if self.device == "gpu" else 0
 
-        exact = spec.weights_bytes if spec.weights_bytes and spec.file_precision == self.prec else None
+        exact = spec.weights_bytes if spec.weights_bytes and (
+            spec.file_precision == self.prec or (gguf_file and self.prec == "gguf_file")) else None
         self.exact_weights = exact is not None
-        self.weights_b = float(exact) if exact else spec.params_b * 1e9 * self.pspec.bits_per_weight / 8
-        self.active_b = self.weights_b * (spec.active_params_b / spec.params_b)
+        params = spec.params_b * 1e9
+        if exact:
+            self.weights_b = float(exact)
+        elif self.pspec.embedding_bits:  # quantized linear layers, embeddings / LM head kept wide
+            emb = min(spec.embedding_params_b * 1e9, params / 2)
+            self.weights_b = (params - emb) * self.pspec.bits_per_weight / 8 + emb * self.pspec.embedding_bits / 8
+        else:
+            self.weights_b = params * self.pspec.bits_per_weight / 8
+        # read per decoded token: the active weights, less the input embedding table (a one-row lookup) when the
+        # LM head is a separate matrix
+        per_emb = (self.pspec.embedding_bits / 8 if self.pspec.embedding_bits and not exact else self.weights_b / params)
+        lookup = 0.0 if spec.tied_embeddings else spec.vocab_size * spec.hidden_size * per_emb
+        self.active_b = max(self.weights_b * (spec.active_params_b / spec.params_b) - lookup, self.weights_b * 0.05)
         self.kv_bytes = (cap.kv_bytes or (cap.cpu_kv_bytes if self.device == "cpu" else None)
                          or (4 if self.prec == "fp32" else 2))
-        self.kv_tok = int(spec.kv_elements_per_token * self.kv_bytes)
+        self.decodes = spec.architecture not in NO_DECODE
+        self.kv_tok = int(spec.kv_elements_per_token * self.kv_bytes) if self.decodes else 0
 
         # overhead: runtime + activations of one prefill chunk
         if self.device == "gpu":
@@ -88,8 +114,8 @@ class _Calc:
         self.offload_layers: int | None = None
         self.fits = None if self.available_gib is None else self.total_gib <= self.available_gib
         self.ram_avail = (target.ram_gib * k.planner.cpu_ram_fraction) if target.ram_gib else None
-        if self.device == "gpu" and self.fits is False and cap.cpu_offload:
-            self._offload()
+        if self.device == "gpu" and self.fits is False and cap.cpu_offload and not target.unified_memory:
+            self._offload()  # (unified memory: RAM and GPU memory are one pool, nothing to offload to)
 
     # -------------------------------------------------------------- pieces
     @property
@@ -148,9 +174,14 @@ class _Calc:
         return self.available_gib - self.weights_gib - self.overhead_gib
 
     def loads(self) -> bool | None:
-        if self.device == "gpu+cpu" or self.fits is None:
+        """Whether the engine starts at all: vLLM / TensorRT-LLM refuse to unless one sequence of the full context
+        fits; llama.cpp allocates the KV of its whole n_ctx at load; the others grow KV on demand."""
+        if self.device == "gpu+cpu" or self.fits is None or self.cap.kv_allocation == "full_context":
             return self.fits
-        return self.weights_gib + self.overhead_gib <= self.available_gib
+        need = self.weights_gib + self.overhead_gib
+        if self.cap.kv_allocation == "budget":
+            need += self.kv_tok * self.wl.context_tokens / GIB
+        return need <= self.available_gib
 
     def max_concurrency(self) -> int | None:
         free = self.free_for_kv()
@@ -169,11 +200,14 @@ class _Calc:
         return max(0, min(self.spec.max_context, int(free // per_tok)))
 
     def resident(self) -> float:
-        return self.wl.resident_tokens if self.wl.resident_tokens is not None else self.wl.context_tokens / 2
+        """Tokens held per sequence while decoding; an upper bound on speed assumes the fewest: the prompt."""
+        return self.wl.resident_tokens if self.wl.resident_tokens is not None else self.wl.prompt_tokens
 
     def bandwidth(self) -> tuple[float | None, str]:
         """Effective bytes/s for one token's reads, and where the figure comes from."""
         t = self.target
+        if self.device == "none":
+            return None, ""
         if self.device == "cpu":
             if t.cpu_bandwidth_gb_s is None:
                 return None, ""
@@ -189,6 +223,8 @@ class _Calc:
         return self.active_b + self.kv_tok * self.resident()
 
     def decode_bound(self) -> float | None:
+        if not self.decodes:
+            return None
         bw, _ = self.bandwidth()
         if self.device == "gpu+cpu":
             t = self.target
@@ -203,18 +239,21 @@ class _Calc:
         return bw / self.bytes_per_token()
 
     def flops(self) -> float | None:
-        t = self.target
+        t, pl = self.target, self.k.planner
+        if self.device == "none":
+            return None
         if self.device == "cpu":
             if not t.cpu_gflops:
                 return None
             # measured fp32; int8/bf16 dot-product instructions (VNNI, AMX) can run several times faster,
             # and a lower bound must assume the fastest
-            return t.cpu_gflops * 1e9 * (1 if self.prec == "fp32" else self.k.planner.cpu_lowp_flops_factor)
+            factor = 1 if self.prec == "fp32" else (pl.cpu_amx_flops_factor if t.cpu_amx else pl.cpu_lowp_flops_factor)
+            return t.cpu_gflops * 1e9 * factor
         if t.gpu_fp16_tflops is None:
             return None
         f = t.gpu_fp16_tflops * 1e12
-        if self.prec == "fp8" and self.cap.fp8_compute and (t.gpu_compute_capability or "0") >= "8.9":
-            f *= 2
+        if self.pspec.bits_per_weight < 16:  # INT8 / FP8 tensor cores; a lower bound credits every quantized model
+            f *= pl.gpu_lowp_flops_factor
         if self.device == "gpu" and self.cap.multi_gpu == "tensor":
             f *= self.n
         return f
@@ -322,8 +361,9 @@ def _options(c: _Calc) -> list[PlanOption]:
     out: list[PlanOption] = []
     mc, mx = c.max_concurrency(), c.max_context()
     if mx and mx >= 128 and c.device != "gpu+cpu":
-        out.append(PlanOption(kind="reduce_context", context_tokens=mx, concurrency=mc,
-                              text=s("plan_fix_reduce", lang, ctx=f"{mx:,}", conc=c.wl.concurrency, n=mc,
+        key = "plan_fix_reduce" if mc else "plan_fix_reduce_ctx"
+        out.append(PlanOption(kind="reduce_context", context_tokens=mx, concurrency=mc or None,
+                              text=s(key, lang, ctx=f"{mx:,}", conc=c.wl.concurrency, n=mc,
                                      asked=f"{c.wl.context_tokens:,}")))
     here = c.pspec.bits_per_weight
     seen = {c.prec}
@@ -331,15 +371,20 @@ def _options(c: _Calc) -> list[PlanOption]:
         q = c.cap.precision_map.get(p, p)
         if q in seen or k.planner.precisions[q].bits_per_weight >= here:
             continue
+        need = c.cap.fp8_min_compute_capability
+        if q == "fp8" and need and c.device != "cpu" and not cc_at_least(c.target.gpu_compute_capability, need):
+            continue
         seen.add(q)
         alt = _Calc(c.engine, c.spec, c.target, c.wl, k, lang, precision=q)
         if alt.fits:
+            how = (" " + s("plan_par_offload", lang, ram=alt.offload_layers, layers=c.spec.layers)
+                   if alt.device == "gpu+cpu" else "")
             out.append(PlanOption(kind="quantize", precision=q, total_gib=_r(alt.total_gib), available_gib=_r(
-                alt.available_gib), text=s("plan_fix_quantize", lang, label=alt.pspec.label,
+                alt.available_gib), text=s("plan_fix_quantize", lang, label=alt.pspec.label + how,
                                            total=round(alt.total_gib, 1), avail=round(alt.available_gib, 1))))
             break
     compact = sorted(seen, key=lambda q: k.planner.precisions[q].bits_per_weight)[0]
-    if c.device in ("gpu", "gpu+cpu") and c.cap.multi_gpu != "none":
+    if c.device in ("gpu", "gpu+cpu") and c.cap.multi_gpu != "none" and not c.target.unified_memory:
         tries = [c.prec] + ([compact] if compact != c.prec and not any(o.kind == "quantize" for o in out) else [])
         for prec in tries:
             opt = _more_gpus(c, prec)

@@ -81,8 +81,9 @@ def read_gguf(path: str | Path) -> dict[str, Any]:
             key = _string(f)
             meta[key] = _value(f, _u32(f))
         params = 0
+        names = set()
         for _ in range(n_tensors):
-            _string(f)
+            names.add(_string(f))
             dims = [_u64(f) for _ in range(_u32(f))]
             _u32(f)  # ggml type
             _u64(f)  # offset
@@ -92,8 +93,10 @@ def read_gguf(path: str | Path) -> dict[str, Any]:
             params += n
     meta["__params__"] = params
     meta["__tensors__"] = n_tensors
+    meta["__tied__"] = "output.weight" not in names  # no separate LM head: it reuses token_embd
     return meta
 
 
-# general.file_type -> the planner's precision id (llama.cpp's llama_ftype enum)
-FILE_TYPES = {0: "fp32", 1: "gguf_f16", 2: "q4_0", 3: "q4_1", 7: "q8_0", 15: "q4_k_m", 17: "q5_k_m", 32: "bf16"}
+# general.file_type -> the planner's precision id (llama.cpp's llama_ftype enum); others plan as "gguf_file"
+FILE_TYPES = {0: "fp32", 1: "gguf_f16", 2: "q4_0", 3: "q4_1", 7: "q8_0", 10: "q2_k", 12: "q3_k_m", 14: "q4_k_s",
+              15: "q4_k_m", 16: "q5_k_s", 17: "q5_k_m", 18: "q6_k", 30: "iq4_xs", 32: "bf16"}

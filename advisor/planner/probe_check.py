@@ -71,9 +71,8 @@ def check_probe(res: ProbeResult, knowledge: Knowledge, hardware: Hardware | Non
     except ModelSpecError:
         return None
     wl, precision, notes = _workload(res)
-    if res.engine == "llama.cpp" and spec.file_precision:
-        precision = spec.file_precision
-        wl = Workload(**{**wl.__dict__, "precision": precision})
+    if res.engine == "llama.cpp":  # the GGUF as it is: its own size and type
+        precision = None
     if res.engine == "onnxruntime" and res.backend_settings.get("model_dir"):
         d = Path(res.backend_settings["model_dir"])
         if d.is_dir():
@@ -90,6 +89,9 @@ def check_probe(res: ProbeResult, knowledge: Knowledge, hardware: Hardware | Non
         wl = Workload(**{**wl.__dict__, "kv_reserved_gib": float(kv_space)})
     plan = plan_engine(res.engine, spec, target, wl, knowledge, lang, precision=precision)
     predicted = plan.total_gib * 1024
+    if on_gpu and knowledge.planner.engines[res.engine].kv_allocation == "budget" and plan.available_gib:
+        predicted = plan.available_gib * 1024  # vLLM / TensorRT-LLM take their whole budget at start-up
+        notes.append("GPU budget engine: predicted = the memory it reserves at start-up")
     measured = res.peak_gpu_mb if on_gpu else res.peak_rss_mb
     metric = "peak_gpu_mb" if on_gpu else "peak_rss_mb"
     err = None if not measured else round((predicted - measured) / measured * 100, 1)

@@ -11,6 +11,8 @@ import math
 import struct
 from pathlib import Path
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
 from advisor.answers import ModelBlock
@@ -24,22 +26,29 @@ class ModelSpecError(ValueError):
 class ModelSpec(BaseModel):
     id: str | None = None
     name: str
-    params_b: float
-    active_params_b: float
+    params_b: float = Field(gt=0)
+    active_params_b: float = Field(gt=0)
     architecture: str
-    layers: int
-    hidden_size: int
-    attention_heads: int
-    kv_heads: int
-    head_dim: int
-    intermediate_size: int
-    vocab_size: int
-    max_context: int
+    layers: int = Field(ge=1)
+    hidden_size: int = Field(ge=1)
+    attention_heads: int = Field(ge=1)
+    kv_heads: int = Field(ge=1)
+    head_dim: int = Field(ge=1)
+    intermediate_size: int = Field(ge=1)
+    vocab_size: int = Field(ge=1)
+    max_context: int = Field(ge=1)
+    tied_embeddings: bool = False
     source: str  # where the numbers come from: a models.yaml URL, the user's file, or "generic"
     approximate: bool = False
     weights_bytes: int | None = None  # exact size of the user's weights on disk, when known
     file_precision: str | None = None  # the precision those bytes are in (planner precision id)
+    file_format: Literal["gguf", "hf", "onnx"] | None = None
     notes: list[str] = Field(default_factory=list)
+
+    @property
+    def embedding_params_b(self) -> float:
+        """The token embedding table, plus an LM head of the same size unless the two are tied."""
+        return self.vocab_size * self.hidden_size * (1 if self.tied_embeddings else 2) / 1e9
 
     @property
     def matmul_params_b(self) -> float:
@@ -65,7 +74,8 @@ def _from_known(m) -> ModelSpec:
     return ModelSpec(id=m.id, name=m.name, params_b=m.params_b, active_params_b=m.active_params_b or m.params_b,
                      architecture=m.architecture, layers=m.layers, hidden_size=m.hidden_size,
                      attention_heads=m.attention_heads, kv_heads=m.kv_heads, head_dim=m.head_dim,
-                     intermediate_size=inter, vocab_size=m.vocab_size, max_context=m.max_context, source=m.source)
+                     intermediate_size=inter, vocab_size=m.vocab_size, max_context=m.max_context, source=m.source,
+                     tied_embeddings=m.tied_embeddings)
 
 
 def generic(params_b: float, architecture: str, knowledge: Knowledge) -> ModelSpec:
@@ -155,7 +165,8 @@ def _from_gguf(path: Path, architecture: str) -> ModelSpec:
         kv_heads=kv, head_dim=int(get("attention.key_length") or hidden // heads),
         intermediate_size=int(get("feed_forward_length") or hidden * 4), vocab_size=int(vocab),
         max_context=int(get("context_length") or 4096), source=str(path), weights_bytes=path.stat().st_size,
-        file_precision=FILE_TYPES.get(m.get("general.file_type")), notes=notes)
+        file_precision=FILE_TYPES.get(m.get("general.file_type"), "gguf_file"), file_format="gguf",
+        tied_embeddings=bool(m["__tied__"]), notes=notes)
 
 
 def _safetensors_params(files: list[Path]) -> int:
@@ -181,26 +192,38 @@ def _from_hf_dir(path: Path, architecture: str) -> ModelSpec:
     inter = int(c.get("intermediate_size") or c.get("d_ff") or c.get("ffn_hidden_size") or hidden * 4)
     vocab = int(c.get("vocab_size") or c.get("padded_vocab_size") or 32000)
     files = sorted(path.glob("*.safetensors"))
+    index = path / "model.safetensors.index.json"
+    if index.is_file():  # count only the shards the index names (not a consolidated copy beside them)
+        named = set(json.loads(index.read_text(encoding="utf-8")).get("weight_map", {}).values())
+        files = [f for f in files if f.name in named] or files
     notes = []
-    if files:
+    quant = c.get("quantization_config")
+    if files and not quant:
         params = _safetensors_params(files)
         weights = sum(f.stat().st_size for f in files)
     else:
         params = _estimate_params(layers, hidden, heads, kv, head_dim, inter, vocab)
-        weights = None
-        notes.append("no .safetensors files: parameter count estimated from config.json")
+        weights = sum(f.stat().st_size for f in files) if files else None
+        notes.append("quantized checkpoint: parameter count estimated from config.json; weights from file sizes"
+                     if quant else "no .safetensors files: parameter count estimated from config.json")
     dtype = str(c.get("torch_dtype") or c.get("dtype") or "")
     prec = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}.get(dtype)
-    experts, used = c.get("num_local_experts"), c.get("num_experts_per_tok")
+    if quant:
+        bits = quant.get("bits") or quant.get("w_bit")
+        prec = "fp8" if quant.get("quant_method") == "fp8" else {4: "int4", 8: "int8"}.get(bits)
+    experts = c.get("num_local_experts") or c.get("num_experts") or c.get("n_routed_experts")
+    used = c.get("num_experts_per_tok")
     active = params
     if experts and used:
-        active = params - (experts - used) * 3 * hidden * inter * layers
+        ff = int(c.get("moe_intermediate_size") or inter)
+        active = max(params - (experts - used) * 3 * hidden * ff * layers, params / experts)
         notes.append(f"MoE: {used} of {experts} experts active per token")
     return ModelSpec(name=path.name, params_b=params / 1e9, active_params_b=active / 1e9, architecture=architecture,
                      layers=layers, hidden_size=hidden, attention_heads=heads, kv_heads=kv, head_dim=head_dim,
                      intermediate_size=inter, vocab_size=vocab,
                      max_context=int(c.get("max_position_embeddings") or c.get("seq_length") or 4096),
-                     source=str(path / "config.json"), weights_bytes=weights, file_precision=prec, notes=notes)
+                     source=str(path / "config.json"), weights_bytes=weights, file_precision=prec, file_format="hf",
+                     tied_embeddings=bool(c.get("tie_word_embeddings", True)), notes=notes)
 
 
 def _from_onnx_dir(path: Path, architecture: str) -> ModelSpec:
@@ -217,7 +240,7 @@ def _from_onnx_dir(path: Path, architecture: str) -> ModelSpec:
                      layers=layers, hidden_size=hidden, attention_heads=heads, kv_heads=kv, head_dim=head_dim,
                      intermediate_size=inter, vocab_size=vocab, max_context=int(c.get("context_length") or 4096),
                      source=str(path / "genai_config.json"), weights_bytes=weights, file_precision="ort_int4"
-                     if "int4" in path.name else None,
+                     if "int4" in path.name else None, file_format="onnx",
                      notes=["ONNX export: parameter count estimated from genai_config.json; weights from file sizes"])
 
 

@@ -67,4 +67,5 @@ def build_target(answers: Answers, hardware: Hardware | None, knowledge: Knowled
                       g.compute_capability if g else None),
                   unified_memory=hardware.apple_silicon, ram_gib=ram,
                   cpu_bandwidth_gb_s=machine.memory_bandwidth_gb_s if machine else None,
-                  cpu_gflops=machine.fp32_gflops if machine else None, cpu_measured=machine is not None)
+                  cpu_gflops=machine.fp32_gflops if machine else None, cpu_measured=machine is not None,
+                  cpu_amx=any(f.startswith("amx") for f in hardware.cpu.flags))

@@ -28,12 +28,13 @@ class Target(BaseModel):
     cpu_bandwidth_gb_s: float | None = None
     cpu_gflops: float | None = None
     cpu_measured: bool = False  # True when the CPU figures come from the machine bench
+    cpu_amx: bool = False  # AMX tiles (bf16/int8 matmul far above the fp32 rate)
 
 
 class PlanOption(BaseModel):
     """One way to make a plan that does not fit fit."""
 
-    kind: Literal["quantize", "add_gpus", "offload", "reduce_context", "reduce_concurrency", "more_memory"]
+    kind: Literal["quantize", "add_gpus", "offload", "reduce_context", "more_memory"]
     text: str
     precision: str | None = None
     gpu_count: int | None = None

@@ -90,3 +90,35 @@ def test_llama_cpp_plan_matches_a_real_probe_on_the_bundled_model():
     assert check.decode_tps_measured < check.decode_tps_roofline, check.text
     assert 0 < check.roofline_pct < 100
     assert "%" in check.text and "tok/s" in check.text
+
+
+def test_gguf_of_an_unlisted_type_plans_with_the_file_size(tmp_path):
+    data = bytearray(default_model().read_bytes())
+    key = b"general.file_type"
+    at = data.index(key) + len(key)
+    assert struct.unpack_from("<I", data, at)[0] == 4  # u32 value type
+    struct.pack_into("<I", data, at + 4, 99)           # a file type the planner does not list
+    f = tmp_path / "odd.gguf"
+    f.write_bytes(bytes(data))
+    spec = read_model_path(f)
+    assert spec.file_precision == "gguf_file" and spec.tied_embeddings  # SmolLM2 has no output.weight
+    from advisor.answers import parse_answers
+    from advisor.planner import make_plan
+
+    plan = make_plan(parse_answers({"model": {"path": str(f), "precision": "fp16"},
+                                    "hardware": {"gpu_vendor": "none", "ram_gb": 16}}), None, K, spec=spec)
+    lc = plan.engines["llama.cpp"]
+    assert lc.precision == "gguf_file" and lc.weights_gib == pytest.approx(f.stat().st_size / 2**30, abs=1e-3)
+    assert plan.engines["vllm"].precision == "fp16"  # the others convert to what was asked
+
+
+def test_quantized_hf_directory_is_read_as_int4(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({
+        "num_hidden_layers": 4, "hidden_size": 256, "num_attention_heads": 8, "num_key_value_heads": 2,
+        "intermediate_size": 512, "vocab_size": 1000, "tie_word_embeddings": False,
+        "quantization_config": {"quant_method": "awq", "bits": 4}}))
+    _safetensors(tmp_path / "model.safetensors", {"qweight": [256, 64]})  # packed int32: 8 weights each
+    spec = read_model_path(tmp_path)
+    assert spec.file_precision == "int4" and not spec.tied_embeddings
+    assert spec.params_b * 1e9 > 256 * 64 * 8  # from the config, not the packed tensor shapes
+    assert any("quantized checkpoint" in n for n in spec.notes)

@@ -3,7 +3,8 @@
 This host is shared: one bare loop can run 30% slower than the next. So the bare loop runs before and
 after the probe, and the bound only catches a gross harness cost (a per-token round trip, a sleep), which
 would push the probe below 0.6× the faster bare run; it must also not beat the slower one by 1.6×, which
-would mean the probe counts tokens or time differently from the bare loop.
+would mean the probe counts tokens or time differently from the bare loop. Noise is transient and a harness
+cost is not, so an attempt out of bounds is measured again (up to three times) before the test fails.
 """
 import importlib.util
 import os
@@ -19,16 +20,25 @@ fid = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(fid)
 
 
-def test_probe_decode_speed_close_to_bare_loop():
-    n, tokens = 3, 32
+def _attempt(n: int, tokens: int) -> tuple[bool, tuple]:
     settings = ProbeSettings(engine="llama.cpp", requests=n, max_tokens=tokens, prompt_mix="short", seed=1234)
     prompts = build_prompts(n, "short", 1234)
     before = fid.bare_loop(default_model(), prompts, tokens, len(os.sched_getaffinity(0)), 512)["decode_tps"]
     res = run_probe(settings)
     assert res.ok, res.reason
+    assert res.output_tokens_total == n * tokens
     after = fid.bare_loop(default_model(), prompts, tokens, res.backend_settings["n_threads"],
                           res.backend_settings["n_batch"])["decode_tps"]
     probe = res.decode_tps_per_request.p50
-    assert res.output_tokens_total == n * tokens
-    assert probe > 0.6 * max(before, after), (probe, before, after)
-    assert probe < 1.6 * min(before, after), (probe, before, after)
+    ok = 0.6 * max(before, after) < probe < 1.6 * min(before, after)
+    return ok, (probe, before, after)
+
+
+def test_probe_decode_speed_close_to_bare_loop():
+    tries = []
+    for _ in range(3):
+        ok, figures = _attempt(3, 32)
+        tries.append(figures)
+        if ok:
+            return
+    raise AssertionError(f"probe decode tok/s vs bare loop before/after, 3 attempts: {tries}")
