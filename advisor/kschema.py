@@ -381,6 +381,7 @@ class EngineCapacity(Sourced):
     gpu_runtime_fraction: float = Field(ge=0, lt=1)
     per_extra_gpu_gib: float = Field(ge=0)
     cpu_runtime_gib: float = Field(ge=0)
+    cpu_weight_copies: float = Field(default=1.0, ge=1)  # weights resident this many times at the CPU peak
     prefill_chunk_tokens: int = Field(ge=0)
     kv_bytes: float | None = Field(default=None, gt=0)
     cpu_kv_bytes: float | None = Field(default=None, gt=0)

@@ -44,6 +44,26 @@ def baseline_mib(engine: str) -> float | None:
     return float(out.stdout.strip().splitlines()[-1])
 
 
+ORT_LOAD = ("import json, sys, psutil, onnxruntime_genai as og; p = psutil.Process(); a = p.memory_info().rss; "
+            "m = og.Model(sys.argv[1]); print(json.dumps((p.memory_info().rss - a) / 2**20))")
+
+
+def ort_weight_copies() -> str:
+    """RSS added by loading the cached ONNX int4 export, over the size of its weight files."""
+    from probes.models import cache_dir
+
+    dirs = sorted((cache_dir() / "onnx").glob("*-int4"))
+    if not dirs:
+        return "no ONNX export in the cache yet (run the onnxruntime probe once)"
+    d = dirs[0]
+    size = sum(f.stat().st_size for f in d.iterdir() if f.name.endswith((".onnx", ".onnx.data"))) / 2**20
+    out = subprocess.run([sys.executable, "-c", ORT_LOAD, str(d)], capture_output=True, text=True, timeout=300)
+    if out.returncode != 0:
+        return "onnxruntime-genai unavailable"
+    added = float(out.stdout.strip().splitlines()[-1])
+    return f"load adds {added:.0f} MiB for {size:.0f} MiB of weight files = {added / size:.2f} copies"
+
+
 def main() -> None:
     from advisor.hardware import detect
     from advisor.knowledge import load_knowledge
@@ -61,6 +81,8 @@ def main() -> None:
         yaml_gib = k.planner.engines[engine].cpu_runtime_gib
         shown = f"{mib:7.0f} MiB = {mib / 1024:.3f} GiB" if mib else "   unavailable"
         print(f"  {engine:12} {shown}   (planner.yaml: {yaml_gib} GiB)")
+    print(f"  onnxruntime weight copies at load: {ort_weight_copies()} "
+          f"(planner.yaml: {k.planner.engines['onnxruntime'].cpu_weight_copies})")
     files = sys.argv[1:]
     if not files:
         return

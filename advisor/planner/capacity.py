@@ -91,8 +91,8 @@ class _Calc:
             mem = self.gpu_mem_each
             self.runtime_gib = (max(cap.gpu_runtime_gib, cap.gpu_runtime_fraction * (mem or 0)) * self.n
                                 + cap.per_extra_gpu_gib * (self.n - 1))
-        else:
-            self.runtime_gib = cap.cpu_runtime_gib
+        else:  # the process baseline, and any second copy of the weights the engine makes at load
+            self.runtime_gib = cap.cpu_runtime_gib + (cap.cpu_weight_copies - 1) * self.weights_b / GIB
         chunk = cap.prefill_chunk_tokens
         prompt = wl.prompt_tokens
         if chunk == 0:
@@ -307,6 +307,9 @@ def _assumptions(c: _Calc) -> list[str]:
                  kvb=f"{c.kv_bytes:g}", per_tok=f"{c.kv_tok:,}", conc=wl.concurrency, ctx=f"{wl.context_tokens:,}"))
     out.append(s("plan_a_overhead", lang, runtime=round(c.runtime_gib, 2), act=round(c.act_gib, 3),
                  tokens=c.act_tokens, source=c.cap.source if c.device != "cpu" else c.cap.cpu_source))
+    if c.device == "cpu" and c.cap.cpu_weight_copies > 1:
+        out.append(s("plan_a_weight_copies", lang, engine=c.k.engines[c.engine].name, x=f"{c.cap.cpu_weight_copies:g}",
+                     source=c.cap.cpu_source))
     if c.device in ("gpu", "gpu+cpu"):
         if c.cap.budget_of == "free_after_load" and c.cap.memory_budget_fraction < 1:
             out.append(s("plan_a_budget_free", lang, f=c.cap.memory_budget_fraction))
