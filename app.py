@@ -1,10 +1,11 @@
 """Home: what the advisor does, the detected hardware at a glance, and the way in."""
 import streamlit as st
 
-from ui_common import T, hardware, setup
+from ui_common import T, hardware, page_config, setup
 
+page_config()
+st.title(T("ui_title"))  # painted before the heavier setup below (schemas, knowledge, hardware detection)
 lang = setup()
-st.title(T("ui_title"))
 st.write(T("ui_intro"))
 hw = hardware()
 cols = st.columns(3)

@@ -1,11 +1,17 @@
-"""Shared UI helpers for app.py and pages/ (Streamlit only here; logic lives in advisor/ and probes/)."""
+"""Shared UI helpers for app.py and pages/ (Streamlit only here; logic lives in advisor/ and probes/).
+
+The advisor's modules are imported inside the helpers, not here: the home page paints its title from the
+strings file alone, before the validated knowledge, the schemas and hardware detection are loaded.
+"""
 from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import streamlit as st
 
-from advisor.answers import Answers, AnswersError, parse_answers
-from advisor.hardware import detect
-from advisor.knowledge import load_knowledge
+if TYPE_CHECKING:
+    from advisor.answers import Answers
 
 PAGES = ["app.py", "pages/1_Checklist.py", "pages/2_Hardware.py", "pages/3_Recommendation.py", "pages/4_Probe.py",
          "pages/5_Report.py"]
@@ -13,17 +19,36 @@ PAGES = ["app.py", "pages/1_Checklist.py", "pages/2_Hardware.py", "pages/3_Recom
 
 @st.cache_resource
 def knowledge():
+    from advisor.knowledge import load_knowledge
+
     return load_knowledge()
+
+
+@st.cache_resource
+def _strings() -> dict:
+    """strings.yaml as plain data for the first paint (knowledge() validates the same file when it loads)."""
+    import yaml
+
+    path = Path(__file__).resolve().parent / "knowledge" / "strings.yaml"
+    return yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))["strings"]
 
 
 @st.cache_resource(ttl=300)
 def hardware():
+    from advisor.hardware import detect
+
     return detect(knowledge())
+
+
+def page_config() -> None:
+    st.set_page_config(page_title="Inference-engine advisor", page_icon="🧭", layout="wide")
 
 
 def setup(title_key: str | None = None) -> str:
     """Page config, language switch (kept in session state), and the answers dict."""
-    st.set_page_config(page_title="Inference-engine advisor", page_icon="🧭", layout="wide")
+    from advisor.answers import Answers
+
+    page_config()
     if "lang" not in st.session_state:
         st.session_state["lang"] = "en"
     st.sidebar.radio("Language / 语言", ["en", "zh"], key="lang", horizontal=True,
@@ -67,10 +92,13 @@ def plan_inputs(a: Answers):
 
 
 def T(key: str, **kw) -> str:
-    return knowledge().s(key, st.session_state.get("lang", "en"), **kw)
+    text = _strings()[key]["zh" if st.session_state.get("lang", "en") == "zh" else "en"]
+    return text.format(**kw) if kw else text
 
 
 def answers() -> Answers:
+    from advisor.answers import AnswersError, parse_answers
+
     try:
         return parse_answers(st.session_state["answers"])
     except AnswersError:
@@ -79,6 +107,8 @@ def answers() -> Answers:
 
 def set_answers(data: dict) -> str | None:
     """Validate with the same schema as the CLI; keep the old answers on error and return the message."""
+    from advisor.answers import AnswersError, parse_answers
+
     try:
         a = parse_answers(data)
     except AnswersError as err:
