@@ -50,7 +50,7 @@ class PyTorchBackend(Backend):
         ids = self.tok(hf_chat_text(self.tok, prompt), return_tensors="pt", add_special_tokens=False)["input_ids"].to(self.dev)
         yield "prompt_tokens", int(ids.shape[1])
         with torch.inference_mode():
-            out = self.model(input_ids=ids, use_cache=True)
+            out = self.model(input_ids=ids, use_cache=True, logits_to_keep=1)  # as generate() does
             for i in range(settings.max_tokens):
                 logits = out.logits[:, -1, :]
                 if self.eos:
