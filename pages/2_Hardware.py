@@ -34,14 +34,19 @@ else:
     gpus = ["(none)"] + [g.name for g in k.gpus.gpus]
     cur = (data.get("hardware") or {}).get("gpu_model")
     pick = st.selectbox(T("ui_pick_gpu"), gpus, index=gpus.index(cur) if cur in gpus else 0, key="hw_gpu")
-    count = st.number_input("gpu_count", min_value=1, max_value=64, value=int((data.get("hardware") or {}).get(
-        "gpu_count", 1) or 1), key="hw_count")
+    prev = data.get("hardware") or {}
+    count = st.number_input("gpu_count", min_value=1, max_value=64, value=int(prev.get("gpu_count", 1) or 1),
+                            key="hw_count")
+    ram = st.number_input(T("ui_target_ram"), min_value=0, max_value=65536, value=int(prev.get("ram_gb") or 0),
+                          key="hw_ram")
     if pick == "(none)":
         data["hardware"] = {"gpu_vendor": "none", "gpu_count": 0}
     else:
         g = next(x for x in k.gpus.gpus if x.name == pick)
         data["hardware"] = {"gpu_vendor": g.vendor, "gpu_model": g.name, "gpu_count": int(count),
                             "gpu_memory_gb": g.memory_gb, "os": "macos" if g.vendor == "apple" else "linux"}
+    if ram:
+        data["hardware"]["ram_gb"] = int(ram)
 err = set_answers(data)
 if err:
     st.error(err)

@@ -95,6 +95,8 @@ def test_hardware_page_plans_for_other_hardware():
     at.selectbox(key="hw_gpu").set_value(h100).run()
     hw = parse_answers(at.session_state["answers"]).hardware
     assert hw.gpu_vendor == "nvidia" and hw.gpu_memory_gb >= 80
+    at.number_input(key="hw_ram").set_value(256).run()
+    assert parse_answers(at.session_state["answers"]).hardware.ram_gb == 256
 
 
 def test_probe_page_runs_llama_cpp_and_keeps_the_result():
