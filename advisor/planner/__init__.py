@@ -54,6 +54,8 @@ def make_plan(answers: Answers, hardware: Hardware | None, knowledge: Knowledge,
     if detail:
         add_offload_option(plans, knowledge, lang)
     notes = list(spec.notes)
+    if wl.context_tokens > spec.max_context:
+        notes.append(knowledge.s("plan_a_ctx_beyond", lang, ctx=f"{wl.context_tokens:,}", max=f"{spec.max_context:,}"))
     if spec.approximate:
         notes.insert(0, knowledge.s("plan_generic_note", lang, params=f"{spec.params_b:g}") + " "
                      + knowledge.models.generic.description.get(lang))

@@ -246,3 +246,8 @@ def test_encoder_models_have_no_kv_cache_or_decode_bound():
                  {"gpu_vendor": "nvidia", "gpu_model": "T4"})
     assert p.kv_bytes_per_token == 0 and p.kv_gib == 0 and p.decode_tps_upper_bound is None
     assert p.ttft_ms_lower_bound is not None
+
+
+def test_context_beyond_the_model_window_is_said_at_the_top():
+    plan = make_plan(parse_answers({"model": {"name": "llama-2-7b", "context_tokens": 32768}}), None, K)
+    assert any("4,096" in n and "32,768" in n for n in plan.notes)
