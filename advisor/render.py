@@ -35,11 +35,24 @@ def hardware_text(hw: Hardware, knowledge: Knowledge, lang: str = "en") -> str:
     return "\n".join(lines)
 
 
+def plan_summary(p, knowledge: Knowledge, lang: str = "en") -> str:
+    from advisor.planner.render import fits_word
+
+    def n(x, fmt="{:,.1f}"):
+        return "—" if x is None else fmt.format(x)
+
+    return knowledge.s("plan_summary", lang, device=p.device, prec=p.precision_label, total=n(p.total_gib),
+                       avail=n(p.available_gib), fits=fits_word(p, knowledge, lang), tps=n(p.decode_tps_upper_bound),
+                       ttft=n(p.ttft_ms_lower_bound, "{:,.0f}"))
+
+
 def recommendation_text(rec: Recommendation, knowledge: Knowledge, lang: str = "en") -> str:
     s = knowledge.s
     out = [f"{s('ranking_title', lang)}:"]
     for i, r in enumerate(rec.ranking, 1):
         out.append(f"{i}. {r.name} — {s('score', lang)} {r.score:g}")
+        if r.plan is not None:
+            out.append("     " + plan_summary(r.plan, knowledge, lang))
         for reason in r.reasons:
             out.append(f"     {_delta(reason.delta):>6}  {reason.text}  [{reason.rule}; {reason.source}]")
     if rec.excluded:
