@@ -1,0 +1,71 @@
+"""Planner invariants over random models, precisions, workloads and GPUs (hypothesis)."""
+from typing import get_args
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from advisor.answers import Precision, parse_answers
+from advisor.knowledge import load_knowledge
+from advisor.planner import make_plan
+
+K = load_knowledge()
+GPUS = [g for g in K.gpus.gpus if g.vendor != "apple"]
+
+model = st.one_of(
+    st.fixed_dictionaries({"name": st.sampled_from([m.id for m in K.models.models if m.architecture != "encoder"])}),
+    st.fixed_dictionaries({"params_b": st.floats(0.05, 500, allow_nan=False)}),
+).flatmap(lambda m: st.fixed_dictionaries({
+    **{k: st.just(v) for k, v in m.items()},
+    "precision": st.sampled_from(get_args(Precision)),
+    "context_tokens": st.integers(128, 131_072),
+}))
+hardware = st.one_of(
+    st.builds(lambda g, n, ram: {"gpu_vendor": g.vendor, "gpu_model": g.name, "gpu_count": n, "ram_gb": ram},
+              st.sampled_from(GPUS), st.integers(1, 16), st.integers(8, 2048)),
+    st.builds(lambda ram: {"gpu_vendor": "none", "ram_gb": ram}, st.integers(4, 4096)),
+)
+answers = st.fixed_dictionaries({"model": model, "hardware": hardware, "concurrency": st.integers(1, 512),
+                                 "prompt_mix": st.sampled_from(["short", "long", "mixed"])})
+
+
+def plan(data: dict):
+    return make_plan(parse_answers(data), None, K)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(answers)
+def test_plan_arithmetic_is_consistent(data):
+    for e, p in plan(data).engines.items():
+        assert abs(p.total_gib - (p.weights_gib + p.kv_gib + p.overhead_gib)) < 5e-3, e
+        if p.device == "none":
+            assert p.fits is False and p.decode_tps_upper_bound is None
+            continue
+        assert p.available_gib is not None  # every generated target has its memory known
+        assert abs(p.headroom_gib - (p.available_gib - p.total_gib)) < 5e-3
+        if p.device != "gpu+cpu":
+            assert p.fits == (p.total_gib <= p.available_gib + 5e-3) or abs(p.headroom_gib) < 5e-3
+            if p.fits and p.kv_bytes_per_token:
+                assert p.max_concurrency >= p.concurrency
+        if p.fits is False:
+            assert p.loads is False or p.device != "gpu+cpu"
+        for o in p.options:
+            if o.kind in ("quantize", "add_gpus"):
+                assert o.total_gib <= o.available_gib + 5e-3, (e, o)
+        for bound in (p.decode_tps_upper_bound, p.ttft_ms_lower_bound):
+            assert bound is None or bound > 0
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(answers)
+def test_more_load_never_needs_less_memory_and_more_gpus_never_offer_less(data):
+    base = plan(data)
+    busier = plan({**data, "concurrency": data["concurrency"] * 2})
+    for e in base.engines:
+        assert busier.engines[e].total_gib >= base.engines[e].total_gib - 1e-9
+        assert busier.engines[e].weights_gib == base.engines[e].weights_gib
+    if data["hardware"]["gpu_vendor"] != "none":
+        bigger = plan({**data, "hardware": {**data["hardware"], "gpu_count": data["hardware"]["gpu_count"] * 2}})
+        for e in ("vllm", "pytorch", "llama.cpp"):
+            a, b = base.engines[e], bigger.engines[e]
+            if a.device == b.device == "gpu":
+                assert b.available_gib >= a.available_gib - 1e-9, e
