@@ -9,14 +9,10 @@ from advisor.planner.types import Plan
 from advisor.recommendation import Recommendation
 from probes.result import ProbeResult
 
-_ZH = {"weights": "权重", "KV cache": "KV Cache", "overhead": "开销", "available": "可用",
-       "Memory per engine (GiB)": "各引擎内存（GiB）", "Max concurrent sequences vs context": "最大并发序列数与上下文长度",
-       "context tokens": "上下文 token", "sequences": "序列数", "decode bound (tok/s)": "解码上限（tok/s）",
-       "measured (tok/s)": "实测（tok/s）", "Decode: roofline vs measured (tok/s per sequence)": "解码：理论上限与实测（每条序列 tok/s）"}
+def _t(key: str, lang: str) -> str:
+    from advisor.knowledge import load_knowledge
 
-
-def _t(text: str, lang: str) -> str:
-    return _ZH.get(text, text) if lang == "zh" else text
+    return load_knowledge().s(key, lang)
 
 
 def memory_chart(plan: Plan, names: dict[str, str], lang: str = "en") -> go.Figure:
@@ -24,14 +20,13 @@ def memory_chart(plan: Plan, names: dict[str, str], lang: str = "en") -> go.Figu
     engines = list(plan.engines)[::-1]
     ys = [names.get(e, e) for e in engines]
     fig = go.Figure()
-    for part, color in (("weights", "#264653"), ("KV cache", "#2a9d8f"), ("overhead", "#e9c46a")):
-        field = {"weights": "weights_gib", "KV cache": "kv_gib", "overhead": "overhead_gib"}[part]
+    for field, color in (("weights_gib", "#264653"), ("kv_gib", "#2a9d8f"), ("overhead_gib", "#e9c46a")):
         fig.add_trace(go.Bar(y=ys, x=[getattr(plan.engines[e], field) for e in engines], orientation="h",
-                             name=_t(part, lang), marker_color=color))
+                             name=_t(f"chart_{field}", lang), marker_color=color))
     avail = [plan.engines[e].available_gib for e in engines]
-    fig.add_trace(go.Scatter(y=ys, x=avail, mode="markers", name=_t("available", lang),
+    fig.add_trace(go.Scatter(y=ys, x=avail, mode="markers", name=_t("chart_available", lang),
                              marker=dict(symbol="line-ns", size=26, line=dict(width=3, color="#e63946"))))
-    fig.update_layout(barmode="stack", title=_t("Memory per engine (GiB)", lang), height=120 + 45 * len(ys),
+    fig.update_layout(barmode="stack", title=_t("chart_memory_title", lang), height=120 + 45 * len(ys),
                       margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h"))
     return fig
 
@@ -43,9 +38,9 @@ def concurrency_chart(plan: Plan, names: dict[str, str], lang: str = "en") -> go
         if pts:
             fig.add_trace(go.Scatter(x=[c for c, _ in pts], y=[n for _, n in pts], mode="lines+markers",
                                      name=names.get(e, e)))
-    fig.update_layout(title=_t("Max concurrent sequences vs context", lang), height=340,
-                      xaxis=dict(title=_t("context tokens", lang), type="log"),
-                      yaxis=dict(title=_t("sequences", lang), type="log"), margin=dict(l=10, r=10, t=40, b=10))
+    fig.update_layout(title=_t("chart_concurrency_title", lang), height=340,
+                      xaxis=dict(title=_t("chart_context_tokens", lang), type="log"),
+                      yaxis=dict(title=_t("chart_sequences", lang), type="log"), margin=dict(l=10, r=10, t=40, b=10))
     return fig
 
 
@@ -55,15 +50,15 @@ def roofline_chart(plan: Plan | None, checks: list[ProbeCheck], names: dict[str,
     if plan is not None:
         es = [e for e, p in plan.engines.items() if p.decode_tps_upper_bound]
         fig.add_trace(go.Bar(x=[names.get(e, e) for e in es], y=[plan.engines[e].decode_tps_upper_bound for e in es],
-                             name=_t("decode bound (tok/s)", lang), marker_color="#adb5bd"))
+                             name=_t("chart_decode_bound", lang), marker_color="#adb5bd"))
     if checks:
         fig.add_trace(go.Bar(x=[names.get(c.engine, c.engine) for c in checks],
-                             y=[c.decode_tps_roofline for c in checks], name=_t("decode bound (tok/s)", lang)
+                             y=[c.decode_tps_roofline for c in checks], name=_t("chart_decode_bound", lang)
                              + " (probe)", marker_color="#8ab"))
         fig.add_trace(go.Bar(x=[names.get(c.engine, c.engine) for c in checks], y=[c.decode_tps_measured for c in checks],
-                             name=_t("measured (tok/s)", lang), marker_color="#2a9d8f",
+                             name=_t("chart_measured", lang), marker_color="#2a9d8f",
                              text=[f"{c.roofline_pct:.0f}%" if c.roofline_pct else "" for c in checks]))
-    fig.update_layout(barmode="group", title=_t("Decode: roofline vs measured (tok/s per sequence)", lang),
+    fig.update_layout(barmode="group", title=_t("chart_roofline_title", lang),
                       height=340, yaxis=dict(type="log"), margin=dict(l=10, r=10, t=40, b=10),
                       legend=dict(orientation="h"))
     return fig

@@ -22,24 +22,24 @@ class _Parser(argparse.ArgumentParser):
 def _parser() -> _Parser:
     p = _Parser(prog="python -m advisor", description="Inference-engine selection advisor.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    d = sub.add_parser("detect", help="show this machine's hardware and installed engines")
-    d.add_argument("--format", choices=["json", "text"], default="text")
-    d.add_argument("--lang", choices=["en", "zh"], default="en")
-    r = sub.add_parser("recommend", help="rank the engines for an answers file")
-    r.add_argument("--answers", required=True, metavar="FILE")
-    r.add_argument("--format", choices=["json", "text"], default="text")
-    r.add_argument("--lang", choices=["en", "zh"], default="en")
-    pl = sub.add_parser("plan", help="capacity plan: what fits, max concurrency/context, roofline bounds")
-    pl.add_argument("--answers", required=True, metavar="FILE")
-    pl.add_argument("--probe", action="append", default=[], metavar="RESULT.json",
-                    help="compare a probe's measured memory and tok/s with the plan (repeatable)")
-    pl.add_argument("--format", choices=["json", "text"], default="text")
-    pl.add_argument("--lang", choices=["en", "zh"], default="en")
-    rp = sub.add_parser("report", help="write the decision report (.md or .pdf, by the extension of --out)")
-    rp.add_argument("--answers", required=True, metavar="FILE")
-    rp.add_argument("--probe", action="append", default=[], metavar="RESULT.json",
-                    help="a result from `python -m probes run --format json` (repeatable)")
-    rp.add_argument("--lang", choices=["en", "zh"], default="en")
+
+    def command(name: str, help: str, answers: bool = True, fmt: bool = True, probes: str | None = None):
+        c = sub.add_parser(name, help=help)
+        if answers:
+            c.add_argument("--answers", required=True, metavar="FILE")
+        if probes:
+            c.add_argument("--probe", action="append", default=[], metavar="RESULT.json", help=probes)
+        if fmt:
+            c.add_argument("--format", choices=["json", "text"], default="text")
+        c.add_argument("--lang", choices=["en", "zh"], default="en")
+        return c
+
+    command("detect", "show this machine's hardware and installed engines", answers=False)
+    command("recommend", "rank the engines for an answers file")
+    command("plan", "capacity plan: what fits, max concurrency/context, roofline bounds",
+            probes="compare a probe's measured memory and tok/s with the plan (repeatable)")
+    rp = command("report", "write the decision report (.md or .pdf, by the extension of --out)", fmt=False,
+                 probes="a result from `python -m probes run --format json` (repeatable)")
     rp.add_argument("--out", required=True, metavar="report.md|report.pdf")
     return p
 

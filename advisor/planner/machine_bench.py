@@ -33,17 +33,9 @@ class MachineBench(BaseModel):
 
 
 def cache_path() -> Path:
-    env = os.environ.get("INFERENCE_ADVISOR_CACHE")
-    if env:
-        base = Path(env)
-    else:
-        try:
-            from platformdirs import user_cache_dir
+    from probes.cache import cache_dir  # the probes' cache dir (ONNX exports, HF folders): one place for both
 
-            base = Path(user_cache_dir("inference-advisor"))
-        except ImportError:
-            base = Path.home() / ".cache" / "inference-advisor"
-    return base / "machine_bench.json"
+    return cache_dir() / "machine_bench.json"
 
 
 def _cpu_model() -> str:
@@ -118,7 +110,7 @@ def cached() -> MachineBench | None:
         bench = MachineBench.model_validate_json(p.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if bench.cpu_model != _cpu_model() or not bench.method.startswith("numpy dot"):
+    if bench.cpu_model != _cpu_model() or bench.method != MachineBench.model_fields["method"].default:
         return None  # another CPU, or figures from an older method
     return bench
 

@@ -8,6 +8,7 @@ with the memory-bandwidth roofline of the same configuration.
 from __future__ import annotations
 
 import statistics
+from dataclasses import replace
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -41,24 +42,25 @@ class ProbeCheck(BaseModel):
     notes: list[str] = Field(default_factory=list)
 
 
-def _workload(res: ProbeResult) -> tuple[Workload, str, list[str]]:
+def _workload(res: ProbeResult) -> Workload:
     s, bs = res.settings, res.backend_settings
     reqs = [r for r in res.requests if r.error is None and r.prompt_tokens]
     prompts = [r.prompt_tokens for r in reqs] or [128]
     out = s.max_tokens if s else 32
     resident = statistics.fmean(p + out / 2 for p in prompts)
-    notes = []
     if res.engine == "llama.cpp":
         ctx, conc = int(bs.get("n_ctx", 2048)), 1  # one sequence in n_ctx; KV allocated for all of it
     elif res.engine == "vllm":
         ctx, conc = int(bs.get("max_model_len", 2048)), int(bs.get("max_num_seqs", 1))
     else:  # KV grows with the tokens held; these backends serve one request at a time
         ctx, conc = max(prompts) + out, 1
-    precision = {"llama.cpp": "", "onnxruntime": "ort_int4" if bs.get("precision", "int4") == "int4" else "fp32"
-                 }.get(res.engine) or _DTYPES.get(str(bs.get("dtype")), "fp32")
-    wl = Workload(precision=precision, context_tokens=ctx, concurrency=conc, prompt_tokens=max(prompts),
-                  resident_tokens=resident)
-    return wl, precision, notes
+    if res.engine == "onnxruntime":
+        precision = "ort_int4" if bs.get("precision", "int4") == "int4" else "fp32"
+    else:  # llama.cpp ignores it: a GGUF is planned as the file it is
+        precision = _DTYPES.get(str(bs.get("dtype")), "fp32")
+    kv_pool = bs.get("VLLM_CPU_KVCACHE_SPACE_GiB")
+    return Workload(precision=precision, context_tokens=ctx, concurrency=conc, prompt_tokens=max(prompts),
+                    resident_tokens=resident, kv_reserved_gib=float(kv_pool) if kv_pool else None)
 
 
 def check_probe(res: ProbeResult, knowledge: Knowledge, hardware: Hardware | None, machine: MachineBench | None,
@@ -70,9 +72,9 @@ def check_probe(res: ProbeResult, knowledge: Knowledge, hardware: Hardware | Non
         spec: ModelSpec = read_model_path(Path(res.model))
     except ModelSpecError:
         return None
-    wl, precision, notes = _workload(res)
-    if res.engine == "llama.cpp":  # the GGUF as it is: its own size and type
-        precision = None
+    wl = _workload(res)
+    precision = None if res.engine == "llama.cpp" else wl.precision
+    notes = []
     if res.engine == "onnxruntime" and res.backend_settings.get("model_dir"):
         d = Path(res.backend_settings["model_dir"])
         if d.is_dir():
@@ -84,9 +86,6 @@ def check_probe(res: ProbeResult, knowledge: Knowledge, hardware: Hardware | Non
     target = build_target(answers, hardware, knowledge, machine)
     if not on_gpu:
         target = target.model_copy(update={"gpu_vendor": "none", "gpu_count": 0})
-    kv_space = res.backend_settings.get("VLLM_CPU_KVCACHE_SPACE_GiB")
-    if kv_space:
-        wl = Workload(**{**wl.__dict__, "kv_reserved_gib": float(kv_space)})
     plan = plan_engine(res.engine, spec, target, wl, knowledge, lang, precision=precision)
     predicted = plan.total_gib * 1024
     if on_gpu and knowledge.planner.engines[res.engine].kv_allocation == "budget" and plan.available_gib:

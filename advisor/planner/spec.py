@@ -6,6 +6,7 @@ Reading a user's files is I/O, so it happens here at the edge (CLI, UI), never i
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import math
 import struct
@@ -112,10 +113,19 @@ def resolve_model(block: ModelBlock, knowledge: Knowledge, read_files: bool = Tr
 # ---------------------------------------------------------------- the user's own files
 
 def read_model_path(path: Path, architecture: str = "decoder-only") -> ModelSpec:
-    from advisor.planner.gguf_meta import GgufError
-
+    """Read once per file version: the UI re-runs its pages, and every probe check reads the same model."""
     if not path.exists():
         raise ModelSpecError(f"model.path not found: {path}")
+    files = [path] if path.is_file() else sorted(p for p in path.iterdir() if p.is_file())
+    version = tuple((f.name, f.stat().st_mtime_ns, f.stat().st_size) for f in files)
+    return _read_model_path(str(path), version, architecture).model_copy(deep=True)
+
+
+@functools.lru_cache(maxsize=32)
+def _read_model_path(name: str, _version: tuple, architecture: str) -> ModelSpec:
+    from advisor.planner.gguf_meta import GgufError
+
+    path = Path(name)
     try:
         if path.is_file():
             with open(path, "rb") as f:
