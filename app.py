@@ -1,17 +1,27 @@
-"""Home: what the advisor does, the detected hardware at a glance, and the way in."""
+"""Entry point: page config, state restored from the URL, the language switch, and the translated navigation.
+
+Every page runs through here, so the language switch is one widget on every page and the URL mirror of the
+answers is written after every change (see ui_common).
+"""
 import streamlit as st
 
-from ui_common import T, hardware, page_config, setup
+try:  # Streamlit also wraps every run in its legacy navigation when a pages/ folder sits next to the main
+    # script: that shows "Page not found" for our lower-case URLs and could run a page without this file.
+    # One navigation, ours: turn the legacy one off for this server (a class attribute, read on every run).
+    from streamlit.runtime.pages_manager import PagesManager
+
+    PagesManager.uses_pages_directory = False
+except ImportError:  # pragma: no cover (another Streamlit layout: the legacy wrapper only costs a dialog)
+    pass
+
+from ui_common import T, language_switch, page_config, restore_state, sync_url
 
 page_config()
-st.title(T("ui_title"))  # painted before the heavier setup below (schemas, knowledge, hardware detection)
-lang = setup()
-st.write(T("ui_intro"))
-hw = hardware()
-cols = st.columns(3)
-gpu = ", ".join(g.name for g in hw.gpus) or T("no_gpu")
-cols[0].metric("GPU", gpu)
-cols[1].metric("CPU", f"{hw.cpu.logical_cores} × {hw.cpu.arch}")
-cols[2].metric("RAM", f"{hw.ram_total_mb / 1024:.0f} GiB")
-if st.button(T("ui_start"), type="primary", key="start"):
-    st.switch_page("pages/1_Checklist.py")
+restore_state()
+language_switch()
+PAGES = [("pages/0_Home.py", "nav_home", ""), ("pages/1_Checklist.py", "nav_checklist", "checklist"),
+         ("pages/2_Hardware.py", "nav_hardware", "hardware"), ("pages/3_Recommendation.py", "nav_recommendation",
+         "recommendation"), ("pages/4_Probe.py", "nav_probe", "probe"), ("pages/5_Report.py", "nav_report", "report")]
+nav = st.navigation([st.Page(path, title=T(key), default=not url, url_path=url or None) for path, key, url in PAGES])
+sync_url()
+nav.run()

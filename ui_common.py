@@ -1,20 +1,33 @@
 """Shared UI helpers for app.py and pages/ (Streamlit only here; logic lives in advisor/ and probes/).
 
+State, in one place each (session state):
+- `answers`: the validated answers dict (the same schema as the CLI's answers file). Widgets never write
+  into it on a rerun: each widget is seeded from it before it is drawn and writes back only from its
+  own on_change callback, so no page can put a default over a value the user chose.
+- `lang`: "en" or "zh". The sidebar switch is drawn by app.py on every page and writes it from a callback.
+- `wizard_step`: the checklist step.
+All three are mirrored in the URL's query string, so a reload (F5) or a bookmarked link keeps them.
+
 The advisor's modules are imported inside the helpers, not here: the home page paints its title from the
 strings file alone, before the validated knowledge, the schemas and hardware detection are loaded.
 """
 from __future__ import annotations
 
+import base64
+import binascii
+import json
+import zlib
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
 
 import streamlit as st
 
 if TYPE_CHECKING:
     from advisor.answers import Answers
 
-PAGES = ["app.py", "pages/1_Checklist.py", "pages/2_Hardware.py", "pages/3_Recommendation.py", "pages/4_Probe.py",
-         "pages/5_Report.py"]
+ANSWERS, LANG, STEP, NOTICE = "answers", "lang", "wizard_step", "answers_notice"
+URL_MAX_CHARS = 8192  # the encoded answers in the URL; more is ignored (a hostile or mangled link)
+URL_MAX_JSON_BYTES = 65536  # inflated size cap: a zip bomb in the link stops here
 
 
 @st.cache_resource
@@ -40,23 +53,235 @@ def hardware():
     return detect(knowledge())
 
 
+def lang() -> str:
+    return "zh" if st.session_state.get(LANG) == "zh" else "en"
+
+
+def T(key: str, **kw) -> str:
+    text = _strings()[key][lang()]
+    return text.format(**kw) if kw else text
+
+
 def page_config() -> None:
-    st.set_page_config(page_title="Inference-engine advisor", page_icon="🧭", layout="wide")
+    st.set_page_config(page_title=T("ui_title"), page_icon="🧭", layout="wide")
 
 
-def setup(title_key: str | None = None) -> str:
-    """Page config, language switch (kept in session state), and the answers dict."""
+# ---------------------------------------------------------------- the URL mirror (F5 keeps everything)
+
+def encode_answers(data: dict) -> str:
+    raw = json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return base64.urlsafe_b64encode(zlib.compress(raw, 9)).decode("ascii").rstrip("=")
+
+
+def decode_answers(text: str) -> dict | None:
+    """None for anything that is not a link we wrote (bounded: length, inflated size, JSON shape)."""
+    if not text or len(text) > URL_MAX_CHARS:
+        return None
+    try:
+        packed = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        d = zlib.decompressobj()
+        raw = d.decompress(packed, URL_MAX_JSON_BYTES)
+        if d.unconsumed_tail:
+            return None
+        data = json.loads(raw.decode("utf-8"))
+    except (binascii.Error, zlib.error, ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def restore_state() -> None:
+    """A new session (first visit or F5) takes its language, answers and step from the URL."""
+    from advisor.answers import Answers, AnswersError, parse_answers
+
+    ss, qp = st.session_state, st.query_params
+    if LANG not in ss:
+        ss[LANG] = "zh" if qp.get("lang") == "zh" else "en"
+    if ANSWERS not in ss:
+        data = decode_answers(qp.get("a", ""))
+        try:
+            ss[ANSWERS] = parse_answers(data).model_dump(mode="json", exclude_none=True) if data else \
+                Answers().model_dump(mode="json", exclude_none=True)
+        except AnswersError:
+            ss[ANSWERS] = Answers().model_dump(mode="json", exclude_none=True)
+    if STEP not in ss:
+        try:
+            ss[STEP] = max(0, min(8, int(qp.get("step", "0"))))
+        except ValueError:
+            ss[STEP] = 0
+
+
+def sync_url() -> None:
+    """Write the state into the query string (only what differs from the defaults, so links stay short)."""
     from advisor.answers import Answers
 
-    page_config()
-    if "lang" not in st.session_state:
-        st.session_state["lang"] = "en"
-    st.sidebar.radio("Language / 语言", ["en", "zh"], key="lang", horizontal=True,
-                     format_func=lambda x: {"en": "English", "zh": "简体中文"}[x])
-    if "answers" not in st.session_state:
-        st.session_state["answers"] = Answers().model_dump(mode="json", exclude_none=True)
-    return st.session_state["lang"]
+    want: dict[str, str] = {}
+    if lang() == "zh":
+        want["lang"] = "zh"
+    if st.session_state[ANSWERS] != Answers().model_dump(mode="json", exclude_none=True):
+        want["a"] = encode_answers(st.session_state[ANSWERS])
+    if st.session_state.get(STEP):
+        want["step"] = str(st.session_state[STEP])
+    if dict(st.query_params) != want:
+        st.query_params.from_dict(want)
 
+
+def language_switch() -> None:
+    """Drawn once per run by app.py, so it is the same widget on every page and never resets."""
+    st.session_state["_lang_pick"] = lang()
+
+    def changed() -> None:
+        st.session_state[LANG] = st.session_state["_lang_pick"]
+
+    st.sidebar.radio("Language / 语言", ["en", "zh"], key="_lang_pick", horizontal=True, on_change=changed,
+                     format_func=lambda x: {"en": "English", "zh": "简体中文"}[x])
+
+
+# ---------------------------------------------------------------- answers
+
+def answers() -> Answers:
+    from advisor.answers import Answers, AnswersError, parse_answers
+
+    try:
+        return parse_answers(st.session_state[ANSWERS])
+    except AnswersError:
+        return Answers()
+
+
+def answers_data() -> dict:
+    return json.loads(json.dumps(st.session_state[ANSWERS]))  # a deep copy the caller may edit
+
+
+def set_answers(data: dict) -> str | None:
+    """Validate with the same schema as the CLI; keep the old answers on error and return the message."""
+    from advisor.answers import AnswersError, parse_answers
+
+    try:
+        a = parse_answers(data)
+    except AnswersError as err:
+        st.session_state[NOTICE] = ("error", str(err))
+        return str(err)
+    st.session_state[ANSWERS] = a.model_dump(mode="json", exclude_none=True)
+    if st.session_state.get(NOTICE, ("",))[0] == "error":
+        st.session_state.pop(NOTICE, None)
+    return None
+
+
+def set_answer(path: tuple[str, ...], value: Any) -> str | None:
+    """Set one answer (e.g. ("model", "name")); None removes the key."""
+    data = answers_data()
+    node = data
+    for part in path[:-1]:
+        node = node.setdefault(part, {})
+    if value is None:
+        node.pop(path[-1], None)
+    else:
+        node[path[-1]] = value
+    return set_answers(data)
+
+
+def seed(key: str, value: Any) -> str:
+    """Give a widget its value from the answers before it is drawn; returns the key."""
+    st.session_state[key] = value
+    return key
+
+
+def on_change(key: str, path: tuple[str, ...], convert: Callable[[Any], Any] = lambda v: v) -> Callable[[], None]:
+    """A callback that writes a widget's new value into the answers."""
+    def cb() -> None:
+        set_answer(path, convert(st.session_state[key]))
+    return cb
+
+
+def show_notice() -> None:
+    """The last answers message (an upload's confirmation, a refused value), until the next change."""
+    kind, text = st.session_state.get(NOTICE, (None, None))
+    if kind == "error":
+        st.error(text, icon="⚠️")
+    elif kind == "ok":
+        st.success(text, icon="✅")
+
+
+# ---------------------------------------------------------------- the target hardware (checklist step 3 and Hardware)
+
+def target_editor(prefix: str) -> None:
+    """One editor for the target hardware, shared by checklist step 3 and the Hardware page: the same GPU list
+    (knowledge/gpus.yaml) and the same answers key, so the two can never disagree."""
+    k = knowledge()
+    ss = st.session_state
+    hw = ss[ANSWERS].get("hardware")
+
+    def set_mode() -> None:
+        if ss[f"{prefix}_mode"] == "this":
+            if ss[ANSWERS].get("hardware"):
+                ss["_hw_last"] = ss[ANSWERS]["hardware"]
+            set_answer(("hardware",), None)
+        else:
+            set_answer(("hardware",), ss.get("_hw_last") or {"gpu_vendor": "none", "gpu_count": 0})
+
+    st.radio(T("ui_target_mode"), ["this", "other"], key=seed(f"{prefix}_mode", "other" if hw else "this"),
+             horizontal=True, on_change=set_mode,
+             format_func={"this": T("ui_this_machine"), "other": T("ui_other_hw")}.get)
+    if not hw:
+        return
+    gpus = {g.id: g for g in k.gpus.gpus}
+    by_name = {g.name: g.id for g in k.gpus.gpus}
+    for g in k.gpus.gpus:
+        for alias in g.aliases:
+            by_name.setdefault(alias, g.id)
+    cur = by_name.get(hw.get("gpu_model") or "", "none" if hw.get("gpu_vendor", "none") == "none" else None)
+    options = ["none"] + list(gpus)
+    if cur is None:  # a GPU from an answers file that is not in the list: keep it, as its own entry
+        options.append("custom")
+        cur = "custom"
+
+    cpu_only = T("ui_cpu_only")  # labels are fixed now: a format_func must not read session state later
+
+    def label(gid: str) -> str:
+        if gid == "none":
+            return cpu_only
+        if gid == "custom":
+            return f"{hw.get('gpu_model') or hw.get('gpu_vendor')} ({hw.get('gpu_memory_gb') or '?'} GB)"
+        g = gpus[gid]
+        return f"{g.name} ({g.memory_gb:g} GB)"
+
+    def set_gpu() -> None:
+        gid = ss[f"{prefix}_gpu"]
+        new = {key: v for key, v in (ss[ANSWERS].get("hardware") or {}).items()
+               if key in ("ram_gb", "cpu_cores", "cpu_arch", "os")}
+        if gid == "none":
+            new.update(gpu_vendor="none", gpu_count=0)
+        elif gid != "custom":
+            g = gpus[gid]
+            count = int(ss.get(f"{prefix}_count") or 1)
+            new.update(gpu_vendor=g.vendor, gpu_model=g.name, gpu_count=max(1, count), gpu_memory_gb=g.memory_gb)
+            if g.vendor == "apple":
+                new.update(os="macos", cpu_arch="arm64")
+            elif new.get("os") == "macos":
+                new.pop("os")
+                new.pop("cpu_arch", None)
+        set_answers({**answers_data(), "hardware": new})
+
+    c1, c2 = st.columns([3, 1])
+    c1.selectbox(T("ui_pick_gpu"), options, key=seed(f"{prefix}_gpu", cur), format_func=label, on_change=set_gpu)
+    if hw.get("gpu_vendor", "none") != "none":
+        c2.number_input(T("ui_gpu_count"), min_value=1, max_value=64, step=1,
+                        key=seed(f"{prefix}_count", int(hw.get("gpu_count") or 1)),
+                        on_change=on_change(f"{prefix}_count", ("hardware", "gpu_count"), int))
+    else:
+        c2.number_input(T("ui_cpu_cores"), min_value=0, max_value=4096, step=1,
+                        key=seed(f"{prefix}_cores", int(hw.get("cpu_cores") or 0)),
+                        on_change=on_change(f"{prefix}_cores", ("hardware", "cpu_cores"), lambda v: int(v) or None))
+    c3, c4 = st.columns([3, 1])
+    c3.number_input(T("ui_target_ram"), min_value=0, max_value=65536, step=1,
+                    key=seed(f"{prefix}_ram", int(hw.get("ram_gb") or 0)),
+                    on_change=on_change(f"{prefix}_ram", ("hardware", "ram_gb"), lambda v: int(v) or None))
+    oses = ["", "linux", "windows", "macos"]
+    c4.selectbox(T("ui_target_os"), oses, key=seed(f"{prefix}_os", hw.get("os") or ""),
+                 format_func={o: (T(f"os_{o}") if o else "—") for o in oses}.get,
+                 on_change=on_change(f"{prefix}_os", ("hardware", "os"), lambda v: v or None))
+
+
+# ---------------------------------------------------------------- planning inputs
 
 @st.cache_resource(show_spinner=False)
 def machine():
@@ -88,30 +313,36 @@ def plan_inputs(a: Answers):
         spec, err = _spec(a.model.model_dump_json()), None
     except ModelSpecError as e:
         spec, err = generic(a.model.params_b, a.model.architecture, knowledge()), str(e)
+    except Exception as e:  # noqa: BLE001 (a hostile model file must not take the page down)
+        spec = generic(a.model.params_b, a.model.architecture, knowledge())
+        err = f"model.path could not be read: {type(e).__name__}: {e}"[:300]
     return spec, (machine() if a.hardware is None else None), err
 
 
-def T(key: str, **kw) -> str:
-    text = _strings()[key]["zh" if st.session_state.get("lang", "en") == "zh" else "en"]
-    return text.format(**kw) if kw else text
+# ---------------------------------------------------------------- probes
+
+@st.cache_resource
+def probe_board():
+    """The server's probe jobs (probes.jobs.JobBoard): shared by every tab, so a reload finds a running probe."""
+    from probes.jobs import JobBoard
+
+    return JobBoard()
 
 
-def answers() -> Answers:
-    from advisor.answers import AnswersError, parse_answers
+@st.cache_resource(ttl=600, show_spinner=False)
+def engine_availability() -> dict[str, str | None]:
+    """Why each engine cannot run here (None = ready), checked under the interpreter its probe uses."""
+    from probes.cli import availability
+    from probes.registry import BACKENDS
 
-    try:
-        return parse_answers(st.session_state["answers"])
-    except AnswersError:
-        return Answers()
+    out = {}
+    for engine in BACKENDS:
+        try:
+            out[engine] = availability(engine)
+        except Exception as err:  # noqa: BLE001 (a broken venv is a reason, not a crash)
+            out[engine] = f"{type(err).__name__}: {err}"[:200]
+    return out
 
 
-def set_answers(data: dict) -> str | None:
-    """Validate with the same schema as the CLI; keep the old answers on error and return the message."""
-    from advisor.answers import AnswersError, parse_answers
-
-    try:
-        a = parse_answers(data)
-    except AnswersError as err:
-        return str(err)
-    st.session_state["answers"] = a.model_dump(mode="json", exclude_none=True)
-    return None
+def run_label(rid: int | None, engine: str) -> str:
+    return f"#{rid} {engine}" if rid is not None else engine

@@ -26,7 +26,7 @@ class TargetHardware(_Strict):
     gpu_vendor: GpuVendor = "none"
     gpu_model: str | None = None
     gpu_count: int = Field(default=0, ge=0, le=64)
-    gpu_memory_gb: float | None = Field(default=None, gt=0, le=2048)
+    gpu_memory_gb: float | None = Field(default=None, ge=0, le=2048)  # 0 = none ("no GPU")
     ram_gb: float | None = Field(default=None, gt=0, le=65536)
     cpu_cores: int | None = Field(default=None, ge=1, le=4096)
     cpu_arch: Literal["x86_64", "arm64"] | None = None
@@ -34,6 +34,10 @@ class TargetHardware(_Strict):
 
     @model_validator(mode="after")
     def _count_matches_vendor(self) -> "TargetHardware":
+        if not self.gpu_memory_gb:
+            if self.gpu_vendor != "none" and self.gpu_memory_gb == 0:
+                raise ValueError("gpu_memory_gb must be greater than 0 for a GPU")
+            self.gpu_memory_gb = None
         if self.gpu_vendor != "none" and self.gpu_count == 0:
             self.gpu_count = 1
         if self.gpu_vendor == "none" and self.gpu_count:
@@ -69,17 +73,37 @@ class AnswersError(ValueError):
     """A user's answers file is unusable; the message is one line naming the key."""
 
 
+MAX_FILE_BYTES = 256 * 1024  # an answers file is a few hundred bytes; this is generous and bounds the parse
+MAX_DEPTH = 20  # the schema is three levels deep
+
+
+def _short(value: object, limit: int = 80) -> str:
+    """repr() for an error line: bounded (an alias bomb must not be expanded) and on one line."""
+    if isinstance(value, (dict, list, tuple)):
+        text = f"a {type(value).__name__} of {len(value)} item(s)"
+    else:
+        text = repr(value)
+    text = "".join(ch if ch.isprintable() else "?" for ch in text)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
 def _one_line(err: ValidationError) -> str:
-    e = err.errors()[0]
-    loc = ".".join(str(p) for p in e["loc"]) or "(top level)"
-    kind = e["type"]
-    if kind == "extra_forbidden":
-        return f"unknown key '{loc}' (allowed here: {_allowed_at(e['loc'])})"
+    errors = err.errors()
+    extra = [e for e in errors if e["type"] == "extra_forbidden"]
+    if extra:  # name every unknown key, not just the first
+        keys = ", ".join(f"'{_loc(e['loc'])}'" for e in extra)
+        return f"unknown key{'s' if len(extra) > 1 else ''} {keys} (allowed here: {_allowed_at(extra[0]['loc'])})"
+    e = errors[0]
+    loc = _loc(e["loc"])
     msg = e["msg"]
     ctx = e.get("ctx") or {}
-    if kind == "literal_error" and "expected" in ctx:
-        return f"'{loc}': must be one of {ctx['expected']}; got {e['input']!r}"
-    return f"'{loc}': {msg}; got {e.get('input')!r}"
+    if e["type"] == "literal_error" and "expected" in ctx:
+        return f"'{loc}': must be one of {ctx['expected']}; got {_short(e['input'])}"
+    return f"'{loc}': {msg}; got {_short(e.get('input'))}"
+
+
+def _loc(loc: tuple) -> str:
+    return _short(".".join(str(p) for p in loc) or "(top level)", 60).strip("'\"")
 
 
 def _allowed_at(loc: tuple) -> str:
@@ -93,15 +117,80 @@ def _allowed_at(loc: tuple) -> str:
     return ", ".join(model.model_fields)
 
 
+def _depth(node: object, limit: int = MAX_DEPTH) -> int:
+    """Nesting depth, stopping at limit + 1 (shared nodes from YAML aliases are not walked twice)."""
+    stack, seen, worst = [(node, 1)], set(), 0
+    while stack:
+        cur, d = stack.pop()
+        worst = max(worst, d)
+        if worst > limit:
+            return worst
+        if isinstance(cur, (dict, list)) and id(cur) not in seen:
+            seen.add(id(cur))
+            stack.extend((c, d + 1) for c in (cur.values() if isinstance(cur, dict) else cur))
+    return worst
+
+
 def parse_answers(data: object) -> Answers:
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise AnswersError(f"answers must be a mapping of keys to values, got {type(data).__name__}")
+    if _depth(data) > MAX_DEPTH:
+        raise AnswersError(f"answers are nested more than {MAX_DEPTH} levels deep")
     try:
         return Answers.model_validate(data)
     except ValidationError as err:
         raise AnswersError(_one_line(err)) from None
+
+
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """libyaml's safe loader that refuses duplicate keys (the second would silently win)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else id(key_node)
+            if key in seen:
+                mark = key_node.start_mark
+                raise AnswersError(f"duplicate key {_short(key, 40)} at line {mark.line + 1}")
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _count(data: object) -> int:
+    """How many answers a file gives (the leaves), for "loaded N answers"."""
+    if isinstance(data, dict):
+        return sum(_count(v) if isinstance(v, dict) and v else 1 for v in data.values())
+    return 0
+
+
+def answers_from_text(raw: bytes | str, name: str = "answers") -> tuple[Answers, int]:
+    """Parse an answers file's bytes (the CLI and the UI's upload): (answers, number of answers given)."""
+    if len(raw) > MAX_FILE_BYTES:
+        raise AnswersError(f"{name}: {len(raw):,} bytes is too large for an answers file "
+                           f"(at most {MAX_FILE_BYTES // 1024} KiB)")
+    try:
+        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+    except UnicodeDecodeError:
+        raise AnswersError(f"{name}: not a UTF-8 text file") from None
+    try:
+        data = yaml.load(text, Loader=_Loader)  # noqa: S506 (a safe loader)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(err, "problem", None) or "cannot be read"
+        raise AnswersError(f"{name}: not valid YAML{where}: {_short(problem, 80).strip(chr(39))}") from None
+    except RecursionError:
+        raise AnswersError(f"{name}: nested too deeply") from None
+    except AnswersError as err:
+        raise AnswersError(f"{name}: {err}") from None
+    try:
+        return parse_answers(data), _count(data)
+    except AnswersError as err:
+        raise AnswersError(f"{name}: {err}") from None
+    except RecursionError:
+        raise AnswersError(f"{name}: nested too deeply") from None
 
 
 def load_answers(path: str | Path) -> Answers:
@@ -109,17 +198,11 @@ def load_answers(path: str | Path) -> Answers:
     if not p.is_file():
         raise AnswersError(f"answers file not found: {p}")
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise AnswersError(f"{p}: not valid YAML{where}: {getattr(err, 'problem', err)}") from None
-    except UnicodeDecodeError:
-        raise AnswersError(f"{p}: not a UTF-8 text file") from None
-    try:
-        return parse_answers(data)
-    except AnswersError as err:
-        raise AnswersError(f"{p}: {err}") from None
+        with p.open("rb") as f:
+            raw = f.read(MAX_FILE_BYTES + 1)
+    except OSError as err:
+        raise AnswersError(f"{p}: cannot be read ({err.strerror or err})") from None
+    return answers_from_text(raw, str(p))[0]
 
 
 def dump_answers(answers: Answers) -> str:

@@ -1,4 +1,9 @@
-"""Plotly figures shared by the UI and the report (PNG export for the PDF via kaleido)."""
+"""Plotly figures shared by the UI and the report (PNG export for the PDF via kaleido).
+
+Every figure is styled explicitly, not by the plotly template (kaleido's export may use another one): margins
+with automargin on both axes, titles and axis titles from knowledge/strings.yaml, a distinct colour *and* marker,
+dash or pattern per series, and axes from zero unless a log axis says "(log scale)" in its title.
+"""
 from __future__ import annotations
 
 import plotly.graph_objects as go
@@ -9,10 +14,72 @@ from advisor.planner.types import Plan
 from advisor.recommendation import Recommendation
 from probes.result import ProbeResult
 
-def _t(key: str, lang: str) -> str:
+# Okabe-Ito (colour-blind safe, without its yellow), then a few more; markers/dashes/patterns tell series
+# apart in grey print too.
+COLORS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#8C564B", "#7F7F7F"]
+MARKERS = ["circle", "square", "diamond", "triangle-up", "x", "star", "cross", "triangle-down", "pentagon"]
+DASHES = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot", "solid", "dash", "dot"]
+PATTERNS = ["", "/", "x", "\\", ".", "-", "+", "|", ""]
+ENGINE_ORDER = ["vllm", "tensorrt-llm", "onnxruntime", "llama.cpp", "pytorch", "endpoint"]
+FONT = "Noto Sans, Noto Sans CJK SC, WenQuanYi Micro Hei, DejaVu Sans, Arial, sans-serif"
+PNG_WIDTH = 820  # px; the PDF places it across the A4 text width (~180 mm): 13 px type prints at ~8 pt
+
+
+def _t(key: str, lang: str, **kw) -> str:
     from advisor.knowledge import load_knowledge
 
-    return load_knowledge().s(key, lang)
+    return load_knowledge().s(key, lang, **kw)
+
+
+def _i(engine: str, fallback: int) -> int:
+    """A stable style index per engine (vLLM is always the same colour), else by position."""
+    return ENGINE_ORDER.index(engine) if engine in ENGINE_ORDER else fallback
+
+
+def _unique(labels: list[str]) -> list[str]:
+    """Plotly merges traces/categories of the same name: make every label distinct."""
+    seen: dict[str, int] = {}
+    out = []
+    for lab in labels:
+        seen[lab] = seen.get(lab, 0) + 1
+        out.append(lab if seen[lab] == 1 else f"{lab} ({seen[lab]})")
+    return out
+
+
+def _labels(results: list[ProbeResult], labels: list[str] | None) -> list[str]:
+    if labels is not None and len(labels) != len(results):
+        raise ValueError(f"labels: {len(labels)} given for {len(results)} results")
+    return _unique(list(labels) if labels is not None else [r.engine for r in results])
+
+
+def _axis(title: str, lang: str, log: bool = False, **kw) -> dict:
+    ax = dict(title=dict(text=_t("chart_log_scale", lang, title=title) if log else title, standoff=8),
+              automargin=True, showline=True, linecolor="#444", ticks="outside", gridcolor="#e5e5e5",
+              zeroline=not log, zerolinecolor="#999", color="#222", **kw)
+    if log:
+        ax["type"] = "log"
+    else:
+        ax.setdefault("rangemode", "tozero")
+        ax["type"] = ax.get("type", "linear")
+    return ax
+
+
+def _style(fig: go.Figure, title: str, x: dict, y: dict, height: int, legend: bool = True) -> go.Figure:
+    fig.update_layout(
+        template="none", paper_bgcolor="white", plot_bgcolor="white",
+        font=dict(family=FONT, size=13, color="#222"),
+        title=dict(text=title, x=0.01, xref="container", xanchor="left", y=0.98, yref="container", yanchor="top",
+                   font=dict(size=15)),
+        height=height, margin=dict(l=80, r=30, t=52, b=70, pad=4, autoexpand=True),
+        xaxis=x, yaxis=y, showlegend=legend,
+        legend=dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top", bgcolor="rgba(255,255,255,0.8)",
+                    font=dict(size=12)),
+    )
+    return fig
+
+
+def _no_data(fig: go.Figure, lang: str) -> None:
+    fig.add_annotation(text=_t("chart_no_data", lang), xref="paper", yref="paper", x=0.5, y=0.5, showarrow=False)
 
 
 def memory_chart(plan: Plan, names: dict[str, str], lang: str = "en") -> go.Figure:
@@ -20,88 +87,164 @@ def memory_chart(plan: Plan, names: dict[str, str], lang: str = "en") -> go.Figu
     engines = list(plan.engines)[::-1]
     ys = [names.get(e, e) for e in engines]
     fig = go.Figure()
-    for field, color in (("weights_gib", "#264653"), ("kv_gib", "#2a9d8f"), ("overhead_gib", "#e9c46a")):
+    for i, field in enumerate(("weights_gib", "kv_gib", "overhead_gib")):
         fig.add_trace(go.Bar(y=ys, x=[getattr(plan.engines[e], field) for e in engines], orientation="h",
-                             name=_t(f"chart_{field}", lang), marker_color=color))
+                             name=_t(f"chart_{field}", lang),
+                             marker=dict(color=COLORS[[0, 2, 4][i]], pattern=dict(shape=PATTERNS[i], fillmode="overlay",
+                                                                                 fgcolor="white", size=7),
+                                         line=dict(color="white", width=0.5))))
     avail = [plan.engines[e].available_gib for e in engines]
     fig.add_trace(go.Scatter(y=ys, x=avail, mode="markers", name=_t("chart_available", lang),
-                             marker=dict(symbol="line-ns", size=26, line=dict(width=3, color="#e63946"))))
-    fig.update_layout(barmode="stack", title=_t("chart_memory_title", lang), height=120 + 45 * len(ys),
-                      margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h"))
-    return fig
+                             marker=dict(symbol="line-ns", size=28, color=COLORS[1], line=dict(width=4, color=COLORS[1]))))
+    fig.update_layout(barmode="stack", bargap=0.35)
+    return _style(fig, _t("chart_memory_title", lang), _axis(_t("chart_axis_gib", lang), lang),
+                  _axis(_t("chart_axis_engine", lang), lang, type="category"), height=150 + 48 * len(ys))
+
+
+def _pow2_ticks(lo: float, hi: float) -> tuple[list[int], list[str]]:
+    vals, v = [], 1
+    while v <= hi * 1.01:
+        if v >= lo * 0.99:
+            vals.append(v)
+        v *= 2
+    return vals, [f"{v // 1024}k" if v >= 1024 else str(v) for v in vals]
+
+
+def _125_ticks(lo: float, hi: float) -> list[float]:
+    vals, dec = [], 1.0
+    while dec <= hi * 10:
+        vals += [m * dec for m in (1, 2, 5) if lo / 1.01 <= m * dec <= hi * 1.01 * 2]
+        dec *= 10
+    return vals
 
 
 def concurrency_chart(plan: Plan, names: dict[str, str], lang: str = "en") -> go.Figure:
     fig = go.Figure()
-    for e, p in plan.engines.items():
+    xs_all, ys_all = [], []
+    for n, (e, p) in enumerate(plan.engines.items()):
         pts = concurrency_curve(p, plan.model.max_context)
-        if pts:
-            fig.add_trace(go.Scatter(x=[c for c, _ in pts], y=[n for _, n in pts], mode="lines+markers",
-                                     name=names.get(e, e)))
-    fig.update_layout(title=_t("chart_concurrency_title", lang), height=340,
-                      xaxis=dict(title=_t("chart_context_tokens", lang), type="log"),
-                      yaxis=dict(title=_t("chart_sequences", lang), type="log"), margin=dict(l=10, r=10, t=40, b=10))
-    return fig
+        if not pts:
+            continue
+        i = _i(e, n)
+        xs, ys = [c for c, _ in pts], [k for _, k in pts]
+        xs_all += xs
+        ys_all += ys
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=names.get(e, e),
+                                 line=dict(color=COLORS[i], dash=DASHES[i], width=2.5),
+                                 marker=dict(color=COLORS[i], symbol=MARKERS[i], size=9)))
+    xt, xl = _pow2_ticks(min(xs_all or [512]), max(xs_all or [4096]))
+    yt = _125_ticks(min(ys_all or [1]), max(ys_all or [10]))
+    if not xs_all:
+        _no_data(fig, lang)
+    return _style(fig, _t("chart_concurrency_title", lang),
+                  _axis(_t("chart_context_tokens", lang), lang, log=True, tickvals=xt, ticktext=xl),
+                  _axis(_t("chart_sequences", lang), lang, log=True, tickvals=yt,
+                        ticktext=[f"{v:g}" for v in yt]), height=380)
 
 
 def roofline_chart(plan: Plan | None, checks: list[ProbeCheck], names: dict[str, str], lang: str = "en") -> go.Figure:
-    """Bound per engine from the plan (if given); probes next to the bound of their own rebuilt plan."""
+    """Bound per engine from the plan (if given); probes next to the bound of their own rebuilt plan.
+    Horizontal bars: long engine names stay readable on the category axis."""
     fig = go.Figure()
+    values = []
+    bar = dict(orientation="h", textposition="outside", cliponaxis=False)
+    cats: list[str] = []
     if plan is not None:
         es = [e for e, p in plan.engines.items() if p.decode_tps_upper_bound]
-        fig.add_trace(go.Bar(x=[names.get(e, e) for e in es], y=[plan.engines[e].decode_tps_upper_bound for e in es],
-                             name=_t("chart_decode_bound", lang), marker_color="#adb5bd"))
+        xs = [plan.engines[e].decode_tps_upper_bound for e in es]
+        values += xs
+        cats += [names.get(e, e) for e in es]
+        fig.add_trace(go.Bar(y=[names.get(e, e) for e in es], x=xs, name=_t("chart_bound_plan", lang),
+                             text=[f"{v:,.1f}" for v in xs], marker=dict(color="#9aa5b1"), **bar))
     if checks:
-        fig.add_trace(go.Bar(x=[names.get(c.engine, c.engine) for c in checks],
-                             y=[c.decode_tps_roofline for c in checks], name=_t("chart_decode_bound", lang)
-                             + " (probe)", marker_color="#8ab"))
-        fig.add_trace(go.Bar(x=[names.get(c.engine, c.engine) for c in checks], y=[c.decode_tps_measured for c in checks],
-                             name=_t("chart_measured", lang), marker_color="#2a9d8f",
-                             text=[f"{c.roofline_pct:.0f}%" if c.roofline_pct else "" for c in checks]))
-    fig.update_layout(barmode="group", title=_t("chart_roofline_title", lang),
-                      height=340, yaxis=dict(type="log"), margin=dict(l=10, r=10, t=40, b=10),
-                      legend=dict(orientation="h"))
-    return fig
+        ys = _unique([names.get(c.engine, c.engine) for c in checks])
+        cats += [y for y in ys if y not in cats]
+        roof = [c.decode_tps_roofline for c in checks]
+        meas = [c.decode_tps_measured for c in checks]
+        values += [v for v in roof + meas if v]
+        fig.add_trace(go.Bar(y=ys, x=roof, name=_t("chart_bound_probe", lang),
+                             text=[f"{v:,.1f}" if v else "" for v in roof],
+                             marker=dict(color=COLORS[5], pattern=dict(shape="/", fgcolor="white", fillmode="overlay")), **bar))
+        fig.add_trace(go.Bar(y=ys, x=meas, name=_t("chart_measured_tps", lang),
+                             text=[f"{c.decode_tps_measured:,.1f} ({c.roofline_pct:.0f}%)" if c.roofline_pct
+                                   and c.decode_tps_measured else "" for c in checks],
+                             marker=dict(color=COLORS[2], pattern=dict(shape="x", fgcolor="white", fillmode="overlay")), **bar))
+    pos = [v for v in values if v and v > 0]
+    log = bool(pos) and max(pos) / min(pos) > 200  # bars that differ by > 200× only read on a log axis
+    if log:
+        xt = [10.0 ** k for k in range(-2, 7) if min(pos) / 10 <= 10.0 ** k <= max(pos) * 10]
+        x = _axis(_t("chart_axis_tps_seq", lang), lang, log=True, tickvals=xt, ticktext=[f"{v:g}" for v in xt])
+    else:
+        x = _axis(_t("chart_axis_tps_seq", lang), lang, range=[0, (max(pos) if pos else 1) * 1.22])
+    if not pos:
+        _no_data(fig, lang)
+    fig.update_layout(barmode="group", bargap=0.25, bargroupgap=0.05)
+    n_bars = len(cats) * max(1, len(fig.data))
+    return _style(fig, _t("chart_roofline_title", lang), x,
+                  _axis(_t("chart_axis_engine", lang), lang, type="category", autorange="reversed",
+                        categoryorder="array", categoryarray=cats),
+                  height=170 + 22 * max(5, n_bars))
 
 
 def ranking_chart(rec: Recommendation, lang: str = "en") -> go.Figure:
     names = [r.name for r in rec.ranking][::-1]
     scores = [r.score for r in rec.ranking][::-1]
+    top = len(names) - 1
     fig = go.Figure(go.Bar(x=scores, y=names, orientation="h", text=[f"{s:g}" for s in scores],
-                           marker_color=["#2a9d8f" if i == len(names) - 1 else "#8ab" for i in range(len(names))]))
-    fig.update_layout(title="Score (0–100)" if lang == "en" else "得分（0–100）", xaxis_range=[0, 100],
-                      height=80 + 45 * max(1, len(names)), margin=dict(l=10, r=10, t=40, b=10))
-    return fig
+                           textposition="outside", cliponaxis=False, showlegend=False,
+                           marker=dict(color=[COLORS[2] if i == top else "#9aa5b1" for i in range(len(names))],
+                                       pattern=dict(shape=["" if i == top else "/" for i in range(len(names))],
+                                                    fgcolor="white", fillmode="overlay"))))
+    return _style(fig, _t("chart_ranking_title", lang), _axis(_t("score", lang), lang, range=[0, 105]),
+                  _axis(_t("chart_axis_engine", lang), lang, type="category"),
+                  height=150 + 45 * max(1, len(names)), legend=False)
 
 
-def latency_chart(results: list[ProbeResult], metric: str = "ttft", lang: str = "en") -> go.Figure:
+def latency_chart(results: list[ProbeResult], metric: str = "ttft", lang: str = "en",
+                  labels: list[str] | None = None) -> go.Figure:
+    """One box per ok run. labels: one per result (same order), e.g. "#12 vllm"; default: the engine."""
     fig = go.Figure()
-    for r in results:
+    names = _labels(results, labels)
+    shown = 0
+    for n, (r, name) in enumerate(zip(results, names)):
         if r.status != "ok":
             continue
         if metric == "ttft":
             xs = [(q.first_token_s - q.submitted_s) * 1000 for q in r.requests if q.first_token_s]
         else:
             xs = [(b - a) * 1000 for q in r.requests for a, b in zip(q.token_times_s, q.token_times_s[1:])]
-        fig.add_trace(go.Box(x=xs, name=r.engine, boxpoints="outliers"))
-    title = {"ttft": ("TTFT per request (ms)", "每个请求的首 token 延迟（毫秒）"),
-             "itl": ("Inter-token latency (ms)", "token 间延迟（毫秒）")}[metric]
-    fig.update_layout(title=title[1] if lang == "zh" else title[0], height=320, margin=dict(l=10, r=10, t=40, b=10))
-    return fig
+        c = COLORS[shown % len(COLORS)]
+        fig.add_trace(go.Box(x=xs, name=name, boxpoints="outliers", orientation="h", fillcolor="rgba(0,0,0,0)",
+                             line=dict(color=c, width=2),
+                             marker=dict(color=c, symbol=MARKERS[shown % len(MARKERS)], size=7)))
+        shown += 1
+    if not shown:
+        _no_data(fig, lang)
+    return _style(fig, _t(f"chart_{metric}_title", lang), _axis(_t("chart_axis_ms", lang), lang),
+                  _axis(_t("chart_axis_run", lang), lang, type="category", autorange="reversed"),
+                  height=170 + 42 * max(1, shown), legend=False)
 
 
-def throughput_chart(results: list[ProbeResult], lang: str = "en") -> go.Figure:
-    ok = [r for r in results if r.status == "ok"]
-    fig = go.Figure(go.Bar(x=[r.engine for r in ok], y=[r.output_tps_total or 0 for r in ok],
-                           text=[f"{(r.output_tps_total or 0):.1f}" for r in ok]))
-    fig.update_layout(title="Total output tokens/s" if lang == "en" else "总输出 token/秒", height=320,
-                      margin=dict(l=10, r=10, t=40, b=10))
-    return fig
+def throughput_chart(results: list[ProbeResult], lang: str = "en", labels: list[str] | None = None) -> go.Figure:
+    """Total output tok/s per ok run. labels: one per result (same order); default: the engine."""
+    names = _labels(results, labels)
+    ok = [(r, name) for r, name in zip(results, names) if r.status == "ok"]
+    ys = [r.output_tps_total or 0 for r, _ in ok]
+    fig = go.Figure(go.Bar(x=[name for _, name in ok], y=ys, text=[f"{y:,.1f}" for y in ys], textposition="outside",
+                           cliponaxis=False, showlegend=False,
+                           marker=dict(color=[COLORS[i % len(COLORS)] for i in range(len(ok))],
+                                       pattern=dict(shape=[PATTERNS[i % len(PATTERNS)] for i in range(len(ok))],
+                                                    fgcolor="white", fillmode="overlay"))))
+    if not ok:
+        _no_data(fig, lang)
+    return _style(fig, _t("chart_throughput_title", lang), _axis(_t("chart_axis_run", lang), lang, type="category"),
+                  _axis(_t("chart_axis_tps_total", lang), lang, range=[0, (max(ys) if ys else 1) * 1.18]),
+                  height=380, legend=False)
 
 
-def to_png(fig: go.Figure, width: int = 900, height: int | None = None) -> bytes | None:
+def to_png(fig: go.Figure, width: int = PNG_WIDTH, height: int | None = None) -> bytes | None:
     """PNG through kaleido + the system's chromium; None when no browser is available (the report says so)."""
     try:
-        return fig.to_image(format="png", width=width, height=height or fig.layout.height or 400, scale=1.5)
+        return fig.to_image(format="png", width=width, height=height or fig.layout.height or 400, scale=2)
     except Exception:
         return None

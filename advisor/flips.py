@@ -31,6 +31,14 @@ def _current_index(values: list[Any], current: Any) -> int:
     return -1
 
 
+def _target_key(hw: TargetHardware | None) -> tuple | None:
+    """What makes two targets the same choice for "what would flip": the GPUs, not the RAM or core count."""
+    if hw is None:
+        return None
+    model = (hw.gpu_model or "").lower().replace("nvidia", "").replace("geforce", "").replace(" ", "")
+    return hw.gpu_vendor, model, hw.gpu_count
+
+
 def _candidates(answers: Answers, knowledge: Knowledge):
     """Yield (question, option, distance, update-dict) for every single-answer change."""
     for q in knowledge.checklist.questions:
@@ -38,11 +46,9 @@ def _candidates(answers: Answers, knowledge: Knowledge):
         if not values:
             continue
         if q.kind == "hardware":
-            cur = answers.hardware.model_dump() if answers.hardware else None
+            cur = _target_key(answers.hardware)
             cur_i = next((i for i, v in enumerate(values)
-                          if (v is None and cur is None)
-                          or (v is not None and cur is not None and TargetHardware.model_validate(v).model_dump() == cur)),
-                         -1)
+                          if _target_key(None if v is None else TargetHardware.model_validate(v)) == cur), -1)
         else:
             cur = getattr(answers, q.key)
             cur_i = _current_index(values, cur)

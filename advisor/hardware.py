@@ -44,6 +44,7 @@ class EngineInstall(BaseModel):
     installed: bool
     version: str | None = None
     install_hint: str
+    location: str | None = None  # where it was found: "app venv", or the engine's own venv (vLLM)
 
 
 class Hardware(BaseModel):
@@ -131,10 +132,36 @@ def _sysctl(name: str) -> str | None:
         return None
 
 
+OWN_VENVS = {"vllm": ".venv-vllm"}  # engines whose pins clash with the app's live in a venv of their own
+
+
+def _own_venv_version(engine: str, distributions: list[str]) -> str | None:
+    """The version of an engine installed in its own venv, read from the dist-info folder names only."""
+    from pathlib import Path
+
+    venv = OWN_VENVS.get(engine)
+    if not venv:
+        return None
+    root = Path(__file__).resolve().parent.parent / venv
+    for dist in distributions:
+        norm = dist.replace("-", "_").lower()
+        for info in root.glob("lib/python*/site-packages/*.dist-info"):
+            name, _, ver = info.name[: -len(".dist-info")].partition("-")
+            if name.lower() == norm and ver:
+                return ver
+    return None
+
+
 def installed_engines(knowledge: Knowledge) -> list[EngineInstall]:
     """Availability by metadata and find_spec: nothing is imported."""
     out = []
     for e in knowledge.engines.values():
+        own = _own_venv_version(e.id, [e.distribution, *e.alt_distributions])
+        if own:
+            out.append(EngineInstall(engine=e.id, import_name=e.import_name, distribution=e.distribution,
+                                     installed=True, version=own, install_hint=e.install.get("cpu") or
+                                     next(iter(e.install.values())), location=OWN_VENVS[e.id]))
+            continue
         version = None
         try:
             version = md.version(e.distribution)
@@ -149,7 +176,7 @@ def installed_engines(knowledge: Knowledge) -> list[EngineInstall]:
         hint = e.install.get("cpu") or next(iter(e.install.values()))
         out.append(EngineInstall(engine=e.id, import_name=e.import_name, distribution=e.distribution,
                                  installed=found and version is not None, version=version if found else None,
-                                 install_hint=hint))
+                                 install_hint=hint, location=".venv" if found and version else None))
     return out
 
 

@@ -1,11 +1,29 @@
-"""Probe results kept in a small SQLite file in the user data dir, so reloads and reruns lose nothing."""
+"""Probe results kept in a small SQLite file in the user data dir, so reloads and reruns lose nothing.
+
+A database that cannot be used (corrupt, another program's schema, unwritable) is moved aside with a
+message and a new one is started; each call opens and closes its own connection.
+"""
 from __future__ import annotations
 
 import os
 import sqlite3
+import time
+from contextlib import closing
 from pathlib import Path
 
 from probes.result import ProbeResult
+
+SCHEMA = ("CREATE TABLE IF NOT EXISTS runs (id INTEGER PRIMARY KEY AUTOINCREMENT, created REAL, "
+          "engine TEXT, status TEXT, result TEXT)")
+COLUMNS = {"id", "created", "engine", "status", "result"}
+MAX_RESULT_BYTES = 16 * 2**20  # a row larger than this was not written by us
+
+
+class HistoryError(RuntimeError):
+    """The history cannot be written; str() is one line."""
+
+
+NOTICES: list[str] = []  # what happened to an unusable database, for the UI to show once
 
 
 def db_path() -> Path:
@@ -20,29 +38,69 @@ def db_path() -> Path:
     return d / "probes.sqlite3"
 
 
-def _conn(path: Path | None = None) -> sqlite3.Connection:
-    c = sqlite3.connect(path or db_path(), timeout=10)
-    c.execute("CREATE TABLE IF NOT EXISTS runs (id INTEGER PRIMARY KEY AUTOINCREMENT, created REAL, "
-              "engine TEXT, status TEXT, result TEXT)")
-    return c
+def _move_aside(path: Path, why: str) -> None:
+    dest = path.with_name(f"{path.name}.broken-{time.strftime('%Y%m%d-%H%M%S')}")
+    try:
+        path.replace(dest)
+        NOTICES.append(f"the probe history {path} could not be used ({why}); it was moved to {dest.name} and a "
+                       "new one was started")
+    except OSError as err:
+        raise HistoryError(f"the probe history {path} cannot be used ({why}) nor moved aside ({err.strerror})") \
+            from None
+
+
+def _open(path: Path | None = None, retry: bool = True) -> sqlite3.Connection:
+    p = path or db_path()
+    try:
+        c = sqlite3.connect(p, timeout=10)
+        try:
+            c.execute(SCHEMA)
+            cols = {row[1] for row in c.execute("PRAGMA table_info(runs)")}
+            if not COLUMNS <= cols:
+                raise sqlite3.DatabaseError(f"table 'runs' has other columns: {', '.join(sorted(cols))}")
+        except sqlite3.Error:
+            c.close()
+            raise
+        return c
+    except sqlite3.OperationalError as err:
+        if "readonly" in str(err) or "unable to open" in str(err):
+            raise HistoryError(f"the probe history {p} cannot be written: {err}") from None
+        if not retry:
+            raise HistoryError(f"the probe history {p} cannot be used: {err}") from None
+        _move_aside(p, str(err))
+        return _open(path, retry=False)
+    except sqlite3.DatabaseError as err:
+        if not retry:
+            raise HistoryError(f"the probe history {p} cannot be used: {err}") from None
+        _move_aside(p, str(err))
+        return _open(path, retry=False)
 
 
 def save(result: ProbeResult, path: Path | None = None) -> int:
-    import time
-
-    with _conn(path) as c:
-        cur = c.execute("INSERT INTO runs (created, engine, status, result) VALUES (?, ?, ?, ?)",
-                        (time.time(), result.engine, result.status, result.model_dump_json()))
-        return int(cur.lastrowid)
+    """The new run's id; HistoryError (one line) when it cannot be stored, so the caller keeps the result."""
+    try:
+        with closing(_open(path)) as c, c:
+            cur = c.execute("INSERT INTO runs (created, engine, status, result) VALUES (?, ?, ?, ?)",
+                            (time.time(), result.engine, result.status, result.model_dump_json()))
+            return int(cur.lastrowid)
+    except sqlite3.Error as err:
+        raise HistoryError(f"the probe result could not be saved: {err}") from None
 
 
 def list_runs(limit: int = 50, path: Path | None = None) -> list[tuple[int, float, ProbeResult]]:
-    with _conn(path) as c:
-        rows = c.execute("SELECT id, created, result FROM runs ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
+    """Newest first. Never raises: an unreadable history is an empty one (see NOTICES / HistoryError text)."""
+    try:
+        with closing(_open(path)) as c:
+            rows = c.execute("SELECT id, created, result FROM runs ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
+    except (sqlite3.Error, HistoryError) as err:
+        NOTICES.append(str(err))
+        return []
     out = []
     for rid, created, blob in rows:
+        if not isinstance(blob, (str, bytes)) or len(blob) > MAX_RESULT_BYTES:
+            continue
         try:
-            out.append((rid, created, ProbeResult.model_validate_json(blob)))
-        except ValueError:
+            out.append((int(rid), float(created or 0), ProbeResult.model_validate_json(blob)))
+        except (ValueError, TypeError):
             continue  # a row from an incompatible version: skip, don't crash the page
     return out

@@ -1,13 +1,22 @@
-"""The decision report: one Markdown source, rendered to PDF (Markdown → HTML → fpdf2 with a CJK font)."""
+"""The decision report: one Markdown source, rendered to PDF (Markdown → HTML → fpdf2 with a CJK font).
+
+Every user- or model-supplied string (model names and paths, GPU names, probe reasons, notes, settings) is escaped
+before it enters the Markdown (md_escape), so it shows as text in the browser and in the PDF. The PDF reads no file
+or URL: charts are handed over as bytes, and fpdf2's resource access policy is NONE.
+"""
 from __future__ import annotations
 
 import datetime as dt
-import tempfile
+import html
+import io
+import re
+import struct
 from pathlib import Path
 
-from advisor.answers import Answers
+from advisor.answers import Answers, ModelBlock, TargetHardware
 from advisor.hardware import Hardware
 from advisor.knowledge import Knowledge
+from advisor.planner.render import ZWSP, fold, md_escape
 from advisor.recommendation import Recommendation
 from advisor.verdict import revisit
 from probes.result import ProbeResult
@@ -17,78 +26,150 @@ CJK_FONTS = [  # (path, index of the Simplified Chinese face in a collection)
     ("/usr/share/fonts/truetype/wqy/wqy-microhei.ttc", 0),
     ("/System/Library/Fonts/PingFang.ttc", 0),
 ]
+CHART_ORDER = ("ranking", "memory", "concurrency", "roofline", "ttft", "itl", "throughput")
+VENDORS = {"nvidia": "NVIDIA", "amd": "AMD", "intel": "Intel", "apple": "Apple"}
 
 
 class ReportError(RuntimeError):
     pass
 
 
-def _fmt(v, unit: str = "") -> str:
+def _fmt(v, unit: str = "", digits: int = 1) -> str:
     if v is None:
         return "–"
-    return f"{v:,.1f}{unit}" if isinstance(v, float) else f"{v}{unit}"
+    return f"{v:,.{digits}f}{unit}" if isinstance(v, float) else f"{v}{unit}"
 
 
-def _cell(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+def _num(x: float) -> str:
+    """A score or delta: at most one decimal, no trailing zeros."""
+    return f"{round(x, 1):g}"
+
+
+def _cell(text) -> str:
+    """One Markdown table cell: escaped, on one line, folded (≤ 300 characters, no endless unbroken token)."""
+    return md_escape(fold(" ".join(str(text).split())))
+
+
+def _txt(text) -> str:
+    """Inline user/model text outside a table."""
+    return md_escape(fold(" ".join(str(text).split()), limit=2000, token=120))
+
+
+def run_labels(results: list[ProbeResult], run_ids: list[int] | None = None) -> list[str]:
+    """"#<id> <engine>" per run (history ids when given, else 1, 2, … in the given order)."""
+    if run_ids is not None and len(run_ids) != len(results):
+        raise ValueError(f"run_ids: {len(run_ids)} given for {len(results)} results")
+    ids = run_ids if run_ids is not None else list(range(1, len(results) + 1))
+    return [f"#{i} {r.engine}" for i, r in zip(ids, results)]
+
+
+def hardware_text(h: TargetHardware, knowledge: Knowledge, lang: str) -> str:
+    """The answers' hardware block as a person writes it: "2 × NVIDIA L40S (48 GiB), 64 GB RAM, 16 CPU cores, linux"."""
+    from advisor.planner.target import find_gpu
+
+    s = lambda key, **kw: knowledge.s(key, lang, **kw)  # noqa: E731
+    parts = []
+    if h.gpu_vendor == "none" or not h.gpu_count:
+        parts.append(s("no_gpu"))
+    else:
+        g = find_gpu(h.gpu_model, knowledge)
+        vendor = VENDORS.get(h.gpu_vendor, h.gpu_vendor)
+        name = g.name if g else (h.gpu_model or "")
+        if not name.lower().startswith(vendor.lower()):
+            name = f"{vendor} {name}".strip()
+        mem = (f"{h.gpu_memory_gb:g} GB" if h.gpu_memory_gb else
+               f"{g.memory_gb:g} {g.memory_unit}" if g and getattr(g, "memory_gb", None) else None)
+        parts.append(f"{h.gpu_count} × {name}" + (f" ({mem})" if mem else ""))
+    if h.ram_gb:
+        parts.append(s("report_hw_ram", ram=f"{h.ram_gb:g}"))
+    if h.cpu_cores:
+        parts.append(s("report_hw_cores", n=h.cpu_cores))
+    parts += [x for x in (h.cpu_arch, h.os) if x]
+    return s("report_list_sep").join(parts)
+
+
+def model_text(m: ModelBlock, knowledge: Knowledge, lang: str) -> str:
+    """The answers' model block: "llama-3-8b — fp16, 4,096 tokens of context" (params only when no name/path)."""
+    s = lambda key, **kw: knowledge.s(key, lang, **kw)  # noqa: E731
+    if m.name:
+        who = m.name
+    elif m.path:
+        who = s("report_model_file", path=m.path)
+    else:
+        who = s("report_model_generic", params=f"{m.params_b:g}")
+    extra = [m.precision, s("report_model_ctx", ctx=f"{m.context_tokens:,}")]
+    if m.architecture != "decoder-only":
+        extra.append(m.architecture)
+    if m.name and m.path:
+        extra.append(s("report_model_file", path=m.path))
+    return f"{who} — " + s("report_list_sep").join(extra)
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    return (["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+            + ["| " + " | ".join(r) + " |" for r in rows] + [""])
 
 
 def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendation, results: list[ProbeResult],
                    knowledge: Knowledge, lang: str = "en", images: dict[str, str] | None = None,
                    answers_file: str = "answers.yaml", probe_files: list[str] | None = None,
-                   checks: list | None = None) -> str:
-    """checks: advisor.planner.probe_check results (predicted vs measured) for local probes."""
+                   checks: list | None = None, run_ids: list[int] | None = None) -> str:
+    """checks: advisor.planner.probe_check results (predicted vs measured) for local probes.
+    run_ids: the history id of each result (same order): runs are labelled "#<id> <engine>" and the reproduce line
+    names them probe-<id>.json (the Probe page's download names); without it runs are #1, #2, … and the reproduce
+    line uses probe_files."""
     s = lambda key, **kw: knowledge.s(key, lang, **kw)  # noqa: E731
     images = images or {}
+    labels = run_labels(results, run_ids)
     out = [f"# {s('report_title')}", "",
            s("report_generated", when=dt.datetime.now().strftime("%Y-%m-%d %H:%M")), ""]
     # answers
-    out += [f"## {s('report_answers')}", "", f"| # | {s('report_question')} | {s('report_answer')} |", "|---|---|---|"]
+    out += [f"## {s('report_answers')}", ""]
+    rows = []
     for q in sorted(knowledge.checklist.questions, key=lambda q: q.number):
         value = getattr(answers, q.key)
         if q.kind == "hardware":
-            shown = ("; ".join(f"{k}={v}" for k, v in value.model_dump(exclude_none=True).items())
-                     if value else s("hardware_detected"))
+            shown = hardware_text(value, knowledge, lang) if value else s("hardware_detected")
         else:
             label = next((o.label.get(lang) for o in q.options if o.value == value), None)
             shown = label or str(value)
-        out.append(f"| {q.number} | {_cell(q.question.get(lang))} | {_cell(shown)} |")
-    m = answers.model
-    out += ["", f"**{s('report_model')}:** " + ", ".join(f"{k}={v}" for k, v in m.model_dump(exclude_none=True).items()),
-            ""]
+        rows.append([str(q.number), _cell(q.question.get(lang)), _cell(shown)])
+    out += _table(["#", s("report_question"), s("report_answer")], rows)
+    out += [f"**{s('report_model')}:** " + _txt(model_text(answers.model, knowledge, lang)), ""]
     # hardware
     out += [f"## {s('hardware_title')}", ""]
     if answers.hardware is not None:
-        out.append(f"{s('hardware_from_answers')}: " + ", ".join(
-            f"{k}={v}" for k, v in answers.hardware.model_dump(exclude_none=True).items()))
+        out.append(f"{s('hardware_from_answers')}: " + _txt(hardware_text(answers.hardware, knowledge, lang)))
     elif hardware is not None:
         gpus = ", ".join(f"{g.name} ({(g.memory_total_mb or 0) / 1024:.0f} GiB)" for g in hardware.gpus) or s("no_gpu")
-        out += [f"- GPU: {gpus}", f"- CPU: {hardware.cpu.model}, {hardware.cpu.logical_cores} cores, "
-                f"flags {' '.join(hardware.cpu.flags) or '–'}",
-                f"- RAM: {hardware.ram_total_mb / 1024:.1f} GiB; OS: {hardware.os} {hardware.os_release}",
-                "- " + s("engines_installed") + ": " + ", ".join(
+        out += ["- GPU: " + _txt(gpus),
+                "- " + _txt(s("report_hw_cpu", model=hardware.cpu.model, cores=hardware.cpu.logical_cores,
+                                flags=" ".join(hardware.cpu.flags) or "–")),
+                "- " + _txt(s("report_hw_ram_os", ram=f"{hardware.ram_total_mb / 1024:.1f}",
+                                os=f"{hardware.os} {hardware.os_release}")),
+                "- " + s("engines_installed") + ": " + _txt(", ".join(
                     f"{e.engine} {e.version}" if e.installed else f"{e.engine} ({s('not_installed')})"
-                    for e in hardware.engines)]
+                    for e in hardware.engines))]
     out.append("")
     # ranking
-    out += [f"## {s('report_ranking')}", "", f"| # | {s('report_engine')} | {s('score')} |", "|---|---|---|"]
-    out += [f"| {i} | {r.name} | {r.score:g} |" for i, r in enumerate(rec.ranking, 1)]
-    out.append("")
+    out += [f"## {s('report_ranking')}", ""]
+    out += _table(["#", s("report_engine"), s("score")],
+                  [[str(i), _cell(r.name), _num(r.score)] for i, r in enumerate(rec.ranking, 1)])
     if "ranking" in images:
         out += [f"![ranking]({images['ranking']})", ""]
     out += [f"### {s('report_reasons')}", ""]
     for r in rec.ranking:
-        out.append(f"**{r.name}** ({r.score:g})")
-        out.append("")
-        out += [f"- `{x.delta:+g}` {x.text} — *{x.rule}; {s('source')}: {x.source}*" for x in r.reasons]
+        out += [f"**{_txt(r.name)}** ({_num(r.score)})", ""]
+        out += [f"- `{round(x.delta, 1):+g}` {_txt(x.text)} — *{_txt(x.rule)}; {s('source')}: {_txt(x.source)}*"
+                for x in r.reasons]
         out.append("")
     if rec.excluded:
         out += [f"## {s('excluded_title')}", ""]
         for x in rec.excluded:
-            out += [f"- **{x.name}**: " + " ".join(f"{y.text} (*{y.source}*)" for y in x.reasons)]
+            out += [f"- **{_txt(x.name)}**: " + " ".join(f"{_txt(y.text)} (*{_txt(y.source)}*)" for y in x.reasons)]
         out.append("")
     out += [f"## {s('flips_title')}", ""]
-    out += [f"- {f.text}" for f in rec.flips] or [f"- {rec.flip_note}"]
+    out += [f"- {_txt(f.text)}" for f in rec.flips] or [f"- {_txt(rec.flip_note)}"]
     out.append("")
     if rec.plan is not None:
         from advisor.planner.render import plan_markdown
@@ -99,42 +180,58 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
                 out += [f"![{key}]({images[key]})", ""]
     # measurements
     out += [f"## {s('report_measurements')}", ""]
+    busy = [(lab, r) for lab, r in zip(labels, results) if r.system_load.busy]
     if not results:
         out += [s("report_no_measurements"), ""]
     else:
-        out += ["| engine | status | TTFT p50/p95/p99 ms | ITL p50/p95 ms | decode tok/s | total tok/s | goodput | "
-                "peak RSS MB | load s |", "|---|---|---|---|---|---|---|---|---|"]
-        for r in results:
-            out.append(f"| {r.engine} {r.engine_version or ''} | {r.status} | {_fmt(r.ttft_ms.p50)} / "
-                       f"{_fmt(r.ttft_ms.p95)} / {_fmt(r.ttft_ms.p99)} | {_fmt(r.itl_ms.p50)} / {_fmt(r.itl_ms.p95)} | "
-                       f"{_fmt(r.decode_tps_per_request.p50)} | {_fmt(r.output_tps_total)} | "
-                       f"{'–' if r.goodput is None else f'{r.goodput:.0%}'} | {_fmt(r.peak_rss_mb)} | "
-                       f"{_fmt(r.load_time_s)} |")
+        rows = []
+        for lab, r in zip(labels, results):
+            status = s(f"status_{r.status}") if f"status_{r.status}" in knowledge.strings else r.status
+            rows.append([_cell(lab), _cell(status),
+                         f"{_fmt(r.ttft_ms.p50)} / {_fmt(r.ttft_ms.p95)} / {_fmt(r.ttft_ms.p99)}",
+                         f"{_fmt(r.itl_ms.p50)} / {_fmt(r.itl_ms.p95)}", _fmt(r.decode_tps_per_request.p50),
+                         _fmt(r.output_tps_total), "–" if r.goodput is None else f"{r.goodput:.0%}",
+                         _fmt(r.peak_rss_mb, digits=0), _fmt(r.load_time_s)])
+        out += _table(s("report_meas_cols").split("|"), rows)
+        for lab, r in zip(labels, results):
+            version = f" {_txt(r.engine_version)}" if r.engine_version else ""
+            if r.status != "ok":
+                detail = r.reason or ""
+            else:
+                settings = ", ".join(f"{k}={v}" for k, v in r.backend_settings.items())
+                detail = "; ".join(x for x in (r.serving, r.device, settings) if x)
+            out.append(f"- **{_txt(lab)}**{version}: {_txt(detail)}")
+            out += [f"    - {_txt(n)}" for n in dict.fromkeys(r.notes) if n != r.system_load.note]
         out.append("")
-        for r in results:
-            detail = r.reason if r.status != "ok" else f"{r.serving}; {r.device}; {r.backend_settings}"
-            out.append(f"- **{r.engine}**: {_cell(detail)}")
-            out += [f"  - {n}" for n in r.notes]
-        out.append("")
+        if busy:
+            pct = max((r.system_load.other_processes_cpu_percent or 0) for _, r in busy)
+            out += [f"> {s('report_busy', runs=_txt(', '.join(lab for lab, _ in busy)), pct=f'{pct:.0f}')}", ""]
         for key in ("ttft", "itl", "throughput"):
             if key in images:
                 out += [f"![{key}]({images[key]})", ""]
-        v = revisit(rec, results, float(answers.ttft_p95_ms), lang)
-        out += [f"## {s('report_verdict')}", "", f"**{v.summary}**", ""]
-        out += [f"- {e.engine}: {e.text}" for e in v.engines if e.measured]
+        v = revisit(rec, results, float(answers.ttft_p95_ms), lang, labels=labels)
+        out += [f"## {s('report_verdict')}", "", f"**{_txt(v.summary)}**", ""]
+        out += [f"- {_txt(e.engine)}: {_txt(e.text)}" for e in v.engines if e.measured]
         out.append("")
     # caveats
     out += [f"## {s('report_caveats')}", "", f"- {s('report_caveat_scores')}", f"- {s('report_caveat_model')}",
             f"- {s('report_caveat_claims')}"]
-    out += [f"- {n}" for r in results for n in r.notes if "busy" in n]
     out += ["", f"### {s('report_claims')}", ""]
     for c in knowledge.claims.claims:
         if c.verdict in ("impossible", "misleading", "optimistic"):
-            out.append(f"- **{c.verdict}** — “{c.quote}” ({c.source}): {c.check.get(lang)}")
-    out += ["", f"## {s('report_reproduce')}", "", "```",
-            "python -m advisor report --answers " + answers_file
-            + "".join(f" --probe {p}" for p in (probe_files or [])) + f" --lang {lang} --out report.pdf", "```", ""]
+            out.append(f"- **{s('claim_verdict_' + c.verdict)}** — “{_txt(c.quote)}” ({_txt(c.source)}): "
+                       f"{_txt(c.check.get(lang))}")
+    files = ([f"probe-{i}.json" for i in run_ids] if run_ids is not None else list(probe_files or []))
+    cmd = ("python -m advisor report --answers " + _shell(answers_file) + "".join(f" --probe {_shell(p)}" for p in files)
+           + f" --lang {lang} --out report.pdf")
+    out += ["", f"## {s('report_reproduce')}", "", "```", cmd.replace("`", "'"), "```", ""]
     return "\n".join(out)
+
+
+def _shell(word: str) -> str:
+    import shlex
+
+    return shlex.quote(str(word))
 
 
 def _font() -> tuple[str, int]:
@@ -144,47 +241,185 @@ def _font() -> tuple[str, int]:
     raise ReportError("no CJK font found for the PDF: apt-get install fonts-noto-cjk (or fonts-wqy-microhei)")
 
 
+def _png_size(data: bytes) -> tuple[int, int] | None:
+    if data[:8] != b"\x89PNG\r\n\x1a\n" or data[12:16] != b"IHDR":
+        return None
+    return struct.unpack(">II", data[16:24])
+
+
+_TAG = re.compile(r"<[^>]+>")
+_BLOCKS = re.compile(r"<table>(.*?)</table>|<p>\s*(<img\b[^>]*>)\s*</p>", re.S | re.I)
+_IMG = re.compile(r"<img\b[^>]*>", re.I)
+_SRC = re.compile(r"""\bsrc\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.I)
+_ROW = re.compile(r"<tr>(.*?)</tr>", re.S | re.I)
+_CELL = re.compile(r"<(t[hd])(?:\s[^>]*)?>(.*?)</t[hd]>", re.S | re.I)
+_NUMERIC = re.compile(r"^[\s\d.,/%+\-–—≤≥×]+$")
+
+TABLE_PT, BODY_PT, CELL_PAD_MM = 7.5, 9.5, 2.4
+
+
+def _table_rows(inner: str) -> list[list[tuple[str, str]]]:
+    """A Markdown-made HTML table as rows of (th|td, plain text): inline tags dropped (fpdf2 raises on nested
+    tags in a cell), entities decoded, each cell folded to ≤ 300 characters."""
+    rows = []
+    for r in _ROW.finditer(inner):
+        cells = [(tag.lower(), fold(" ".join(html.unescape(_TAG.sub("", text)).split())).replace(ZWSP, ""))
+                 for tag, text in _CELL.findall(r.group(1))]
+        if cells:
+            rows.append(cells)
+    n = max((len(r) for r in rows), default=0)
+    return [r + [("td", "")] * (n - len(r)) for r in rows]
+
+
+def _render_table(pdf, rows: list[list[tuple[str, str]]], family: str) -> None:
+    """fpdf2's HTML tables give every column the same width (so "TensorRT-LLM" breaks mid-word) and justify the
+    text. Here: every column at least as wide as its longest word, the rest of the page shared by how much text a
+    column has, left-aligned text and right-aligned numbers; the header row repeats on a new page."""
+    from fpdf import FontFace
+
+    if not rows:
+        return
+    n = len(rows[0])
+    numeric = [all(not t or _NUMERIC.match(t) for tag, t in (r[j] for r in rows) if tag == "td") for j in range(n)]
+    pdf.set_font(family, style="B", size=TABLE_PT)
+    need, want = [], []
+    for j in range(n):
+        texts = [r[j][1] for r in rows]
+        words = [pdf.get_string_width(w) for t in texts for w in t.split()] or [0]
+        need.append(min(max(words), 40.0) + CELL_PAD_MM)
+        want.append(max(pdf.get_string_width(t) for t in texts) + CELL_PAD_MM)
+    epw = pdf.epw
+    if sum(want) <= epw:  # everything on one line: as wide as the text, not stretched over the page
+        widths = want
+    elif sum(need) <= epw:  # every word whole; the rest of the width goes where the text is
+        spare = [w - m for w, m in zip(want, need)]
+        widths = [m + (epw - sum(need)) * sp / (sum(spare) or 1) for m, sp in zip(need, spare)]
+    else:
+        widths = [m * epw / sum(need) for m in need]
+    heading = all(tag == "th" for tag, _ in rows[0])
+    pdf.set_font(family, size=TABLE_PT)
+    pdf.ln(1)
+    with pdf.table(width=sum(widths), col_widths=widths, align="LEFT", line_height=pdf.font_size * 1.35,
+                   padding=(0.6, 1.0), text_align=tuple("RIGHT" if x else "LEFT" for x in numeric),
+                   first_row_as_headings=heading, num_heading_rows=1 if heading else 0, repeat_headings=1,
+                   headings_style=FontFace(emphasis="BOLD", fill_color=(236, 239, 242)),
+                   borders_layout="ALL", v_align="TOP") as table:
+        for i, r in enumerate(rows):
+            row = table.row()
+            for j, (_, text) in enumerate(r):
+                row.cell(text, align="LEFT" if i == 0 and heading else None)
+    pdf.ln(3)
+
+
 def markdown_to_pdf(md: str, image_files: dict[str, bytes] | None = None) -> bytes:
-    """Render the Markdown report to PDF with an embedded CJK font. Images are passed as PNG bytes."""
+    """Render the Markdown report to PDF with an embedded CJK font. Images are passed as PNG bytes, keyed by the
+    file name the Markdown uses; any other <img> is dropped and fpdf2 may read no file or URL.
+    Raises ReportError (one line) when the PDF cannot be made."""
     import markdown
-    from fpdf import FPDF
+    from fpdf import FPDF, FontFace, TextStyle
+    from fpdf.enums import ResourceAccessPolicy
 
     font, index = _font()
-    with tempfile.TemporaryDirectory() as tmp:
-        for name, data in (image_files or {}).items():
-            Path(tmp, name).write_bytes(data)
-        body = markdown.markdown(md, extensions=["tables", "fenced_code"])
-        body = body.replace('src="', f'src="{tmp}/')
-        body = body.replace("<code>", "<font face=\"courier\">").replace("</code>", "</font>")
-        body = body.replace("<img ", '<img width="480" ')
+    images = {name: data for name, data in (image_files or {}).items() if _png_size(data)}
+    try:
+        # fpdf2 breaks long words itself, and has no glyph for the zero-width spaces fold() puts in them
+        body = markdown.markdown(md.replace(ZWSP, ""), extensions=["tables", "fenced_code"])
         pdf = FPDF(format="A4")
+        pdf.resource_access_policy = ResourceAccessPolicy.NONE  # nothing is read but the bytes we hand over
         pdf.set_auto_page_break(True, margin=15)
+        pdf.set_margins(15, 15, 15)
+        bold = font.replace("-Regular.", "-Bold.")
+        bold = bold if bold != font and Path(bold).is_file() else font
         for style in ("", "B", "I", "BI"):
-            pdf.add_font("cjk", style=style, fname=font, collection_font_number=index)
-        pdf.set_font("cjk", size=9)
+            pdf.add_font("cjk", style=style, fname=bold if "B" in style else font, collection_font_number=index)
+        mono = _mono_font()
+        if mono:
+            pdf.add_font("mono", fname=mono[0], collection_font_number=mono[1])
+        pdf.set_fallback_fonts(["cjk"])  # a glyph the monospace font lacks (a Chinese path) comes from the CJK one
+        code = "mono" if mono else "cjk"  # never a core font: they are Latin-1 only
+        styles = {"code": FontFace(family=code, color="#7a2e0e"), "pre": TextStyle(font_family=code, t_margin=3)}
+        title = next((html.unescape(_TAG.sub("", h)) for h in re.findall(r"<h1>(.*?)</h1>", body, re.S)), None)
+        if title:
+            pdf.set_title(title)  # document metadata only; the page shows the <h1> once
+        pdf.set_creator("inference-engine selection advisor")
+        pdf.set_font("cjk", size=BODY_PT)
         pdf.add_page()
-        pdf.write_html(body, font_family="cjk", tag_styles=None)
+        # tables and charts are placed by us (sizes known, the cursor moved below them); any other <img> (inline,
+        # in a cell, or pointing anywhere else) is dropped
+        pos = 0
+        for m in [*_BLOCKS.finditer(body), None]:
+            chunk = _IMG.sub("", body[pos:m.start() if m else len(body)])
+            if chunk.strip():
+                pdf.set_font("cjk", size=BODY_PT)
+                pdf.write_html(chunk, font_family="cjk", tag_styles=styles)
+            if m is None:
+                break
+            pos = m.end()
+            if m.group(1) is not None:
+                _render_table(pdf, _table_rows(m.group(1)), "cjk")
+            else:
+                src = _SRC.search(m.group(2))
+                name = next((g for g in src.groups() if g), "") if src else ""
+                if name in images:
+                    _place_image(pdf, images[name])
         return bytes(pdf.output())
+    except ReportError:
+        raise
+    except Exception as err:  # fpdf2 raises many kinds (FPDFException, NotImplementedError, ValueError…)
+        cause = " ".join(str(err).split())[:300] or type(err).__name__
+        raise ReportError(f"the PDF could not be rendered: {type(err).__name__}: {cause}") from err
 
 
-def chart_images(rec: Recommendation, results: list[ProbeResult], lang: str, checks: list | None = None,
-                 names: dict[str, str] | None = None) -> tuple[dict[str, str], dict[str, bytes]]:
-    """The report's charts as PNG: ({name: file name} for build_markdown, {file name: bytes} for the PDF).
-    A chart that cannot be exported (no headless browser) is left out."""
+def _mono_font() -> tuple[str, int] | None:
+    for path, index in (("/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf", 0),):
+        if Path(path).is_file():
+            return path, index
+    return None
+
+
+def _place_image(pdf, data: bytes) -> None:
+    w_px, h_px = _png_size(data)
+    w = min(pdf.epw, 180.0)
+    h = w * h_px / w_px
+    if h > pdf.eph:
+        h = pdf.eph
+        w = h * w_px / h_px
+    if pdf.get_y() + h > pdf.page_break_trigger:
+        pdf.add_page()
+    y = pdf.get_y() + 1
+    pdf.image(io.BytesIO(data), x=pdf.l_margin + (pdf.epw - w) / 2, y=y, w=w, h=h)
+    pdf.set_xy(pdf.l_margin, y + h + 4)
+
+
+def chart_figures(rec: Recommendation, results: list[ProbeResult], lang: str, checks: list | None = None,
+                  names: dict[str, str] | None = None, run_ids: list[int] | None = None) -> dict:
+    """The report's charts as Plotly figures, by name (the same figures the browser shows)."""
     from advisor.charts import (concurrency_chart, latency_chart, memory_chart, ranking_chart, roofline_chart,
-                                throughput_chart, to_png)
+                                throughput_chart)
 
-    ok = [r for r in results if r.status == "ok"]
+    labels = run_labels(results, run_ids)
+    ok = [(r, lab) for r, lab in zip(results, labels) if r.status == "ok"]
     figs = {"ranking": ranking_chart(rec, lang)}
     if rec.plan is not None:
         names = names or {r.engine: r.name for r in [*rec.ranking, *rec.excluded]}
         figs.update(memory=memory_chart(rec.plan, names, lang), concurrency=concurrency_chart(rec.plan, names, lang),
                     roofline=roofline_chart(rec.plan, checks or [], names, lang))
     if ok:
-        figs.update(ttft=latency_chart(ok, "ttft", lang), itl=latency_chart(ok, "itl", lang),
-                    throughput=throughput_chart(ok, lang))
+        rs, labs = [r for r, _ in ok], [lab for _, lab in ok]
+        figs.update(ttft=latency_chart(rs, "ttft", lang, labels=labs), itl=latency_chart(rs, "itl", lang, labels=labs),
+                    throughput=throughput_chart(rs, lang, labels=labs))
+    return figs
+
+
+def chart_images(rec: Recommendation, results: list[ProbeResult], lang: str, checks: list | None = None,
+                 names: dict[str, str] | None = None,
+                 run_ids: list[int] | None = None) -> tuple[dict[str, str], dict[str, bytes]]:
+    """The report's charts as PNG: ({name: file name} for build_markdown, {file name: bytes} for the PDF).
+    A chart that cannot be exported (no headless browser) is left out. run_ids: as for build_markdown."""
+    from advisor.charts import to_png
+
     images, files = {}, {}
-    for name, fig in figs.items():
+    for name, fig in chart_figures(rec, results, lang, checks, names, run_ids).items():
         png = to_png(fig)
         if png:
             images[name], files[f"{name}.png"] = f"{name}.png", png

@@ -27,9 +27,16 @@ class _Safe(dict):
         return "{" + key + "}"
 
 
-def _fmt(text: str, facts: dict[str, Any]) -> str:
-    shown = {k: (("%g" % v) if isinstance(v, float) else v) for k, v in facts.items()}
-    return text.format_map(_Safe(shown))
+def _fmt(text: str, facts: dict[str, Any], strings: dict[str, ks.Text] | None = None, lang: str = "en") -> str:
+    """Fill a rule's text; an enumerated value with a label in strings.yaml (val_<fact>_<value>) is shown in
+    the reader's language, so a Chinese sentence never carries a raw English value."""
+    def show(k: str, v: Any) -> Any:
+        if isinstance(v, float):
+            return "%g" % v
+        label = strings.get(f"val_{k}_{v}") if strings and isinstance(v, str) else None
+        return label.get(lang) if label else v
+
+    return text.format_map(_Safe({k: show(k, v) for k, v in facts.items()}))
 
 
 @dataclass
@@ -158,13 +165,13 @@ def recommend(answers: Answers, hardware: Hardware | None, knowledge: Knowledge,
 
     def reason(rule_id: str, delta: float | None, engine: str) -> Reason:
         if rule_id == "base":
-            return Reason(rule="base", text=_fmt(sc.base_text.get(lang), facts), delta=delta, source=sc.source)
+            return Reason(rule="base", text=_fmt(sc.base_text.get(lang), facts, knowledge.strings, lang), delta=delta, source=sc.source)
         if rule_id == "score-bounds":
-            return Reason(rule=rule_id, text=_fmt(sc.clamp_text.get(lang), facts), delta=round(delta, 2),
+            return Reason(rule=rule_id, text=_fmt(sc.clamp_text.get(lang), facts, knowledge.strings, lang), delta=round(delta, 2),
                           source=sc.source)
         r = rules[rule_id]
         f = {**facts, **engine_facts[engine]} if r.scope == "each-engine" else facts
-        return Reason(rule=r.id, text=_fmt(r.text.get(lang), f), delta=delta, source=r.source)
+        return Reason(rule=r.id, text=_fmt(r.text.get(lang), f, knowledge.strings, lang), delta=delta, source=r.source)
 
     ranking = [
         RankedEngine(engine=e, name=knowledge.engines[e].name, score=s.scores[e], plan=plan.engines[e],

@@ -1,94 +1,122 @@
-"""The 8 questions as a guided form (one step each, plus the model block), back/next and progress."""
+"""The 8 questions as a guided form (one step each, plus the model block), back/next and progress.
+
+Widgets are seeded from the answers and write back from their callbacks only (ui_common), so going Back,
+switching language or visiting another page never changes an answer.
+"""
 from typing import get_args
 
 import streamlit as st
-import yaml
 
 from advisor.answers import Precision, dump_answers
-from ui_common import T, answers, knowledge, set_answers, setup
+from ui_common import (ANSWERS, NOTICE, STEP, T, answers, knowledge, lang, on_change, seed, set_answers, show_notice,
+                       target_editor)
 
-lang = setup()
 k = knowledge()
+L = lang()
 qs = sorted(k.checklist.questions, key=lambda q: q.number)
 n = len(qs) + 1
-step = st.session_state.setdefault("wizard_step", 0)
-st.title(k.s("report_answers", lang))
+ss = st.session_state
+step = max(0, min(n - 1, int(ss.get(STEP, 0))))
+data = ss[ANSWERS]
+st.title(T("nav_checklist"))
 st.progress((step + 1) / n, text=T("ui_step", i=step + 1, n=n))
-data = dict(st.session_state["answers"])
 
 if step < len(qs):
     q = qs[step]
-    st.subheader(f"{q.number}. {q.question.get(lang)}")
-    st.caption(q.help.get(lang))
+    st.subheader(f"{q.number}. {q.question.get(L)}")
+    st.caption(q.help.get(L))
+    key = f"q_{q.id}"
     if q.kind == "int":
-        data[q.key] = int(st.number_input(q.short.get(lang), min_value=1, value=int(data.get(q.key, q.default)),
-                                          step=1, key=f"q_{q.id}"))
-        st.caption(" · ".join(o.label.get(lang) for o in q.options))
+        st.number_input(q.short.get(L), min_value=1, step=1, key=seed(key, int(data.get(q.key, q.default))),
+                        on_change=on_change(key, (q.key,), int))
+        st.caption(T("ui_typical") + " " + " · ".join(o.label.get(L) for o in q.options))
     elif q.kind == "hardware":
-        labels = [o.label.get(lang) for o in q.options]
-        cur = data.get("hardware")
-        idx = next((i for i, o in enumerate(q.options) if o.value == cur), 0)
-        pick = st.radio(q.short.get(lang), range(len(labels)), index=idx, format_func=lambda i: labels[i],
-                        key=f"q_{q.id}")
-        if q.options[pick].value is None:
-            data.pop("hardware", None)
-        else:
-            data["hardware"] = q.options[pick].value
+        target_editor("q3")
     else:
         values = [o.value for o in q.options]
-        labels = [o.label.get(lang) for o in q.options]
+        labels = [o.label.get(L) for o in q.options]
         cur = data.get(q.key, q.default)
-        pick = st.radio(q.short.get(lang), range(len(values)), index=values.index(cur) if cur in values else 0,
-                        format_func=lambda i: labels[i], key=f"q_{q.id}", horizontal=True)
-        data[q.key] = values[pick]
+        st.radio(q.short.get(L), range(len(values)), key=seed(key, values.index(cur) if cur in values else 0),
+                 format_func=lambda i: labels[i], horizontal=True,
+                 on_change=on_change(key, (q.key,), lambda i: values[i]))
 else:
     st.subheader(T("ui_model_block"))
-    m = dict(data.get("model", {}))
-    names = ["(none)"] + [x.id for x in k.models.models]
-    cur = m.get("name")
-    name = st.selectbox("model.name", names, index=names.index(cur) if cur in names else 0, key="m_name")
-    m["name"] = None if name == "(none)" else name
-    known = next((x for x in k.models.models if x.id == m["name"]), None)
-    m["params_b"] = st.number_input("params_b", min_value=0.01, value=float(known.params_b if known else
-                                                                            m.get("params_b", 7.0)), key="m_params")
+    m = data.get("model", {})
+    models = {x.id: x for x in k.models.models}
+    names = [""] + list(models)
+
+    def pick_model() -> None:
+        mid = ss["m_name"] or None
+        new = dict(ss[ANSWERS].get("model", {}))
+        new["name"] = mid
+        if mid:  # a known model fills what the planner will use, so the answers and the plan agree
+            x = models[mid]
+            new.update(params_b=x.params_b, architecture=x.architecture, context_tokens=min(x.max_context, 1_048_576))
+        set_answers({**ss[ANSWERS], "model": {key: v for key, v in new.items() if v is not None}})
+
+    known = models.get(m.get("name") or "")
+    st.selectbox(T("ui_model_name"), names, key=seed("m_name", m.get("name") if known else ""),
+                 format_func={i: f"{models[i].name} ({i})" if i else T("ui_model_none") for i in names}.get,
+                 on_change=pick_model)
+    if known:
+        st.caption(T("ui_model_known", params=f"{known.params_b:g}", arch=T(f"arch_{known.architecture}"),
+                     ctx=f"{known.max_context:,}"))
+    c1, c2 = st.columns(2)
+    c1.number_input(T("ui_params_b"), min_value=0.01, max_value=2000.0, step=0.5, disabled=bool(known),
+                    key=seed("m_params", float(m.get("params_b", 7.0))),
+                    on_change=on_change("m_params", ("model", "params_b"), float))
     archs = ["decoder-only", "encoder-decoder", "encoder", "cnn"]
-    m["architecture"] = st.selectbox("architecture", archs, index=archs.index(m.get("architecture", "decoder-only")),
-                                     key="m_arch")
+    c2.selectbox(T("ui_architecture"), archs, disabled=bool(known), format_func={x: T(f"arch_{x}") for x in archs}.get,
+                 key=seed("m_arch", m.get("architecture", "decoder-only")),
+                 on_change=on_change("m_arch", ("model", "architecture")))
     precs = list(get_args(Precision))
-    m["precision"] = st.selectbox("precision", precs, index=precs.index(m.get("precision", "fp16")), key="m_prec")
-    m["context_tokens"] = int(st.number_input("context_tokens", min_value=128, value=int(m.get("context_tokens", 4096)),
-                                              key="m_ctx"))
-    m["path"] = st.text_input(T("ui_model_path_plan"), value=m.get("path") or "", key="m_path").strip() or None
-    data["model"] = {key: v for key, v in m.items() if v is not None}
+    c3, c4 = st.columns(2)
+    c3.selectbox(T("ui_precision"), precs, key=seed("m_prec", m.get("precision", "fp16")),
+                 on_change=on_change("m_prec", ("model", "precision")))
+    c4.number_input(T("ui_context_tokens"), min_value=128, max_value=1_048_576, step=1024,
+                    key=seed("m_ctx", int(m.get("context_tokens", 4096))),
+                    on_change=on_change("m_ctx", ("model", "context_tokens"), int))
+    st.text_input(T("ui_model_path_plan"), max_chars=4096, key=seed("m_path", m.get("path") or ""),
+                  on_change=on_change("m_path", ("model", "path"), lambda v: v.strip() or None))
 
-error = set_answers(data)
-if error:
-    st.error(error)
+show_notice()
 
-c1, c2, c3 = st.columns([1, 1, 3])
-if c1.button(T("ui_back"), key="back", disabled=step == 0):
-    st.session_state["wizard_step"] = step - 1
-    st.rerun()
+
+def go(to: int) -> None:
+    ss[STEP] = max(0, min(n - 1, to))
+
+
+c1, c2, _ = st.columns([1, 1, 3])
+c1.button(T("ui_back"), key="back", disabled=step == 0, on_click=go, args=(step - 1,))
 if step < n - 1:
-    if c2.button(T("ui_next"), key="next", type="primary"):
-        st.session_state["wizard_step"] = step + 1
-        st.rerun()
+    c2.button(T("ui_next"), key="next", type="primary", on_click=go, args=(step + 1,))
 elif c2.button(T("ui_see_ranking"), key="to_ranking", type="primary"):
     st.switch_page("pages/3_Recommendation.py")
+st.caption(" · ".join(f"{'**' if i == step else ''}{i + 1}{'**' if i == step else ''}" for i in range(n)))
 
-with st.expander(T("ui_upload")):
-    up = st.file_uploader("answers.yaml", type=["yaml", "yml"], key="upload")
-    if up is not None and st.session_state.get("uploaded") != up.file_id:
-        try:
-            loaded = yaml.safe_load(up.getvalue().decode("utf-8"))
-            err = set_answers(loaded if loaded is not None else {})
-        except (yaml.YAMLError, UnicodeDecodeError) as exc:
-            err = f"not valid YAML: {exc}"
-        st.session_state["uploaded"] = up.file_id
-        if err:
-            st.error(err)
-        else:
-            st.success("✓")
-            st.rerun()
+
+def uploaded() -> None:
+    from advisor.answers import AnswersError, answers_from_text
+
+    up = ss.get("upload")
+    if up is None:
+        return
+    try:
+        a, count = answers_from_text(up.getvalue(), up.name)
+    except AnswersError as err:
+        ss[NOTICE] = ("error", str(err))
+        return
+    ss[ANSWERS] = a.model_dump(mode="json", exclude_none=True)
+    ss[NOTICE] = ("ok", T("ui_loaded_answers", n=count, file=up.name))
+
+
+with st.expander(T("ui_upload"), expanded=NOTICE in ss):
+    st.file_uploader(T("ui_upload_label"), type=["yaml", "yml"], key="upload", on_change=uploaded)
     st.download_button(T("ui_download_answers"), dump_answers(answers()), file_name="answers.yaml",
                        mime="application/x-yaml", key="dl_answers")
+    if st.button(T("ui_reset_answers"), key="reset_answers"):
+        from advisor.answers import Answers
+
+        ss[ANSWERS] = Answers().model_dump(mode="json", exclude_none=True)
+        ss[STEP] = 0
+        st.rerun()

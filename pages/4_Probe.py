@@ -1,106 +1,189 @@
-"""One click measures the recommended engine (or several, a model path, an endpoint) with live progress."""
+"""One click measures the recommended engine (or several, a model path, an endpoint) with live progress.
+
+The job belongs to the server (ui_common.probe_board), not to this tab: it saves each result to the history
+the moment it ends, and a reloaded or second tab finds it running, with its progress and Cancel.
+"""
 import streamlit as st
 
 from advisor import history
 from advisor.charts import latency_chart, roofline_chart, throughput_chart
+from advisor.mdtext import link_urls
 from advisor.planner.probe_check import check_probe
 from advisor.rules import recommend
 from advisor.verdict import revisit
-from probes.jobs import ProbeJob
 from probes.registry import BACKENDS
 from probes.result import ProbeSettings
-from ui_common import T, answers, hardware, knowledge, machine, plan_inputs, setup
+from probes.validation import settings_error
+from ui_common import (T, answers, engine_availability, hardware, knowledge, lang, machine, plan_inputs, probe_board,
+                       run_label, seed)
 
-lang = setup()
 k = knowledge()
+L = lang()
 a = answers()
 hw = hardware()
-spec, bench, _ = plan_inputs(a)
-rec = recommend(a, None if a.hardware else hw, k, lang=lang, with_flips=False, spec=spec, machine=bench)
-installed = {e.engine for e in hw.engines if e.installed}
-ranked = [r.engine for r in rec.ranking]
-default = next((e for e in ranked if e in installed), "llama.cpp")
-st.title(T("ui_run_probe"))
+ss = st.session_state
+board = probe_board()
+st.title(T("nav_probe"))
 
-engines = st.multiselect(T("ui_engines_to_probe"), list(BACKENDS), default=[default], key="probe_engines")
-c1, c2, c3 = st.columns(3)
-reqs = c1.number_input(T("ui_requests"), 1, 200, 8, key="probe_requests")
-conc = c2.number_input(T("ui_concurrency"), 1, 64, min(a.concurrency, 4), key="probe_concurrency")
-toks = c3.number_input(T("ui_max_tokens"), 1, 512, 32, key="probe_tokens")
-model = st.text_input(T("ui_model_path"), key="probe_model")
-endpoint = st.text_input(T("ui_endpoint"), key="probe_endpoint")
+job = board.current
+if job is not None:
+    ss["watch_job"] = job.id  # a reloaded or second tab takes over the running job's progress
+    phase_label = lambda j: T(f"phase_{j.phase}") if f"phase_{j.phase}" in ("phase_start", "phase_check",  # noqa: E731
+        "phase_prepare", "phase_load", "phase_warmup", "phase_run", "phase_queued") else j.phase
 
-job: ProbeJob | None = st.session_state.get("probe_job")
-if st.button(T("ui_run_probe"), type="primary", key="run_probe"):
-    if ProbeJob.busy():
-        st.warning(T("ui_probe_running"))
-    else:
-        chosen = ["endpoint"] if endpoint else engines
-        settings = [ProbeSettings(engine=e, model=model or None, endpoint=endpoint or None, requests=int(reqs),
-                                  concurrency=int(conc), max_tokens=int(toks), prompt_mix=a.prompt_mix,
-                                  ttft_target_ms=float(a.ttft_p95_ms), timeout_s=600) for e in chosen]
-        job = ProbeJob.start(settings)
-        if job is None:
-            st.warning(T("ui_probe_running"))
-        else:
-            st.session_state["probe_job"] = job
-            st.session_state["probe_saved"] = False
-
-
-@st.fragment(run_every=0.5)
-def progress():
-    j: ProbeJob | None = st.session_state.get("probe_job")
-    if j is None:
-        return
-    if not j.finished.is_set():
-        with st.status(f"{j.current}: {j.phase} {j.message}", expanded=True):
-            st.progress(j.fraction, text=f"{j.done_requests}/{j.total_requests}")
-            if st.button(T("ui_cancel"), key="cancel_probe"):
+    @st.fragment(run_every=1.0)
+    def progress() -> None:
+        j = board.current
+        if j is None:  # it ended: redraw the whole page with its results
+            st.rerun()
+        with st.status(T("ui_probe_progress", engine=j.current or "…", i=j.index + 1, n=len(j.settings),
+                         phase=phase_label(j)), expanded=True):
+            st.progress(j.fraction, text=T("ui_probe_requests", done=j.done_requests, total=j.total_requests)
+                        if j.phase == "run" else (j.message[:200] or phase_label(j)))
+            if j.cancel.is_set():
+                st.caption(T("ui_cancelling"))
+            elif st.button(T("ui_cancel"), key="cancel_probe"):
                 j.cancel.set()
-    elif not st.session_state.get("probe_saved"):
-        ids = [history.save(r) for r in j.results]
-        st.session_state["probe_saved"] = True
-        st.session_state["report_runs"] = ids
-        st.rerun()
 
+    progress()
+else:
+    spec, bench, _ = plan_inputs(a)
+    rec = recommend(a, None if a.hardware else hw, k, lang=L, with_flips=False, spec=spec, machine=bench)
+    with st.spinner(T("ui_checking_engines")):
+        avail = engine_availability()
+    local = [e for e in BACKENDS if e != "endpoint"]
+    ranked = [r.engine for r in rec.ranking]
+    default = next((e for e in ranked if avail.get(e) is None), "llama.cpp")
+    if a.hardware is not None:
+        st.info(T("ui_probe_device_note"), icon="ℹ️")
 
-progress()
+    def kept(key: str, default):
+        """Probe settings survive a visit to another page (widget state alone is dropped)."""
+        if key not in ss:
+            ss[key] = ss.get(f"{key}_v", default)
+        return key
 
+    mode = st.radio(T("ui_probe_what"), ["local", "endpoint"], key=kept("probe_mode", "local"), horizontal=True,
+                    format_func={m: T(f"ui_probe_mode_{m}") for m in ("local", "endpoint")}.get)
+    if mode == "local":
+        if "probe_engines" not in ss:
+            ss["probe_engines"] = [e for e in ss.get("probe_engines_v", [default]) if e in local]
+        engines = st.multiselect(T("ui_engines_to_probe"), local, key="probe_engines",
+                                 format_func={e: e if avail.get(e) is None else f"{e} — {T('ui_unavailable')}"
+                                              for e in local}.get)
+        ss["probe_engines_v"] = engines
+        for e in engines:
+            if avail.get(e):
+                st.caption(f"**{e}**: {avail[e]}")
+        model = st.text_input(T("ui_model_path"), key=kept("probe_model", ""), max_chars=4096)
+        endpoint = ""
+    else:
+        engines, model = ["endpoint"], ""
+        endpoint = st.text_input(T("ui_endpoint"), key=kept("probe_endpoint", ""), max_chars=2048,
+                                 placeholder="http://127.0.0.1:8000")
+    c1, c2, c3 = st.columns(3)
+    reqs = c1.number_input(T("ui_requests"), 1, 200, key=kept("probe_requests", 8))
+    conc = c2.number_input(T("ui_concurrency"), 1, 64, key=kept("probe_concurrency", min(a.concurrency, 4)))
+    toks = c3.number_input(T("ui_max_tokens"), 1, 512, key=kept("probe_tokens", 32))
+    drawn = ("probe_model", model) if mode == "local" else ("probe_endpoint", endpoint)
+    for key, value in (("probe_mode", mode), drawn, ("probe_requests", reqs), ("probe_concurrency", conc),
+                       ("probe_tokens", toks)):
+        ss[f"{key}_v"] = value
+    if st.button(T("ui_run_probe"), type="primary", key="run_probe"):
+        problems = [settings_error(e, endpoint.strip() or None, int(reqs), int(conc), int(toks), 600.0)
+                    for e in engines] if engines else [T("ui_pick_an_engine")]
+        problems = [p for p in problems if p]
+        if problems:
+            for p in dict.fromkeys(problems):
+                st.error(p)
+        else:
+            settings = [ProbeSettings(engine=e, model=model.strip() or None, endpoint=endpoint.strip() or None,
+                                      requests=int(reqs), concurrency=int(conc), max_tokens=int(toks),
+                                      prompt_mix=a.prompt_mix, ttft_target_ms=float(a.ttft_p95_ms), timeout_s=600)
+                        for e in engines]
+            started = board.start(settings, on_result=history.save)
+            if started is None:
+                st.warning(T("ui_probe_running"))
+            else:
+                ss["watch_job"] = started.id
+                st.rerun()
+
+# ---------------------------------------------------------------- the job this tab watched, when it has ended
+done = board.get(ss.get("watch_job"))
+if done is not None and not done.running and ss.get("acked_job") != done.id:
+    ss["acked_job"] = done.id
+    ss["report_runs"] = [rid for rid in done.run_ids if rid is not None]
+if done is not None and not done.running:
+    for err in done.save_errors:
+        st.error(T("ui_not_saved", why=err))
+    for i, (rid, r) in enumerate(zip(done.run_ids, done.results)):
+        if rid is None:
+            st.download_button(T("ui_download_json", run=run_label(None, r.engine)), r.model_dump_json(indent=2),
+                               file_name=f"probe-{r.engine}-unsaved.json", mime="application/json",
+                               key=f"dl_unsaved_{done.id}_{i}")
+for note in dict.fromkeys(history.NOTICES):
+    st.warning(note)
+history.NOTICES.clear()
+
+# ---------------------------------------------------------------- results
 runs = history.list_runs()
 if runs:
-    labels = {rid: f"#{rid} {r.engine} {r.status} {r.started_at or ''}" for rid, _, r in runs}
-    picked = st.multiselect(T("ui_use_runs"), list(labels), format_func=labels.get, key="runs_pick",
-                            default=[rid for rid in st.session_state.get("report_runs", []) if rid in labels])
-    st.session_state["report_runs"] = picked
-    chosen = [r for rid, _, r in runs if rid in picked]
+    by_id = {rid: r for rid, _, r in runs}
+    status_label = lambda s: T(f"status_{s}")  # noqa: E731
+    labels = {rid: f"{run_label(rid, r.engine)} · {status_label(r.status)} · {(r.started_at or '')[:19]}"
+              for rid, _, r in runs}
+    current = [rid for rid in ss.get("report_runs", []) if rid in labels]
+
+    def picked_runs() -> None:
+        ss["report_runs"] = list(ss["runs_pick"])
+
+    st.multiselect(T("ui_use_runs"), list(labels), format_func=labels.get, key=seed("runs_pick", current),
+                   on_change=picked_runs)
+    chosen = sorted(current)  # oldest first: the verdict takes the latest run of each engine
     if chosen:
         st.subheader(T("ui_results"))
-        st.dataframe([{"engine": r.engine, "status": r.status, "reason": r.reason or "",
-                       "TTFT p50 ms": r.ttft_ms.p50, "TTFT p95 ms": r.ttft_ms.p95, "ITL p50 ms": r.itl_ms.p50,
-                       "decode tok/s": r.decode_tps_per_request.p50, "total tok/s": r.output_tps_total,
-                       "goodput": r.goodput, "peak RSS MB": r.peak_rss_mb, "serving": r.serving}
-                      for r in chosen], hide_index=True)
-        ok = [r for r in chosen if r.status == "ok"]
+        pct = lambda v: None if v is None else round(v * 100)  # noqa: E731
+        r1 = lambda v: None if v is None else round(v, 1)  # noqa: E731
+        st.dataframe([{T("col_run"): run_label(rid, by_id[rid].engine), T("col_status"): status_label(by_id[rid].status),
+                       T("col_ttft_p95"): r1(by_id[rid].ttft_ms.p95), T("col_ttft_p50"): r1(by_id[rid].ttft_ms.p50),
+                       T("col_itl_p50"): r1(by_id[rid].itl_ms.p50),
+                       T("col_decode_tps"): r1(by_id[rid].decode_tps_per_request.p50),
+                       T("col_total_tps"): r1(by_id[rid].output_tps_total), T("col_goodput_pct"): pct(by_id[rid].goodput),
+                       T("col_peak_rss"): r1(by_id[rid].peak_rss_mb), T("col_reason"): by_id[rid].reason or "",
+                       T("col_serving"): by_id[rid].serving or ""} for rid in chosen],
+                     hide_index=True, key="results_table")
+        dl = st.columns(min(4, len(chosen)))
+        for i, rid in enumerate(chosen):
+            dl[i % len(dl)].download_button(T("ui_download_json", run=run_label(rid, by_id[rid].engine)),
+                                            by_id[rid].model_dump_json(indent=2), file_name=f"probe-{rid}.json",
+                                            mime="application/json", key=f"dl_json_{rid}")
+        ok_ids = [rid for rid in chosen if by_id[rid].status == "ok"]
+        ok = [by_id[rid] for rid in ok_ids]
+        ok_labels = [run_label(rid, by_id[rid].engine) for rid in ok_ids]
         if ok:
             c1, c2 = st.columns(2)
-            c1.plotly_chart(latency_chart(ok, "ttft", lang), key="ttft_chart")
-            c2.plotly_chart(latency_chart(ok, "itl", lang), key="itl_chart")
-            st.plotly_chart(throughput_chart(ok, lang), key="tps_chart")
-            checks = [c for c in (check_probe(r, k, hw, machine(), lang) for r in ok) if c is not None]
+            c1.plotly_chart(latency_chart(ok, "ttft", L, labels=ok_labels), key="ttft_chart")
+            c2.plotly_chart(latency_chart(ok, "itl", L, labels=ok_labels), key="itl_chart")
+            st.plotly_chart(throughput_chart(ok, L, labels=ok_labels), key="tps_chart")
+            checks = [c for c in (check_probe(r, k, hw, machine(), L) for r in ok) if c is not None]
             if checks:
                 st.subheader(T("check_title"))
                 for c in checks:
-                    st.markdown(f"- {c.text}")
-                st.plotly_chart(roofline_chart(None, checks, {e.id: e.name for e in k.engines.values()}, lang),
+                    st.markdown(link_urls(f"- {c.text}"))
+                st.plotly_chart(roofline_chart(None, checks, {e.id: e.name for e in k.engines.values()}, L),
                                 key="probe_roofline_chart")
-            v = revisit(rec, ok, float(a.ttft_p95_ms), lang)
-            st.subheader(T("ui_verdict"))
-            (st.warning if v.changes_advice else st.success)(v.summary)
-            for e in v.engines:
-                if e.measured:
-                    st.markdown(f"- **{e.engine}**: {e.text}")
+            if job is None:
+                v = revisit(rec, ok, float(a.ttft_p95_ms), L, labels=ok_labels)
+                st.subheader(T("ui_verdict"))
+                {"confirmed": st.success, "changed": st.warning, "missed": st.error}.get(v.status, st.info)(v.summary)
+                for e in v.engines:
+                    if e.measured:
+                        st.markdown(f"- **{e.engine}**: {e.text}")
     with st.expander(T("ui_history")):
-        st.dataframe([{"id": rid, "engine": r.engine, "status": r.status, "TTFT p95 ms": r.ttft_ms.p95,
-                       "total tok/s": r.output_tps_total} for rid, _, r in runs], hide_index=True)
-if st.button(T("ui_download_md"), key="to_report"):
+        st.dataframe([{T("col_run"): run_label(rid, r.engine), T("col_status"): status_label(r.status),
+                       T("col_started"): (r.started_at or "")[:19], T("col_ttft_p95"): None if r.ttft_ms.p95 is None
+                       else round(r.ttft_ms.p95, 1), T("col_total_tps"): None if r.output_tps_total is None
+                       else round(r.output_tps_total, 1), T("col_reason"): r.reason or ""} for rid, _, r in runs],
+                     hide_index=True)
+if st.button(T("ui_go_report"), key="to_report"):
     st.switch_page("pages/5_Report.py")

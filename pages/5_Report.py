@@ -1,45 +1,58 @@
-"""Download the decision report as Markdown and PDF (one source), and the CLI line that reproduces it."""
+"""The decision report: the Markdown preview at once, the PDF built when asked (one source for both), each
+probe result as JSON, and the CLI line that reproduces it."""
 import streamlit as st
 
 from advisor import history
 from advisor.answers import dump_answers
+from advisor.mdtext import link_urls
 from advisor.planner.probe_check import check_probe
 from advisor.report import ReportError, build_markdown, chart_images, markdown_to_pdf
 from advisor.rules import recommend
-from ui_common import T, answers, hardware, knowledge, machine, plan_inputs, setup
+from ui_common import T, answers, hardware, knowledge, lang, machine, plan_inputs
 
-lang = setup()
+L = lang()
 k = knowledge()
 a = answers()
+ss = st.session_state
 hw = None if a.hardware else hardware()
-spec, bench, _ = plan_inputs(a)
-rec = recommend(a, hw, k, lang=lang, spec=spec, machine=bench)
-picked = set(st.session_state.get("report_runs", []))
-results = [r for rid, _, r in history.list_runs() if rid in picked]
-checks = [c for c in (check_probe(r, k, hardware(), machine(), lang) for r in results) if c is not None]
-st.title(k.s("report_title", lang))
-md = build_markdown(a, hw, rec, results, k, lang, answers_file="answers.yaml",
-                    probe_files=[f"probe-{r.engine}.json" for r in results], checks=checks)
+spec, bench, spec_error = plan_inputs(a)
+if spec_error:
+    st.error(spec_error)
+rec = recommend(a, hw, k, lang=L, spec=spec, machine=bench)
+picked = sorted(set(ss.get("report_runs", [])))
+by_id = {rid: r for rid, _, r in history.list_runs()}
+run_ids = [rid for rid in picked if rid in by_id]
+results = [by_id[rid] for rid in run_ids]
+checks = [c for c in (check_probe(r, k, hardware(), machine(), L) for r in results) if c is not None]
+md = build_markdown(a, hw, rec, results, k, L, answers_file="answers.yaml", checks=checks, run_ids=run_ids)
+
 c1, c2, c3 = st.columns(3)
-c1.download_button(T("ui_download_md"), md.encode("utf-8"), file_name=f"report-{lang}.md", mime="text/markdown",
+c1.download_button(T("ui_download_md"), md.encode("utf-8"), file_name=f"report-{L}.md", mime="text/markdown",
                    key="dl_md")
-c3.download_button(T("ui_download_answers"), dump_answers(a), file_name="answers.yaml", key="dl_answers_r")
-
-
-@st.cache_data(show_spinner=False, max_entries=8)
-def pdf_bytes(md: str, lang: str, _rec, _results, _checks) -> bytes:
-    """Keyed on the Markdown: the same report is rendered once. The PDF's source is that Markdown with charts."""
-    images, files = chart_images(_rec, _results, lang, _checks)
-    return markdown_to_pdf(build_markdown(a, hw, _rec, _results, k, lang, images=images, answers_file="answers.yaml",
-                                          probe_files=[f"probe-{r.engine}.json" for r in _results],
-                                          checks=_checks), files)
-
-
-try:
-    with st.spinner("PDF…"):
-        data = pdf_bytes(md, lang, rec, results, checks)
-    c2.download_button(T("ui_download_pdf"), data, file_name=f"report-{lang}.pdf", mime="application/pdf",
-                       key="dl_pdf")
-except ReportError as err:
-    c2.error(str(err))
-st.markdown(md)
+c3.download_button(T("ui_download_answers"), dump_answers(a), file_name="answers.yaml", mime="application/x-yaml",
+                   key="dl_answers_r")
+pdf_key = ("pdf", md, L)
+if ss.get("pdf_for") == pdf_key and ss.get("pdf_bytes"):
+    c2.download_button(T("ui_download_pdf"), ss["pdf_bytes"], file_name=f"report-{L}.pdf", mime="application/pdf",
+                       key="dl_pdf", type="primary")
+elif c2.button(T("ui_build_pdf"), key="build_pdf"):
+    with st.spinner(T("ui_building_pdf")):
+        try:
+            images, files = chart_images(rec, results, L, checks, run_ids=run_ids)
+            ss["pdf_bytes"] = markdown_to_pdf(build_markdown(a, hw, rec, results, k, L, images=images,
+                                                             answers_file="answers.yaml", checks=checks,
+                                                             run_ids=run_ids), files)
+            ss["pdf_for"] = pdf_key
+            ss.pop("pdf_error", None)
+        except ReportError as err:
+            ss["pdf_error"] = str(err)
+    st.rerun()
+if ss.get("pdf_error"):
+    st.error(T("ui_pdf_failed", why=ss["pdf_error"]))
+if results:
+    dl = st.columns(min(4, len(results)))
+    for i, (rid, r) in enumerate(zip(run_ids, results)):
+        dl[i % len(dl)].download_button(T("ui_download_json", run=f"#{rid} {r.engine}"), r.model_dump_json(indent=2),
+                                        file_name=f"probe-{rid}.json", mime="application/json", key=f"dl_json_r{rid}")
+st.divider()
+st.markdown(link_urls(md))

@@ -29,8 +29,29 @@ class Events:
         self.emit({"type": "progress", "phase": phase, "message": message, **kw})
 
 
+def _watchdog(parent: int, deadline_s: float) -> None:
+    """The child dies with its parent, and keeps its own deadline: it runs in its own session (so the parent
+    can kill its whole group), which also means nothing else would end it if the parent were killed."""
+    import signal
+    import threading
+
+    end = time.monotonic() + deadline_s
+
+    def watch() -> None:
+        while True:
+            if os.getppid() != parent or time.monotonic() > end:
+                try:
+                    os.killpg(os.getpgrp(), signal.SIGKILL)  # the engine's own workers too
+                finally:
+                    os._exit(137)
+            time.sleep(0.25)
+
+    threading.Thread(target=watch, name="probe-watchdog", daemon=True).start()
+
+
 def main(argv: list[str]) -> int:
     settings = ProbeSettings.model_validate_json(argv[0])
+    _watchdog(int(os.environ.get("PROBE_PARENT_PID", os.getppid())), settings.timeout_s + 30)
     ev = Events()
     result = measure(settings, ev)
     result.peak_child_maxrss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)

@@ -11,9 +11,9 @@ import sys
 import threading
 from typing import Sequence
 
-from probes.registry import BACKENDS, UnknownBackend, get_backend, python_for
+from probes.registry import BACKENDS, get_backend, python_for
 
-EXIT = {"ok": 0, "unavailable": 3, "error": 1}
+EXIT = {"ok": 0, "unavailable": 3, "error": 1, "cancelled": 130}
 
 
 class UsageError(Exception):
@@ -31,8 +31,8 @@ def _positive(kind):
             v = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-        if v <= 0:
-            raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+        if not v > 0 or v in (float("inf"),):
+            raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
         return v
     return conv
 
@@ -134,14 +134,15 @@ def cmd_run(args) -> int:
     from probes.result import ProbeSettings
     from probes.runner import run_probe
 
-    if args.engine not in BACKENDS:
-        raise UsageError(str(UnknownBackend(args.engine)))
+    from probes.validation import settings_error
+
     if args.engine == "endpoint" and not args.endpoint:
         raise UsageError("--engine endpoint needs --endpoint URL")
     if args.endpoint and args.engine != "endpoint":
         raise UsageError("--endpoint goes with --engine endpoint")
-    if args.endpoint and not args.endpoint.startswith(("http://", "https://")):
-        raise UsageError(f"--endpoint must be an http(s) URL, got {args.endpoint!r}")
+    err = settings_error(args.engine, args.endpoint, args.requests, args.concurrency, args.max_tokens, args.timeout)
+    if err:
+        raise UsageError(err)
     settings = ProbeSettings(engine=args.engine, model=args.model, endpoint=args.endpoint, requests=args.requests,
                              concurrency=args.concurrency, max_tokens=args.max_tokens, prompt_mix=args.prompt_mix,
                              ttft_target_ms=args.ttft_target_ms, timeout_s=args.timeout, threads=args.threads,

@@ -1,22 +1,35 @@
-"""One probe at a time, in the background, for the UI: progress, cancel, and the result when done."""
+"""Probe jobs for the UI, owned by the server process rather than by a browser tab.
+
+A job runs one or several engines in sequence in a background thread and hands each result to `on_result`
+(the UI saves it to history) the moment it ends, whatever the page does. A reloaded or second tab finds the
+running job on the board, shows its progress and can cancel it. One job at a time: probes measure the
+machine, and two at once would measure each other.
+"""
 from __future__ import annotations
 
+import atexit
+import itertools
 import threading
 import time
+from typing import Callable
 
 from probes.result import ProbeResult, ProbeSettings
 from probes.runner import run_probe
 
-_SLOT = threading.Lock()
+_IDS = itertools.count(1)
 
 
 class ProbeJob:
-    """Runs one or several engines in sequence in a background thread; only one job per process."""
-
-    def __init__(self, settings: list[ProbeSettings]) -> None:
+    def __init__(self, settings: list[ProbeSettings],
+                 on_result: Callable[[ProbeResult], int | None] | None = None) -> None:
+        self.id = next(_IDS)
         self.settings = settings
+        self.on_result = on_result
         self.cancel = threading.Event()
         self.results: list[ProbeResult] = []
+        self.run_ids: list[int | None] = []  # what on_result returned (a history id), per result
+        self.save_errors: list[str] = []
+        self.index = 0  # the engine being measured, 0-based
         self.current: str | None = None
         self.phase = "queued"
         self.message = ""
@@ -24,41 +37,91 @@ class ProbeJob:
         self.total_requests = 0
         self.finished = threading.Event()
         self.started = time.time()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    @classmethod
-    def start(cls, settings: list[ProbeSettings]) -> "ProbeJob | None":
-        """None when another probe is running (the caller says so)."""
-        if not _SLOT.acquire(blocking=False):
-            return None
-        job = cls(settings)
-        job._thread.start()
-        return job
-
-    @staticmethod
-    def busy() -> bool:
-        return _SLOT.locked()
+        self.ended: float | None = None
+        self._thread = threading.Thread(target=self._run, name=f"probe-job-{self.id}", daemon=True)
 
     def _event(self, ev: dict) -> None:
-        self.phase = ev.get("phase", self.phase)
-        self.message = ev.get("message", self.message)
+        phase = ev.get("phase", self.phase)
+        if phase != self.phase:
+            self.message = ""  # a new phase: the old phase's message no longer applies
+        self.phase = phase
+        if ev.get("message"):
+            self.message = ev["message"]
         if "total" in ev:
             self.done_requests, self.total_requests = ev["done"], ev["total"]
 
     def _run(self) -> None:
         try:
-            for s in self.settings:
+            for i, s in enumerate(self.settings):
                 if self.cancel.is_set():
                     break
-                self.current, self.phase, self.done_requests, self.total_requests = s.engine, "start", 0, s.requests
-                self.results.append(run_probe(s, on_event=self._event, cancel=self.cancel))
+                self.index, self.current, self.phase, self.message = i, s.engine, "start", ""
+                self.done_requests, self.total_requests = 0, s.requests
+                try:
+                    res = run_probe(s, on_event=self._event, cancel=self.cancel)
+                except Exception as err:  # noqa: BLE001 (a job must always end and say why)
+                    res = ProbeResult(engine=s.engine, status="error", settings=s,
+                                      reason=f"the probe could not start: {type(err).__name__}: {err}"[:500])
+                self.results.append(res)
+                rid = None
+                if self.on_result is not None:
+                    try:
+                        rid = self.on_result(res)
+                    except Exception as err:  # noqa: BLE001 (the result stays in the job, downloadable)
+                        self.save_errors.append(f"{type(err).__name__}: {err}"[:300])
+                self.run_ids.append(rid)
         finally:
             self.phase = "done"
+            self.ended = time.time()
             self.finished.set()
-            _SLOT.release()
+
+    @property
+    def running(self) -> bool:
+        return not self.finished.is_set()
 
     @property
     def fraction(self) -> float:
         n = len(self.settings)
+        if self.finished.is_set():
+            return 1.0
         part = self.done_requests / self.total_requests if self.total_requests else 0.0
-        return min(1.0, (len(self.results) + (0 if self.finished.is_set() else part)) / n)
+        return min(1.0, (len(self.results) + part) / n)
+
+
+class JobBoard:
+    """The server's probe jobs: the one running now, and the last ones that ended."""
+
+    KEEP = 20
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.jobs: list[ProbeJob] = []
+        atexit.register(self.shutdown)
+
+    @property
+    def current(self) -> ProbeJob | None:
+        return next((j for j in reversed(self.jobs) if j.running), None)
+
+    def busy(self) -> bool:
+        return self.current is not None
+
+    def start(self, settings: list[ProbeSettings],
+              on_result: Callable[[ProbeResult], int | None] | None = None) -> ProbeJob | None:
+        """None when a job is running (the caller says so)."""
+        with self._lock:
+            if self.busy():
+                return None
+            job = ProbeJob(settings, on_result)
+            self.jobs = [*self.jobs[-(self.KEEP - 1):], job]
+            job._thread.start()
+            return job
+
+    def get(self, job_id: int | None) -> ProbeJob | None:
+        return next((j for j in self.jobs if j.id == job_id), None)
+
+    def shutdown(self, wait_s: float = 10.0) -> None:
+        """At server exit: cancel the running job, so its engine process is killed, not orphaned."""
+        job = self.current
+        if job is not None:
+            job.cancel.set()
+            job.finished.wait(wait_s)

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-Status = Literal["ok", "unavailable", "error"]
+Status = Literal["ok", "unavailable", "error", "cancelled"]
 
 
 class RequestRecord(BaseModel):

@@ -132,11 +132,12 @@ def run_probe(settings: ProbeSettings, on_event: Callable[[Event], None] | None 
             pass  # the child reports it
     read_fd, write_fd = os.pipe()
     stderr = tempfile.TemporaryFile(mode="w+b")
-    env = dict(os.environ, PROBE_EVENT_FD=str(write_fd), PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1",
-               TRANSFORMERS_OFFLINE="1", PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false")
+    env = dict(os.environ, PROBE_EVENT_FD=str(write_fd), PROBE_PARENT_PID=str(os.getpid()), PYTHONPATH=str(ROOT),
+               HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false")
     import psutil
 
     load_before = os.getloadavg()[0]
+    started_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     cpu_before, wall_before = _machine_cpu_s(), time.monotonic()
     proc = subprocess.Popen([python_for(settings.engine), "-m", "probes.child", settings.model_dump_json()],
                             cwd=str(ROOT), env=env, pass_fds=(write_fd,), stdin=subprocess.DEVNULL,
@@ -204,9 +205,11 @@ def run_probe(settings: ProbeSettings, on_event: Callable[[Event], None] | None 
             failure = _describe_exit(code) + (f" during '{phase['name']}'" ) + (
                 f": {' | '.join(tail)}" if tail else "")
         cls = get_backend(settings.engine)
-        res = ProbeResult(engine=settings.engine, engine_version=cls.version(), status="error", reason=failure,
+        res = ProbeResult(engine=settings.engine, engine_version=cls.version(),
+                          status="cancelled" if cancel.is_set() else "error", reason=failure,
                           settings=settings, install_hint=cls.install_hint, model=settings.model or settings.endpoint,
-                          ttft_target_ms=settings.ttft_target_ms)
+                          ttft_target_ms=settings.ttft_target_ms, started_at=started_at,
+                          duration_s=round(wall, 3))
     stderr.close()
     res.peak_rss_mb = round(sampler.peak_rss_mb, 1) if sampler.peak_rss_mb else None
     res.peak_gpu_mb = round(sampler.peak_gpu_mb, 1) if sampler.peak_gpu_mb else res.peak_gpu_mb

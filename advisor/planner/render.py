@@ -1,6 +1,9 @@
 """The plan as rows, plain text (CLI) and Markdown (report); one table definition for all three."""
 from __future__ import annotations
 
+import html
+import re
+
 from advisor.knowledge import Knowledge
 from advisor.planner.probe_check import ProbeCheck
 from advisor.planner.types import EnginePlan, Plan
@@ -10,6 +13,34 @@ def _n(x: float | int | None, fmt: str = "{:,.1f}") -> str:
     return "—" if x is None else fmt.format(x)
 
 
+def _sig(x: float | None) -> str:
+    """ms and tok/s: one decimal, two significant digits below 1 (a 0.04 ms bound is not "0.0")."""
+    return "—" if x is None else f"{x:,.1f}" if abs(x) >= 1 or x == 0 else f"{x:.2g}"
+
+
+_MD_SPECIAL = re.compile(r"([\\`*\[\]!|])")
+
+
+def md_escape(text: object) -> str:
+    """User/model text as literal Markdown text: HTML escaped (<, >, &) and the Markdown characters that make
+    links, images, emphasis, code or table cells (\\ ` * [ ] ! |) backslash-escaped; newlines become spaces."""
+    return html.escape(_MD_SPECIAL.sub(r"\\\1", " ".join(str(text).split())), quote=False)
+
+
+ZWSP = "\u200b"  # zero-width space: a place where a browser may break a long token; removed for the PDF
+
+
+def fold(text: str, limit: int = 300, token: int = 60) -> str:
+    """Cut text to `limit` characters ("…") and give any unbroken run longer than `token` a break opportunity
+    every `token` characters (a zero-width space), so a table cell stays printable and wraps in the browser
+    (a 20,000-character path must not make a row taller than a page)."""
+    text = str(text)
+    if len(text) > limit:
+        text = text[: limit - 1].rstrip() + "…"
+    return re.sub(r"[^\s\u200b]{%d,}" % (token + 1),
+                  lambda m: ZWSP.join(m.group(0)[i:i + token] for i in range(0, len(m.group(0)), token)), text)
+
+
 def fits_word(p: EnginePlan, knowledge: Knowledge, lang: str) -> str:
     key = {True: "plan_fits_yes", False: "plan_fits_no", None: "plan_fits_unknown"}[p.fits]
     word = knowledge.s(key, lang)
@@ -17,15 +48,21 @@ def fits_word(p: EnginePlan, knowledge: Knowledge, lang: str) -> str:
 
 
 def plan_rows(plan: Plan, knowledge: Knowledge, lang: str) -> tuple[list[str], list[list[str]]]:
-    header = knowledge.s("plan_cols", lang).split("|")
+    """The plan table: the deciding columns first (engine, fits, max concurrency, decode and TTFT bounds, memory
+    needed and available), the breakdown after them, and the long text ("how it runs") last."""
+    header = knowledge.s("plan_table_cols", lang).split("|")
     rows = []
     for e, p in plan.engines.items():
-        rows.append([knowledge.engines[e].name, p.device + (f" ×{p.gpus_used}" if p.gpus_used > 1 else ""),
-                     p.precision_label, _n(p.weights_gib, "{:,.2f}"), _n(p.kv_gib, "{:,.2f}"),
-                     _n(p.overhead_gib, "{:,.2f}"), _n(p.total_gib, "{:,.2f}"), _n(p.available_gib, "{:,.2f}"),
-                     fits_word(p, knowledge, lang), _n(p.max_concurrency, "{:,}"), _n(p.max_context_tokens, "{:,}"),
-                     _n(p.decode_tps_upper_bound), _n(p.ttft_ms_lower_bound, "{:,.2f}")])
+        fits = knowledge.s({True: "plan_fits_yes", False: "plan_fits_no", None: "plan_fits_unknown"}[p.fits], lang)
+        rows.append([knowledge.engines[e].name, fits, _n(p.max_concurrency, "{:,}"), _sig(p.decode_tps_upper_bound),
+                     _sig(p.ttft_ms_lower_bound), _n(p.total_gib, "{:,.2f}"), _n(p.available_gib, "{:,.2f}"),
+                     _n(p.max_context_tokens, "{:,}"), _n(p.weights_gib, "{:,.2f}"), _n(p.kv_gib, "{:,.2f}"),
+                     _n(p.overhead_gib, "{:,.2f}"), p.device + (f" ×{p.gpus_used}" if p.gpus_used > 1 else ""),
+                     p.precision_label, p.parallelism or "—"])
     return header, rows
+
+
+PLAN_KEY_COLUMNS = 8  # plan_markdown prints the first 8 columns as one table, engine + the rest as a second
 
 
 def header_lines(plan: Plan, knowledge: Knowledge, lang: str) -> list[str]:
@@ -67,23 +104,26 @@ def plan_text(plan: Plan, knowledge: Knowledge, lang: str = "en", checks: list[P
 
 def plan_markdown(plan: Plan, knowledge: Knowledge, lang: str, checks: list[ProbeCheck] | None = None,
                   focus: str | None = None) -> str:
-    """The report section. focus: the engine whose assumptions are listed in full (the top one)."""
+    """The report section. focus: the engine whose assumptions are listed in full (the top one).
+    The table is split in two (the deciding columns, then the breakdown) so that each fits an A4 page."""
     s = knowledge.s
     out = [f"## {s('plan_title', lang)}", ""]
-    out += [f"- {x}" for x in header_lines(plan, knowledge, lang)] + [""]
+    out += [f"- {md_escape(x)}" for x in header_lines(plan, knowledge, lang)] + [""]
     header, rows = plan_rows(plan, knowledge, lang)
-    out.append("| " + " | ".join(header) + " |")
-    out.append("|" + "---|" * len(header))
-    out += ["| " + " | ".join(r) + " |" for r in rows]
-    out.append("")
+    k = PLAN_KEY_COLUMNS
+    for cols in (list(range(k)), [0, *range(k, len(header))]):
+        out.append("| " + " | ".join(md_escape(header[i]) for i in cols) + " |")
+        out.append("|" + "---|" * len(cols))
+        out += ["| " + " | ".join(md_escape(fold(r[i])) for i in cols) + " |" for r in rows]
+        out.append("")
     for e, p in plan.engines.items():
         if p.options:
-            out += [f"**{s('plan_options_for', lang, engine=knowledge.engines[e].name)}:**", ""]
-            out += [f"- {o.text}" for o in p.options] + [""]
+            out += [f"**{md_escape(s('plan_options_for', lang, engine=knowledge.engines[e].name))}:**", ""]
+            out += [f"- {md_escape(o.text)}" for o in p.options] + [""]
     if focus and focus in plan.engines:
-        out += [f"**{s('plan_assumptions_for', lang, engine=knowledge.engines[focus].name)}:**", ""]
-        out += [f"- {a}" for a in plan.engines[focus].assumptions] + [""]
+        out += [f"**{md_escape(s('plan_assumptions_for', lang, engine=knowledge.engines[focus].name))}:**", ""]
+        out += [f"- {md_escape(a)}" for a in plan.engines[focus].assumptions] + [""]
     if checks:
         out.append(f"### {s('check_title', lang)}")
-        out += [f"- {c.text}" for c in checks] + [""]
+        out += [f"- {md_escape(c.text)}" for c in checks] + [""]
     return "\n".join(out)

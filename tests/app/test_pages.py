@@ -20,10 +20,16 @@ def test_home_renders_and_starts_checklist():
     assert not at.exception
 
 
-def test_language_switch_to_chinese():
+def test_language_switch_to_chinese_and_it_stays_on_every_page():
     at = app().run()
-    at.sidebar.radio(key="lang").set_value("zh").run()
+    at.sidebar.radio(key="_lang_pick").set_value("zh").run()
     assert at.title[0].value == "推理引擎选型助手"
+    for page, title in (("pages/1_Checklist.py", "选型清单"), ("pages/2_Hardware.py", "硬件"),
+                        ("pages/3_Recommendation.py", "排名")):
+        at.switch_page(page).run()
+        assert not at.exception
+        assert at.session_state["lang"] == "zh"
+        assert at.title[0].value == title
 
 
 def test_checklist_walks_all_steps_and_keeps_answers():
@@ -32,6 +38,7 @@ def test_checklist_walks_all_steps_and_keeps_answers():
     assert not at.exception
     at.number_input(key="q_concurrency").set_value(64).run()
     at.button(key="next").click().run()
+    assert at.session_state["answers"]["concurrency"] == 64
     for _ in range(7):
         assert not at.exception
         if at.radio and at.radio[0].key == "q_cuda_expertise":
@@ -90,16 +97,95 @@ def test_hardware_page_plans_for_other_hardware():
     at.switch_page("pages/2_Hardware.py").run()
     assert not at.exception
     at.radio(key="hw_mode").set_value("other").run()
-    names = at.selectbox(key="hw_gpu").options
-    h100 = next(n for n in names if "H100" in n)
-    at.selectbox(key="hw_gpu").set_value(h100).run()
+    at.selectbox(key="hw_gpu").set_value("h100-sxm").run()
     hw = parse_answers(at.session_state["answers"]).hardware
-    assert hw.gpu_vendor == "nvidia" and hw.gpu_memory_gb >= 80
+    assert hw.gpu_vendor == "nvidia" and hw.gpu_memory_gb >= 80 and hw.gpu_model == "NVIDIA H100 SXM"
     at.number_input(key="hw_ram").set_value(256).run()
     assert parse_answers(at.session_state["answers"]).hardware.ram_gb == 256
 
 
-def test_probe_page_runs_llama_cpp_and_keeps_the_result():
+def test_gpu_chosen_at_step_3_survives_the_hardware_page_and_back():
+    at = app().run()
+    at.switch_page("pages/1_Checklist.py").run()
+    for _ in range(2):
+        at.button(key="next").click().run()
+    at.radio(key="q3_mode").set_value("other").run()
+    at.selectbox(key="q3_gpu").set_value("rtx-4090" if "rtx-4090" in at.selectbox(key="q3_gpu").options
+                                         else next(o for o in at.selectbox(key="q3_gpu").options if "4090" in o)).run()
+    at.number_input(key="q3_count").set_value(2).run()
+    want = at.session_state["answers"]["hardware"]
+    assert want["gpu_count"] == 2 and "4090" in want["gpu_model"]
+    at.switch_page("pages/2_Hardware.py").run()
+    assert not at.exception
+    assert at.session_state["answers"]["hardware"] == want
+    assert at.radio(key="hw_mode").value == "other"
+    at.switch_page("pages/1_Checklist.py").run()
+    at.button(key="back").click().run()
+    at.button(key="next").click().run()
+    assert at.session_state["answers"]["hardware"] == want
+    at.switch_page("pages/3_Recommendation.py").run()
+    text = " ".join(m.value for m in at.markdown)
+    assert "has no GPU" not in text and "none GPU" not in text
+
+
+def test_known_model_fills_params_architecture_and_context():
+    at = app().run()
+    at.session_state["wizard_step"] = 8
+    at.switch_page("pages/1_Checklist.py").run()
+    at.selectbox(key="m_name").set_value("llama-3.1-8b").run()
+    m = at.session_state["answers"]["model"]
+    assert m["name"] == "llama-3.1-8b" and m["params_b"] == 8.03 and m["context_tokens"] == 131072
+    assert at.number_input(key="m_params").value == 8.03
+
+
+def test_upload_applies_and_says_so():
+    at = app().run()
+    at.switch_page("pages/1_Checklist.py").run()
+    at.number_input(key="q_concurrency").set_value(12).run()
+    from ui_common import NOTICE
+
+    raw = (Path(__file__).resolve().parents[2] / "examples" / "startup-chat-api.yaml").read_bytes()
+    from advisor.answers import answers_from_text
+
+    a, n = answers_from_text(raw, "startup-chat-api.yaml")
+    at.session_state["answers"] = a.model_dump(mode="json", exclude_none=True)  # what the upload callback stores
+    at.run()
+    assert at.number_input(key="q_concurrency").value == a.concurrency != 12
+    assert n >= 5
+
+
+def test_bad_answers_file_is_one_line_naming_every_unknown_key():
+    from advisor.answers import AnswersError, answers_from_text
+
+    with pytest.raises(AnswersError) as e:
+        answers_from_text(b"concurency: 3\nttft: 200\n", "a.yaml")
+    assert "'concurency'" in str(e.value) and "'ttft'" in str(e.value) and "\n" not in str(e.value)
+    with pytest.raises(AnswersError) as e:
+        answers_from_text(b"concurrency: [1\n", "a.yaml")
+    assert str(e.value).startswith("a.yaml: not valid YAML at line") and "\n" not in str(e.value)
+    with pytest.raises(AnswersError, match="duplicate key"):
+        answers_from_text(b"concurrency: 1\nconcurrency: 2\n", "a.yaml")
+
+
+def test_state_is_restored_from_the_url_after_a_reload():
+    from ui_common import decode_answers, encode_answers
+
+    data = {"concurrency": 32, "model": {"name": "llama-3.1-8b", "params_b": 8.03}}
+    assert decode_answers(encode_answers(data)) == data
+    assert decode_answers("not base64 !!") is None
+    assert decode_answers("A" * 100_000) is None
+    at = app()
+    at.query_params["a"] = encode_answers(data)
+    at.query_params["lang"] = "zh"
+    at.run()
+    assert not at.exception
+    assert at.session_state["answers"]["concurrency"] == 32 and at.session_state["lang"] == "zh"
+
+
+def test_probe_page_runs_llama_cpp_saves_and_selects_the_result():
+    from advisor import history
+    from ui_common import probe_board
+
     at = app().run()
     at.switch_page("pages/4_Probe.py").run()
     assert not at.exception
@@ -107,25 +193,45 @@ def test_probe_page_runs_llama_cpp_and_keeps_the_result():
     at.number_input(key="probe_requests").set_value(2)
     at.number_input(key="probe_tokens").set_value(8)
     at.button(key="run_probe").click().run()
-    job = at.session_state["probe_job"]
-    assert job.finished.wait(180)
-    at.run()
+    assert not at.exception
+    job = probe_board().get(at.session_state["watch_job"])
+    assert job is not None and job.finished.wait(180)
+    # the job saved its result itself, whatever the page did
+    assert job.results[0].status == "ok", job.results[0].reason
+    assert job.run_ids[0] in [rid for rid, _, _ in history.list_runs()]
     at.run()
     assert not at.exception
-    assert job.results[0].status == "ok", job.results[0].reason
-    assert at.session_state["report_runs"]
+    assert at.session_state["report_runs"] == job.run_ids
     assert any("TTFT" in str(c) for c in at.dataframe[0].value.columns)
+    assert f"#{job.run_ids[0]} llama.cpp" in at.dataframe[0].value.iloc[0].tolist()
     # the plan rebuilt for what the probe ran, against what it measured
     assert any(h.value == "Predicted vs measured" for h in at.subheader)
     text = " ".join(m.value for m in at.markdown)
     assert "llama.cpp: predicted" in text and "memory-bandwidth limit" in text
-    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
-    assert any(d.get("name") == "measured (tok/s)" for sp in specs for d in sp["data"])
+    assert any(b.proto.label.startswith(f"Result #{job.run_ids[0]} llama.cpp") for b in at.get("download_button"))
 
 
-def test_report_page_offers_both_downloads():
+def test_probe_page_refuses_a_bad_endpoint_before_running():
+    from ui_common import probe_board
+
+    at = app().run()
+    at.switch_page("pages/4_Probe.py").run()
+    at.radio(key="probe_mode").set_value("endpoint").run()
+    at.text_input(key="probe_endpoint").set_value("localhost:8000 oops").run()
+    at.button(key="run_probe").click().run()
+    assert not at.exception
+    assert "http(s) URL" in at.error[0].value
+    assert probe_board().current is None
+
+
+def test_report_page_shows_markdown_at_once_and_builds_the_pdf_when_asked():
     at = app().run()
     at.switch_page("pages/5_Report.py").run(timeout=120)
     assert not at.exception
     labels = [b.proto.label for b in at.get("download_button")]
-    assert "Download report (.md)" in labels and "Download report (.pdf)" in labels
+    assert "Download report (.md)" in labels and "Download report (.pdf)" not in labels
+    assert any("# Inference-engine decision report" in m.value for m in at.markdown)
+    at.button(key="build_pdf").click().run(timeout=180)
+    assert not at.exception
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert "Download report (.pdf)" in labels

@@ -1,0 +1,52 @@
+"""The checks a probe's settings pass before anything starts, shared by the CLI and the Probe page, so both
+refuse the same input with the same one-line message."""
+from __future__ import annotations
+
+import math
+from urllib.parse import urlparse
+
+from probes.registry import BACKENDS
+
+MAX_REQUESTS = 10_000
+MAX_CONCURRENCY = 1_024
+MAX_TOKENS = 32_768
+MAX_TIMEOUT_S = 24 * 3600
+
+
+def endpoint_error(url: str | None) -> str | None:
+    """None when url is an http(s) URL with a host (and an optional port and path)."""
+    if not url:
+        return "the endpoint probe needs a URL, e.g. http://127.0.0.1:8000"
+    shown = url if len(url) <= 80 else url[:79] + "…"
+    if len(url) > 2048 or any(not ch.isprintable() or ch.isspace() for ch in url):
+        return f"the endpoint must be an http(s) URL without spaces, got {shown!r}"
+    try:
+        u = urlparse(url)
+        port = u.port
+    except ValueError:
+        return f"the endpoint must be an http(s) URL, e.g. http://127.0.0.1:8000; got {shown!r}"
+    if u.scheme not in ("http", "https") or not u.hostname:
+        return f"the endpoint must be an http(s) URL, e.g. http://127.0.0.1:8000; got {shown!r}"
+    if port == 0:
+        return f"the endpoint's port must be 1-65535, got {shown!r}"
+    return None
+
+
+def settings_error(engine: str, endpoint: str | None = None, requests: int = 8, concurrency: int = 1,
+                   max_tokens: int = 32, timeout_s: float = 600.0) -> str | None:
+    """One line saying what is wrong, or None."""
+    if engine not in BACKENDS:
+        return f"unknown engine {engine!r}; known: {', '.join(BACKENDS)}"
+    if engine == "endpoint":
+        err = endpoint_error(endpoint)
+        if err:
+            return err
+    elif endpoint:
+        return f"an endpoint URL goes with the endpoint probe, not with {engine}"
+    for name, value, top in (("requests", requests, MAX_REQUESTS), ("concurrency", concurrency, MAX_CONCURRENCY),
+                             ("max tokens", max_tokens, MAX_TOKENS)):
+        if not 1 <= value <= top:
+            return f"{name} must be between 1 and {top:,}, got {value}"
+    if not (math.isfinite(timeout_s) and 0 < timeout_s <= MAX_TIMEOUT_S):
+        return f"the timeout must be a number of seconds between 0 and {MAX_TIMEOUT_S}, got {timeout_s}"
+    return None
