@@ -36,6 +36,16 @@ def _i(engine: str, fallback: int) -> int:
     return ENGINE_ORDER.index(engine) if engine in ENGINE_ORDER else fallback
 
 
+def _wrap(label: str, width: int = 22) -> str:
+    """A long engine name on two lines ("PyTorch + Hugging Face<br>transformers"): a legend or category axis of a
+    half-width browser column keeps its room for the data."""
+    if len(label) <= width or " " not in label:
+        return label
+    spaces = [i for i, ch in enumerate(label) if ch == " "]
+    cut = min(spaces, key=lambda i: abs(i - len(label) / 2))
+    return label[:cut] + "<br>" + label[cut + 1:]
+
+
 def _unique(labels: list[str]) -> list[str]:
     """Plotly merges traces/categories of the same name: make every label distinct."""
     seen: dict[str, int] = {}
@@ -64,13 +74,21 @@ def _axis(title: str, lang: str, log: bool = False, **kw) -> dict:
     return ax
 
 
+def _text_px(text: str, size: float) -> float:
+    """A generous width estimate (CJK glyphs are square, Latin ones about 0.6 em)."""
+    return sum(size if ord(ch) > 0x2E80 else size * 0.62 for ch in str(text))
+
+
 def _style(fig: go.Figure, title: str, x: dict, y: dict, height: int, legend: bool = True) -> go.Figure:
+    names = [t.name for t in fig.data if t.name and t.showlegend is not False] if legend else []
+    # the legend sits right of the plot; reserve its width explicitly (autoexpand alone has cut it off in exports)
+    right = 30 + (int(max(_text_px(line, 12) for n in names for line in n.split("<br>"))) + 60 if names else 0)
     fig.update_layout(
         template="none", paper_bgcolor="white", plot_bgcolor="white",
         font=dict(family=FONT, size=13, color="#222"),
         title=dict(text=title, x=0.01, xref="container", xanchor="left", y=0.98, yref="container", yanchor="top",
                    font=dict(size=15)),
-        height=height, margin=dict(l=80, r=30, t=52, b=70, pad=4, autoexpand=True),
+        height=height, margin=dict(l=80, r=right, t=52, b=70, pad=4, autoexpand=True),
         xaxis=x, yaxis=y, showlegend=legend,
         legend=dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top", bgcolor="rgba(255,255,255,0.8)",
                     font=dict(size=12)),
@@ -85,7 +103,7 @@ def _no_data(fig: go.Figure, lang: str) -> None:
 def memory_chart(plan: Plan, names: dict[str, str], lang: str = "en") -> go.Figure:
     """Stacked weights / KV / overhead per engine, with the memory available to it as a marker."""
     engines = list(plan.engines)[::-1]
-    ys = [names.get(e, e) for e in engines]
+    ys = [_wrap(names.get(e, e)) for e in engines]
     fig = go.Figure()
     for i, field in enumerate(("weights_gib", "kv_gib", "overhead_gib")):
         fig.add_trace(go.Bar(y=ys, x=[getattr(plan.engines[e], field) for e in engines], orientation="h",
@@ -129,7 +147,7 @@ def concurrency_chart(plan: Plan, names: dict[str, str], lang: str = "en") -> go
         xs, ys = [c for c, _ in pts], [k for _, k in pts]
         xs_all += xs
         ys_all += ys
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=names.get(e, e),
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=_wrap(names.get(e, e)),
                                  line=dict(color=COLORS[i], dash=DASHES[i], width=2.5),
                                  marker=dict(color=COLORS[i], symbol=MARKERS[i], size=9)))
     xt, xl = _pow2_ticks(min(xs_all or [512]), max(xs_all or [4096]))
@@ -153,11 +171,11 @@ def roofline_chart(plan: Plan | None, checks: list[ProbeCheck], names: dict[str,
         es = [e for e, p in plan.engines.items() if p.decode_tps_upper_bound]
         xs = [plan.engines[e].decode_tps_upper_bound for e in es]
         values += xs
-        cats += [names.get(e, e) for e in es]
-        fig.add_trace(go.Bar(y=[names.get(e, e) for e in es], x=xs, name=_t("chart_bound_plan", lang),
+        cats += [_wrap(names.get(e, e)) for e in es]
+        fig.add_trace(go.Bar(y=[_wrap(names.get(e, e)) for e in es], x=xs, name=_t("chart_bound_plan", lang),
                              text=[f"{v:,.1f}" for v in xs], marker=dict(color="#9aa5b1"), **bar))
     if checks:
-        ys = _unique([names.get(c.engine, c.engine) for c in checks])
+        ys = _unique([_wrap(names.get(c.engine, c.engine)) for c in checks])
         cats += [y for y in ys if y not in cats]
         roof = [c.decode_tps_roofline for c in checks]
         meas = [c.decode_tps_measured for c in checks]
@@ -187,7 +205,7 @@ def roofline_chart(plan: Plan | None, checks: list[ProbeCheck], names: dict[str,
 
 
 def ranking_chart(rec: Recommendation, lang: str = "en") -> go.Figure:
-    names = [r.name for r in rec.ranking][::-1]
+    names = [_wrap(r.name) for r in rec.ranking][::-1]
     scores = [r.score for r in rec.ranking][::-1]
     top = len(names) - 1
     fig = go.Figure(go.Bar(x=scores, y=names, orientation="h", text=[f"{s:g}" for s in scores],

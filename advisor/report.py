@@ -337,7 +337,10 @@ def markdown_to_pdf(md: str, image_files: dict[str, bytes] | None = None) -> byt
             pdf.add_font("mono", fname=mono[0], collection_font_number=mono[1])
         pdf.set_fallback_fonts(["cjk"])  # a glyph the monospace font lacks (a Chinese path) comes from the CJK one
         code = "mono" if mono else "cjk"  # never a core font: they are Latin-1 only
-        styles = {"code": FontFace(family=code, color="#7a2e0e"), "pre": TextStyle(font_family=code, t_margin=3)}
+        styles = {"code": FontFace(family=code, color="#7a2e0e"), "pre": TextStyle(font_family=code, t_margin=3),
+                  # no synthetic italic: it would be the regular face again under the same subset name, and PDF
+                  # readers mix up the two (copied text turns to wrong characters)
+                  "em": FontFace(color="#555555"), "i": FontFace(color="#555555")}
         title = next((html.unescape(_TAG.sub("", h)) for h in re.findall(r"<h1>(.*?)</h1>", body, re.S)), None)
         if title:
             pdf.set_title(title)  # document metadata only; the page shows the <h1> once
@@ -387,7 +390,14 @@ def _place_image(pdf, data: bytes) -> None:
     if pdf.get_y() + h > pdf.page_break_trigger:
         pdf.add_page()
     y = pdf.get_y() + 1
-    pdf.image(io.BytesIO(data), x=pdf.l_margin + (pdf.epw - w) / 2, y=y, w=w, h=h)
+    from PIL import Image
+
+    img = Image.open(io.BytesIO(data))
+    if img.mode in ("RGBA", "LA", "P"):  # charts are on white: flatten (a soft mask greys them in some viewers)
+        flat = Image.new("RGB", img.size, "white")
+        flat.paste(img.convert("RGBA"), mask=img.convert("RGBA").getchannel("A"))
+        img = flat
+    pdf.image(img, x=pdf.l_margin + (pdf.epw - w) / 2, y=y, w=w, h=h)
     pdf.set_xy(pdf.l_margin, y + h + 4)
 
 

@@ -13,12 +13,12 @@ if hw.gpus:
                    T("col_compute_capability"): g.compute_capability} for g in hw.gpus], hide_index=True)
     st.caption(T("ui_driver_line", driver=hw.driver_version or "–", cuda=hw.cuda_version or "–"))
 else:
-    st.info(T("ui_no_gpu_detected", why=hw.nvml_error or "–"))
+    st.info(T("ui_no_gpu_detected", why=f"`{hw.nvml_error}`" if hw.nvml_error else "–"))
 st.markdown(T("ui_cpu_line", model=hw.cpu.model, arch=hw.cpu.arch, phys=hw.cpu.physical_cores,
               logical=hw.cpu.logical_cores))
-st.markdown(T("ui_flags_line", flags=" ".join(hw.cpu.flags) or "–"))
+st.markdown(T("ui_flags_line", flags=" ".join(f"`{f}`" for f in hw.cpu.flags) or "–"))
 st.markdown(T("ui_ram_line", total=f"{hw.ram_total_mb / 1024:.1f}", avail=f"{hw.ram_available_mb / 1024:.1f}",
-              os=hw.os, release=hw.os_release))
+              os=hw.os, release=f"`{hw.os_release}`"))
 st.subheader(T("engines_installed"))
 st.dataframe([{T("col_engine"): e.engine, T("col_installed"): "✓" if e.installed else "✗",
                T("col_version"): e.version or "", T("col_where"): e.location or "",

@@ -75,7 +75,7 @@ def header_lines(plan: Plan, knowledge: Knowledge, lang: str) -> list[str]:
     return [
         s("plan_model_line", lang, name=m.name, params=f"{m.params_b:.3g}", active=f"{m.active_params_b:.3g}",
           layers=m.layers, kv_heads=m.kv_heads, head_dim=m.head_dim, ctx=f"{m.max_context:,}", source=m.source),
-        s("plan_target_line", lang, src=t.source, gpus=gpus, ram=f"{t.ram_gib:.1f} GiB" if t.ram_gib else "—",
+        s("plan_target_line", lang, src=s(f"plan_src_{t.source}", lang), gpus=gpus, ram=f"{t.ram_gib:.1f} GiB" if t.ram_gib else "—",
           cpu_bw=cpu_bw),
         s("plan_workload_line", lang, conc=first.concurrency, ctx=f"{first.context_tokens:,}",
           prompt=first.prompt_tokens, prec=plan.asked_precision or "—"),

@@ -22,9 +22,10 @@ def _result(engine, p95, goodput=1.0):
                        goodput=goodput, output_tps_total=10.0, serving="test")
 
 
-@pytest.mark.parametrize("lang,title,section", [("en", "# Inference-engine decision report", "## Ranking"),
-                                                ("zh", "# 推理引擎选型报告", "## 排名")])
-def test_markdown_has_every_section(lang, title, section):
+@pytest.mark.parametrize("lang,title,section,verdict", [
+    ("en", "# Inference-engine decision report", "## Ranking", "**impossible**"),
+    ("zh", "# 推理引擎选型报告", "## 排名", "**不可能**")])
+def test_markdown_has_every_section(lang, title, section, verdict):
     a = load_answers(ROOT / "examples" / "startup-chat-api.yaml")
     rec = recommend(a, None, K, lang=lang)
     md = build_markdown(a, None, rec, [_result("vllm", 300.0)], K, lang, answers_file="a.yaml",
@@ -32,7 +33,9 @@ def test_markdown_has_every_section(lang, title, section):
     assert md.startswith(title) and section in md
     assert "vLLM" in md and "003_3107f110d92ff8c9.txt" in md  # reasons carry sources
     assert "--answers a.yaml --probe p.json" in md  # the CLI line that reproduces it
-    assert "impossible" in md  # the seeds' impossible claims are flagged
+    assert verdict in md  # the seeds' impossible claims are flagged, in the report's language
+    if lang == "zh":
+        assert "impossible" not in md and "misleading" not in md
 
 
 def test_verdict_changes_advice_when_top_misses_sla():

