@@ -196,7 +196,7 @@ def show_notice() -> None:
     """The last answers message (an upload's confirmation, a refused value), until the next change."""
     kind, text = st.session_state.get(NOTICE, (None, None))
     if kind == "error":
-        st.error(text, icon="⚠️")
+        st.error(T("ui_answer_refused", why=text), icon="⚠️")
     elif kind == "ok":
         st.success(text, icon="✅")
 

@@ -84,9 +84,20 @@ show_notice()
 
 def go(to: int) -> None:
     ss[STEP] = max(0, min(n - 1, to))
+    ss["_focus_step"] = True
 
 
-c1, c2, _ = st.columns([1, 1, 3])
+if ss.pop("_focus_step", False):  # after Back/Next, the keyboard lands on the new question, not the buttons
+    import streamlit.components.v1 as components
+
+    components.html("""<script>
+      const doc = window.parent.document;
+      const el = doc.querySelector('[data-testid="stMain"] input:not([disabled]), [data-testid="stMain"] [role="radio"]');
+      if (el) { el.focus({preventScroll: true}); }
+    </script>""", height=0)
+
+
+c1, c2, _ = st.columns([1, 2, 3])
 c1.button(T("ui_back"), key="back", disabled=step == 0, on_click=go, args=(step - 1,))
 if step < n - 1:
     c2.button(T("ui_next"), key="next", type="primary", on_click=go, args=(step + 1,))
