@@ -31,7 +31,8 @@ c1.download_button(T("ui_download_md"), md.encode("utf-8"), file_name=f"report-{
                    key="dl_md")
 c3.download_button(T("ui_download_answers"), dump_answers(a), file_name="answers.yaml", mime="application/x-yaml",
                    key="dl_answers_r")
-pdf_key = ("pdf", md, L)
+# what the report depends on (not the Markdown itself: its "generated at" minute changes between reruns)
+pdf_key = (L, a.model_dump_json(), tuple(run_ids), spec_error)
 if ss.get("pdf_for") == pdf_key and ss.get("pdf_bytes"):
     c2.download_button(T("ui_download_pdf"), ss["pdf_bytes"], file_name=f"report-{L}.pdf", mime="application/pdf",
                        key="dl_pdf", type="primary")
