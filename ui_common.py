@@ -223,16 +223,17 @@ def target_editor(prefix: str) -> None:
              format_func={"this": T("ui_this_machine"), "other": T("ui_other_hw")}.get)
     if not hw:
         return
+    from advisor.planner.target import find_gpu
+
     gpus = {g.id: g for g in k.gpus.gpus}
-    by_name = {g.name: g.id for g in k.gpus.gpus}
-    for g in k.gpus.gpus:
-        for alias in g.aliases:
-            by_name.setdefault(alias, g.id)
-    cur = by_name.get(hw.get("gpu_model") or "", "none" if hw.get("gpu_vendor", "none") == "none" else None)
     options = ["none"] + list(gpus)
-    if cur is None:  # a GPU from an answers file that is not in the list: keep it, as its own entry
-        options.append("custom")
-        cur = "custom"
+    if hw.get("gpu_vendor", "none") == "none":
+        cur = "none"
+    else:
+        known = find_gpu(hw.get("gpu_model"), k)
+        cur = known.id if known else "custom"
+        if cur == "custom":  # a GPU from an answers file that is not in the list: keep it, as its own entry
+            options.append("custom")
 
     cpu_only = T("ui_cpu_only")  # labels are fixed now: a format_func must not read session state later
 
@@ -343,6 +344,3 @@ def engine_availability() -> dict[str, str | None]:
             out[engine] = f"{type(err).__name__}: {err}"[:200]
     return out
 
-
-def run_label(rid: int | None, engine: str) -> str:
-    return f"#{rid} {engine}" if rid is not None else engine

@@ -10,6 +10,8 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from advisor.yamlsafe import UniqueKeyLoader
+
 GpuVendor = Literal["nvidia", "amd", "intel", "apple", "none"]
 Architecture = Literal["decoder-only", "encoder-decoder", "encoder", "cnn"]
 Precision = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "q2_k", "q3_k_m", "q4_0", "q4_1", "iq4_xs", "q4_k_s",
@@ -80,9 +82,12 @@ MAX_DEPTH = 20  # the schema is three levels deep
 def _short(value: object, limit: int = 80) -> str:
     """repr() for an error line: bounded (an alias bomb must not be expanded) and on one line."""
     if isinstance(value, (dict, list, tuple)):
-        text = f"a {type(value).__name__} of {len(value)} item(s)"
-    else:
-        text = repr(value)
+        return f"a {type(value).__name__} of {len(value)} item(s)"
+    return _clip(repr(value), limit)
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    """Text for an error line: printable characters only, at most limit of them."""
     text = "".join(ch if ch.isprintable() else "?" for ch in text)
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
@@ -103,7 +108,7 @@ def _one_line(err: ValidationError) -> str:
 
 
 def _loc(loc: tuple) -> str:
-    return _short(".".join(str(p) for p in loc) or "(top level)", 60).strip("'\"")
+    return _clip(".".join(str(p) for p in loc) or "(top level)", 60)
 
 
 def _allowed_at(loc: tuple) -> str:
@@ -144,20 +149,6 @@ def parse_answers(data: object) -> Answers:
         raise AnswersError(_one_line(err)) from None
 
 
-class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """libyaml's safe loader that refuses duplicate keys (the second would silently win)."""
-
-    def construct_mapping(self, node, deep=False):
-        seen = set()
-        for key_node, _ in node.value:
-            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else id(key_node)
-            if key in seen:
-                mark = key_node.start_mark
-                raise AnswersError(f"duplicate key {_short(key, 40)} at line {mark.line + 1}")
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-
 def _count(data: object) -> int:
     """How many answers a file gives (the leaves), for "loaded N answers"."""
     if isinstance(data, dict):
@@ -175,16 +166,14 @@ def answers_from_text(raw: bytes | str, name: str = "answers") -> tuple[Answers,
     except UnicodeDecodeError:
         raise AnswersError(f"{name}: not a UTF-8 text file") from None
     try:
-        data = yaml.load(text, Loader=_Loader)  # noqa: S506 (a safe loader)
+        data = yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 (a safe loader)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(err, "problem", None) or "cannot be read"
-        raise AnswersError(f"{name}: not valid YAML{where}: {_short(problem, 80).strip(chr(39))}") from None
+        raise AnswersError(f"{name}: not valid YAML{where}: {_clip(problem)}") from None
     except RecursionError:
         raise AnswersError(f"{name}: nested too deeply") from None
-    except AnswersError as err:
-        raise AnswersError(f"{name}: {err}") from None
     try:
         return parse_answers(data), _count(data)
     except AnswersError as err:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
+from advisor.kschema import ENGINE_IDS
 from advisor.planner.capacity import concurrency_curve
 from advisor.planner.probe_check import ProbeCheck
 from advisor.planner.types import Plan
@@ -20,7 +21,7 @@ COLORS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#00
 MARKERS = ["circle", "square", "diamond", "triangle-up", "x", "star", "cross", "triangle-down", "pentagon"]
 DASHES = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot", "solid", "dash", "dot"]
 PATTERNS = ["", "/", "x", "\\", ".", "-", "+", "|", ""]
-ENGINE_ORDER = ["vllm", "tensorrt-llm", "onnxruntime", "llama.cpp", "pytorch", "endpoint"]
+ENGINE_ORDER = [*ENGINE_IDS, "endpoint"]
 FONT = "Noto Sans, Noto Sans CJK SC, WenQuanYi Micro Hei, DejaVu Sans, Arial, sans-serif"
 PNG_WIDTH = 820  # px; the PDF places it across the A4 text width (~180 mm): 13 px type prints at ~8 pt
 

@@ -31,12 +31,14 @@ def _current_index(values: list[Any], current: Any) -> int:
     return -1
 
 
-def _target_key(hw: TargetHardware | None) -> tuple | None:
+def _target_key(hw: TargetHardware | None, knowledge: Knowledge) -> tuple | None:
     """What makes two targets the same choice for "what would flip": the GPUs, not the RAM or core count."""
     if hw is None:
         return None
-    model = (hw.gpu_model or "").lower().replace("nvidia", "").replace("geforce", "").replace(" ", "")
-    return hw.gpu_vendor, model, hw.gpu_count
+    from advisor.planner.target import find_gpu
+
+    known = find_gpu(hw.gpu_model, knowledge)
+    return hw.gpu_vendor, known.id if known else (hw.gpu_model or "").lower(), hw.gpu_count
 
 
 def _candidates(answers: Answers, knowledge: Knowledge):
@@ -46,9 +48,10 @@ def _candidates(answers: Answers, knowledge: Knowledge):
         if not values:
             continue
         if q.kind == "hardware":
-            cur = _target_key(answers.hardware)
+            cur = _target_key(answers.hardware, knowledge)
             cur_i = next((i for i, v in enumerate(values)
-                          if _target_key(None if v is None else TargetHardware.model_validate(v)) == cur), -1)
+                          if _target_key(None if v is None else TargetHardware.model_validate(v), knowledge) == cur),
+                         -1)
         else:
             cur = getattr(answers, q.key)
             cur_i = _current_index(values, cur)

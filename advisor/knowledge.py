@@ -10,25 +10,11 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from advisor import kschema as ks
+from advisor.yamlsafe import UniqueKeyLoader as _Loader
 
 KNOWLEDGE_DIR = Path(__file__).resolve().parent.parent / "knowledge"
 
 M = TypeVar("M", bound=BaseModel)
-class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]  # libyaml: ~10x faster
-    """Refuses a key given twice in one mapping (YAML would silently keep the last one)."""
-
-    def construct_mapping(self, node, deep=False):
-        seen = set()
-        for key_node, _ in node.value:
-            if isinstance(key_node, yaml.ScalarNode):
-                if key_node.value in seen:
-                    raise yaml.constructor.ConstructorError(
-                        None, None, f"duplicate key {key_node.value!r}", key_node.start_mark)
-                seen.add(key_node.value)
-        return super().construct_mapping(node, deep=deep)
-
-
-
 class KnowledgeError(ValueError):
     """A knowledge file is malformed. str() is one line: file, key, problem."""
 

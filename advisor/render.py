@@ -36,13 +36,13 @@ def hardware_text(hw: Hardware, knowledge: Knowledge, lang: str = "en") -> str:
 
 
 def plan_summary(p, knowledge: Knowledge, lang: str = "en") -> str:
-    from advisor.planner.render import fits_word
+    from advisor.planner.render import device_label, fits_word
 
     def n(x, fmt="{:,.1f}"):
         return "—" if x is None else fmt.format(x)
 
-    return knowledge.s("plan_summary", lang, device=p.device, prec=p.precision_label, total=n(p.total_gib),
-                       avail=n(p.available_gib), fits=fits_word(p, knowledge, lang), tps=n(p.decode_tps_upper_bound),
+    return knowledge.s("plan_summary", lang, device=device_label(p, knowledge, lang), prec=p.precision_label,
+                       total=n(p.total_gib), avail=n(p.available_gib), fits=fits_word(p, knowledge, lang), tps=n(p.decode_tps_upper_bound),
                        ttft=n(p.ttft_ms_lower_bound, "{:,.0f}"))
 
 

@@ -12,6 +12,7 @@ import io
 import re
 import struct
 from pathlib import Path
+from typing import NamedTuple
 
 from advisor.answers import Answers, ModelBlock, TargetHardware
 from advisor.hardware import Hardware
@@ -26,12 +27,19 @@ CJK_FONTS = [  # (path, index of the Simplified Chinese face in a collection)
     ("/usr/share/fonts/truetype/wqy/wqy-microhei.ttc", 0),
     ("/System/Library/Fonts/PingFang.ttc", 0),
 ]
-CHART_ORDER = ("ranking", "memory", "concurrency", "roofline", "ttft", "itl", "throughput")
 VENDORS = {"nvidia": "NVIDIA", "amd": "AMD", "intel": "Intel", "apple": "Apple"}
 
 
 class ReportError(RuntimeError):
     pass
+
+
+class ChartImage(NamedTuple):
+    """A chart exported for the PDF: the file name the Markdown uses, and its axis titles as a caption (so the
+    PDF's text layer says what the axes are, for search, screen readers and a test; a picture alone does not)."""
+
+    file: str
+    caption: str
 
 
 def _fmt(v, unit: str = "", digits: int = 1) -> str:
@@ -55,12 +63,17 @@ def _txt(text) -> str:
     return md_escape(fold(" ".join(str(text).split()), limit=2000, token=120))
 
 
+def run_label(run_id: int | None, engine: str) -> str:
+    """How a probe run is named everywhere (selector, tables, charts, verdict, report): "#12 llama.cpp"."""
+    return engine if run_id is None else f"#{run_id} {engine}"
+
+
 def run_labels(results: list[ProbeResult], run_ids: list[int] | None = None) -> list[str]:
-    """"#<id> <engine>" per run (history ids when given, else 1, 2, … in the given order)."""
+    """run_label per run (history ids when given, else 1, 2, … in the given order)."""
     if run_ids is not None and len(run_ids) != len(results):
         raise ValueError(f"run_ids: {len(run_ids)} given for {len(results)} results")
     ids = run_ids if run_ids is not None else list(range(1, len(results) + 1))
-    return [f"#{i} {r.engine}" for i, r in zip(ids, results)]
+    return [run_label(i, r.engine) for i, r in zip(ids, results)]
 
 
 def hardware_text(h: TargetHardware, knowledge: Knowledge, lang: str) -> str:
@@ -111,7 +124,7 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendation, results: list[ProbeResult],
-                   knowledge: Knowledge, lang: str = "en", images: dict[str, str] | None = None,
+                   knowledge: Knowledge, lang: str = "en", images: dict[str, ChartImage] | None = None,
                    answers_file: str = "answers.yaml", probe_files: list[str] | None = None,
                    checks: list | None = None, run_ids: list[int] | None = None) -> str:
     """checks: advisor.planner.probe_check results (predicted vs measured) for local probes.
@@ -391,7 +404,7 @@ def _place_image(pdf, data: bytes) -> None:
         w = h * w_px / h_px
     if pdf.get_y() + h > pdf.page_break_trigger:
         pdf.add_page()
-    y = pdf.get_y() + 1
+    y = pdf.get_y() + 4  # clear of the caption above (the chart's own title is at the top of the picture)
     from PIL import Image
 
     img = Image.open(io.BytesIO(data))
@@ -425,36 +438,25 @@ def chart_figures(rec: Recommendation, results: list[ProbeResult], lang: str, ch
 
 def chart_images(rec: Recommendation, results: list[ProbeResult], lang: str, checks: list | None = None,
                  names: dict[str, str] | None = None,
-                 run_ids: list[int] | None = None) -> tuple[dict[str, str], dict[str, bytes]]:
-    """The report's charts as PNG: ({name: file name} for build_markdown, {file name: bytes} for the PDF).
+                 run_ids: list[int] | None = None) -> tuple[dict[str, ChartImage], dict[str, bytes]]:
+    """The report's charts as PNG: ({name: ChartImage} for build_markdown, {file name: bytes} for the PDF).
     A chart that cannot be exported (no headless browser) is left out. run_ids: as for build_markdown."""
     from advisor.charts import to_png
+    from advisor.knowledge import load_knowledge
 
+    k = load_knowledge()
     images, files = {}, {}
     for name, fig in chart_figures(rec, results, lang, checks, names, run_ids).items():
         png = to_png(fig)
         if png:
-            images[name], files[f"{name}.png"] = f"{name}.png", png
-            images[f"{name}:caption"] = chart_caption(fig)
+            x, y = (_TAG.sub(" ", ax.title.text or "").strip() for ax in (fig.layout.xaxis, fig.layout.yaxis))
+            images[name] = ChartImage(f"{name}.png", k.s("chart_caption", lang, x=x or "–", y=y or "–"))
+            files[f"{name}.png"] = png
     return images, files
 
 
-def chart_caption(fig) -> str:
-    """The chart's axis titles as a line of text under it: the PDF's text layer then says what the axes are
-    (for search, screen readers and a test), which a picture alone does not."""
-    import re
-
-    def title(axis) -> str:
-        t = getattr(getattr(axis, "title", None), "text", None) or ""
-        return re.sub(r"<[^>]+>", " ", t).strip()
-
-    x, y = title(fig.layout.xaxis), title(fig.layout.yaxis)
-    return " · ".join(p for p in (f"x: {x}" if x else "", f"y: {y}" if y else "") if p)
-
-
-def _figure(images: dict[str, str], key: str) -> list[str]:
-    """A chart and, under it, its axis titles (when chart_images gave them)."""
+def _figure(images: dict[str, ChartImage], key: str) -> list[str]:
+    """A chart and, under it, its axis titles."""
     if key not in images:
         return []
-    caption = images.get(f"{key}:caption")
-    return [f"![{key}]({images[key]})", ""] + ([f"*{_txt(caption)}*", ""] if caption else [])
+    return [f"![{key}]({images[key].file})", "", f"*{_txt(images[key].caption)}*", ""]

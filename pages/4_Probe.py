@@ -9,13 +9,14 @@ from advisor import history
 from advisor.charts import latency_chart, roofline_chart, throughput_chart
 from advisor.mdtext import link_urls
 from advisor.planner.probe_check import check_probe
+from advisor.report import run_label
 from advisor.rules import recommend
 from advisor.verdict import revisit
 from probes.registry import BACKENDS
 from probes.result import ProbeSettings
 from probes.validation import settings_error
 from ui_common import (T, answers, engine_availability, hardware, knowledge, lang, machine, plan_inputs, probe_board,
-                       run_label, seed)
+                       seed)
 
 k = knowledge()
 L = lang()
@@ -28,8 +29,7 @@ st.title(T("nav_probe"))
 job = board.current
 if job is not None:
     ss["watch_job"] = job.id  # a reloaded or second tab takes over the running job's progress
-    phase_label = lambda j: T(f"phase_{j.phase}") if f"phase_{j.phase}" in ("phase_start", "phase_check",  # noqa: E731
-        "phase_prepare", "phase_load", "phase_warmup", "phase_run", "phase_queued") else j.phase
+    phase_label = lambda j: T(f"phase_{j.phase}") if f"phase_{j.phase}" in k.strings else j.phase  # noqa: E731
 
     @st.fragment(run_every=1.0)
     def progress() -> None:
@@ -129,7 +129,7 @@ history.NOTICES.clear()
 runs = history.list_runs()
 if runs:
     by_id = {rid: r for rid, _, r in runs}
-    status_label = lambda s: T(f"status_{s}")  # noqa: E731
+    status_label = lambda s: T(f"status_{s}") if f"status_{s}" in k.strings else s  # noqa: E731
     labels = {rid: f"{run_label(rid, r.engine)} · {status_label(r.status)} · {(r.started_at or '')[:19]}"
               for rid, _, r in runs}
     current = [rid for rid in ss.get("report_runs", []) if rid in labels]

@@ -6,7 +6,7 @@ from advisor import history
 from advisor.answers import dump_answers
 from advisor.mdtext import link_urls
 from advisor.planner.probe_check import check_probe
-from advisor.report import ReportError, build_markdown, chart_images, markdown_to_pdf
+from advisor.report import ReportError, build_markdown, chart_images, markdown_to_pdf, run_label
 from advisor.rules import recommend
 from ui_common import T, answers, hardware, knowledge, lang, machine, plan_inputs
 
@@ -53,7 +53,7 @@ if ss.get("pdf_error"):
 if results:
     dl = st.columns(min(4, len(results)))
     for i, (rid, r) in enumerate(zip(run_ids, results)):
-        dl[i % len(dl)].download_button(T("ui_download_json", run=f"#{rid} {r.engine}"), r.model_dump_json(indent=2),
+        dl[i % len(dl)].download_button(T("ui_download_json", run=run_label(rid, r.engine)), r.model_dump_json(indent=2),
                                         file_name=f"probe-{rid}.json", mime="application/json", key=f"dl_json_r{rid}")
 st.divider()
 st.markdown(link_urls(md))

@@ -47,6 +47,11 @@ def fits_word(p: EnginePlan, knowledge: Knowledge, lang: str) -> str:
     return f"{word} ({p.parallelism})" if p.parallelism and p.fits else word
 
 
+def device_label(p, knowledge: Knowledge, lang: str) -> str:
+    """Where an engine's plan runs, in the reader's language ("GPU ×2", "CPU", "cannot run")."""
+    return knowledge.s(f"plan_device_{p.device}", lang) + (f" ×{p.gpus_used}" if p.gpus_used > 1 else "")
+
+
 def plan_rows(plan: Plan, knowledge: Knowledge, lang: str) -> tuple[list[str], list[list[str]]]:
     """The plan table: the deciding columns first (engine, fits, max concurrency, decode and TTFT bounds, memory
     needed and available), the breakdown after them, and the long text ("how it runs") last."""
@@ -57,7 +62,7 @@ def plan_rows(plan: Plan, knowledge: Knowledge, lang: str) -> tuple[list[str], l
         rows.append([knowledge.engines[e].name, fits, _n(p.max_concurrency, "{:,}"), _sig(p.decode_tps_upper_bound),
                      _sig(p.ttft_ms_lower_bound), _n(p.total_gib, "{:,.2f}"), _n(p.available_gib, "{:,.2f}"),
                      _n(p.max_context_tokens, "{:,}"), _n(p.weights_gib, "{:,.2f}"), _n(p.kv_gib, "{:,.2f}"),
-                     _n(p.overhead_gib, "{:,.2f}"), p.device + (f" ×{p.gpus_used}" if p.gpus_used > 1 else ""),
+                     _n(p.overhead_gib, "{:,.2f}"), device_label(p, knowledge, lang),
                      p.precision_label, p.parallelism or "—"])
     return header, rows
 

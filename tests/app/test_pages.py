@@ -138,12 +138,12 @@ def test_known_model_fills_params_architecture_and_context():
     assert at.number_input(key="m_params").value == 8.03
 
 
-def test_upload_applies_and_says_so():
+def test_answers_replaced_as_a_whole_show_in_the_widgets():
+    """What the upload callback stores (the callback itself runs in the browser journey: AppTest has no
+    file_uploader) is what the checklist then shows, not the value the widget held before."""
     at = app().run()
     at.switch_page("pages/1_Checklist.py").run()
     at.number_input(key="q_concurrency").set_value(12).run()
-    from ui_common import NOTICE
-
     raw = (Path(__file__).resolve().parents[2] / "examples" / "startup-chat-api.yaml").read_bytes()
     from advisor.answers import answers_from_text
 

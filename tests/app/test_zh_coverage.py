@@ -27,7 +27,7 @@ ALLOW = {
     "m3", "m4", "a10", "a100", "h100", "h200", "l4", "l40s", "t4", "rtx3090", "mac", "paged", "attention",
     "pagedattention", "tensor", "tok", "ms", "gib", "gb", "mb", "kib", "mib", "tb", "s", "x", "ok", "token",
     "cache", "hugging", "face", "bit", "silu", "swiglu", "gelu", "venv", "base", "matmulnbits",  # technical terms kept in zh prose
-    "torch", "nan", "none",  # 'none' only as an empty table cell (pandas), checked below for prose
+    "torch",
 }
 PROSE_EXCLUDE = re.compile(
     r"https?://\S+|<https?://[^>]+>|`[^`]*`|“[^”]*”|\b[\w.-]+\.(txt|py|yaml|yml|json|gguf|md|pdf)\b"  # links, code, quotes
@@ -52,7 +52,8 @@ def _texts(at) -> list[str]:
         df = df.drop(columns=[c for c in df.columns if c == "原文"])  # the seeds' verbatim quotes
         out += [str(c) for c in df.columns]
         cells = [str(v) for v in df.astype(str).values.ravel().tolist()]
-        out += [c for c in cells if not c.startswith(("pip", "apt", "make", "CMAKE", "python"))]  # commands
+        out += [c for c in cells if c not in ("None", "nan")  # an empty cell, as pandas writes it
+                and not c.startswith(("pip", "apt", "make", "CMAKE", "python"))]  # commands
     return out
 
 
