@@ -6,7 +6,8 @@ State, in one place each (session state):
   own on_change callback, so no page can put a default over a value the user chose.
 - `lang`: "en" or "zh". The sidebar switch is drawn by app.py on every page and writes it from a callback.
 - `wizard_step`: the checklist step.
-All three are mirrored in the URL's query string, so a reload (F5) or a bookmarked link keeps them.
+- `report_runs`: the probe runs picked for the report (history ids).
+All four are mirrored in the URL's query string, so a reload (F5) or a bookmarked link keeps them.
 
 The advisor's modules are imported inside the helpers, not here: the home page paints its title from the
 strings file alone, before the validated knowledge, the schemas and hardware detection are loaded.
@@ -25,7 +26,7 @@ import streamlit as st
 if TYPE_CHECKING:
     from advisor.answers import Answers
 
-ANSWERS, LANG, STEP, NOTICE = "answers", "lang", "wizard_step", "answers_notice"
+ANSWERS, LANG, STEP, NOTICE, RUNS = "answers", "lang", "wizard_step", "answers_notice", "report_runs"
 URL_MAX_CHARS = 8192  # the encoded answers in the URL; more is ignored (a hostile or mangled link)
 URL_MAX_JSON_BYTES = 65536  # inflated size cap: a zip bomb in the link stops here
 
@@ -108,6 +109,8 @@ def restore_state() -> None:
             ss[STEP] = max(0, min(8, int(qp.get("step", "0"))))
         except ValueError:
             ss[STEP] = 0
+    if RUNS not in ss:
+        ss[RUNS] = [int(x) for x in qp.get("runs", "").split(",")[:50] if x.isdigit() and len(x) < 10]
 
 
 def sync_url() -> None:
@@ -121,6 +124,8 @@ def sync_url() -> None:
         want["a"] = encode_answers(st.session_state[ANSWERS])
     if st.session_state.get(STEP):
         want["step"] = str(st.session_state[STEP])
+    if st.session_state.get(RUNS):
+        want["runs"] = ",".join(str(r) for r in st.session_state[RUNS])
     if dict(st.query_params) != want:
         st.query_params.from_dict(want)
 

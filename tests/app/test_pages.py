@@ -177,9 +177,11 @@ def test_state_is_restored_from_the_url_after_a_reload():
     at = app()
     at.query_params["a"] = encode_answers(data)
     at.query_params["lang"] = "zh"
+    at.query_params["runs"] = "3,7,x,99999999999"
     at.run()
     assert not at.exception
     assert at.session_state["answers"]["concurrency"] == 32 and at.session_state["lang"] == "zh"
+    assert at.session_state["report_runs"] == [3, 7]
 
 
 def test_probe_page_runs_llama_cpp_saves_and_selects_the_result():
