@@ -266,6 +266,7 @@ _CELL = re.compile(r"<(t[hd])(?:\s[^>]*)?>(.*?)</t[hd]>", re.S | re.I)
 _NUMERIC = re.compile(r"^[\s\d.,/%+\-–—≤≥×]+$")
 
 TABLE_PT, BODY_PT, CELL_PAD_MM = 7.5, 9.5, 2.4
+CAPTION_MM = 10  # room kept under a chart for its one-line caption
 KEEP_WITH_HEADING_MM = 35  # a heading starts a new page when less than this is left below it
 
 
@@ -402,7 +403,7 @@ def _place_image(pdf, data: bytes) -> None:
     if h > pdf.eph:
         h = pdf.eph
         w = h * w_px / h_px
-    if pdf.get_y() + h > pdf.page_break_trigger:
+    if pdf.get_y() + h + CAPTION_MM > pdf.page_break_trigger:  # the caption under it stays on its page
         pdf.add_page()
     y = pdf.get_y() + 4  # clear of the caption above (the chart's own title is at the top of the picture)
     from PIL import Image
