@@ -118,7 +118,8 @@ def _text(res) -> str:
         f"{res.engine} {res.engine_version or ''} on {res.device} — {res.model}",
         f"  serving: {res.serving}",
         f"  settings: {res.backend_settings}",
-        f"  load {p(res.load_time_s)} s; requests {res.requests_ok}/{res.requests_total} ok, {res.errors} errors",
+        f"  load {p(res.load_time_s)} s; requests {res.requests_ok}/{res.requests_total} ok, "
+        f"{res.requests_incomplete} incomplete, {res.errors} errors",
         f"  TTFT ms p50/p95/p99: {p(res.ttft_ms.p50)} / {p(res.ttft_ms.p95)} / {p(res.ttft_ms.p99)}",
         f"  ITL ms p50/p95/p99: {p(res.itl_ms.p50)} / {p(res.itl_ms.p95)} / {p(res.itl_ms.p99)}",
         f"  decode tok/s per request p50: {p(res.decode_tps_per_request.p50)}; total output tok/s "

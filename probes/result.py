@@ -6,9 +6,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 Status = Literal["ok", "unavailable", "error", "cancelled"]
+#: ok: finished normally; incomplete: some tokens arrived, then the stream ended early or was cut at a deadline
+#: (its tokens are kept, `error` says why); error: failed, `error` says why
+RequestStatus = Literal["ok", "incomplete", "error"]
 
 
 class RequestRecord(BaseModel):
@@ -21,7 +24,15 @@ class RequestRecord(BaseModel):
     first_token_s: float | None = None
     token_times_s: list[float] = Field(default_factory=list)  # arrival of every output token
     finished_s: float | None = None
-    error: str | None = None
+    error: str | None = None  # the cause, for an incomplete or failed request
+    status: RequestStatus = "ok"
+
+    @model_validator(mode="after")
+    def _error_is_not_ok(self) -> "RequestRecord":
+        # backends that only set `error` (and results stored before `status` existed) stay correct
+        if self.error is not None and self.status == "ok":
+            self.status = "error"
+        return self
 
 
 class Percentiles(BaseModel):
@@ -72,6 +83,7 @@ class ProbeResult(BaseModel):
     prepare_time_s: float | None = None  # one-off conversion/export before loading (cached afterwards)
     requests_total: int = 0
     requests_ok: int = 0
+    requests_incomplete: int = 0  # ended early or cut at a deadline; not in the figures
     errors: int = 0
     prompt_tokens_total: int | None = None
     output_tokens_total: int | None = None
