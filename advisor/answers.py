@@ -29,7 +29,7 @@ class TargetHardware(_Strict):
     gpu_model: str | None = None
     gpu_count: int = Field(default=0, ge=0, le=64)
     gpu_memory_gb: float | None = Field(default=None, ge=0, le=2048)  # 0 = none ("no GPU")
-    ram_gb: float | None = Field(default=None, gt=0, le=65536)
+    ram_gb: float | None = Field(default=None, ge=0.25, le=65536)
     cpu_cores: int | None = Field(default=None, ge=1, le=4096)
     cpu_arch: Literal["x86_64", "arm64"] | None = None
     os: Literal["linux", "windows", "macos"] | None = None
@@ -40,6 +40,8 @@ class TargetHardware(_Strict):
             if self.gpu_vendor != "none" and self.gpu_memory_gb == 0:
                 raise ValueError("gpu_memory_gb must be greater than 0 for a GPU")
             self.gpu_memory_gb = None
+        elif self.gpu_memory_gb < 0.25:  # a denormal or a typo in MB would divide the planner by ~0
+            raise ValueError("gpu_memory_gb must be at least 0.25 (it is in GB)")
         if self.gpu_vendor != "none" and self.gpu_count == 0:
             self.gpu_count = 1
         if self.gpu_vendor == "none" and self.gpu_count:
@@ -50,7 +52,7 @@ class TargetHardware(_Strict):
 class ModelBlock(_Strict):
     name: str | None = None  # a knowledge/models.yaml id, e.g. llama-3-8b
     path: str | None = None  # the user's own model: GGUF file or HF/ONNX directory
-    params_b: float = Field(default=7.0, gt=0, le=2000)
+    params_b: float = Field(default=7.0, ge=0.001, le=2000)  # billions: 0.001 = 1M weights
     architecture: Architecture = "decoder-only"
     precision: Precision = "fp16"
     context_tokens: int = Field(default=4096, ge=128, le=1_048_576)

@@ -100,6 +100,45 @@ def cmd_recommend(args, knowledge) -> int:
     return 0
 
 
+MAX_PROBE_BYTES = 64 << 20  # 10,000 requests of 512 token times each stay well under this
+
+
+def _out_path(text: str):
+    """--out checked before any work: a report that cannot be written is a usage error, not a traceback."""
+    import os
+    from pathlib import Path
+
+    out = Path(text).expanduser()
+    if out.suffix.lower() not in (".md", ".pdf"):
+        raise UsageError(f"--out must end in .md or .pdf, got {text!r}")
+    parent = out.parent if str(out.parent) else Path(".")
+    if out.is_dir():
+        raise UsageError(f"--out {text!r} is a directory; give a file name ending in .md or .pdf")
+    if not parent.is_dir():
+        raise UsageError(f"--out: the folder {str(parent)!r} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK) or (out.exists() and not os.access(out, os.W_OK)):
+        raise UsageError(f"--out: {text!r} is not writable here")
+    return out
+
+
+def _write(out, data: bytes) -> None:
+    """Write whole or not at all: a temporary file beside the target, then a rename."""
+    import os
+    import tempfile
+
+    try:
+        fd, tmp = tempfile.mkstemp(dir=out.parent if str(out.parent) else ".", prefix=".report-", suffix=out.suffix)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, out)
+    except OSError as err:
+        try:
+            os.unlink(tmp)
+        except (OSError, UnboundLocalError):
+            pass
+        raise UsageError(f"--out: cannot write {str(out)!r} ({err.strerror or type(err).__name__})") from None
+
+
 def _load_probe(path: str):
     from pathlib import Path
 
@@ -109,24 +148,23 @@ def _load_probe(path: str):
 
     p = Path(path)
     if not p.is_file():
-        raise UsageError(f"probe result not found: {p}")
+        raise UsageError(f"probe result not found (or not a regular file): {p}")
+    if p.stat().st_size > MAX_PROBE_BYTES:
+        raise UsageError(f"{p}: {p.stat().st_size / 2**20:.0f} MB is too large for a probe result "
+                         f"(at most {MAX_PROBE_BYTES >> 20} MB)")
     try:
-        return ProbeResult.model_validate_json(p.read_text(encoding="utf-8"))
+        return ProbeResult.model_validate_json(p.read_bytes())
     except (ValidationError, ValueError, UnicodeDecodeError) as err:
         first = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise UsageError(f"{p}: not a probe result JSON ({first})") from None
 
 
 def cmd_report(args, knowledge) -> int:
-    from pathlib import Path
-
     from advisor.answers import load_answers
     from advisor.report import ReportError, build_markdown, chart_images, markdown_to_pdf
     from advisor.rules import recommend
 
-    out = Path(args.out)
-    if out.suffix.lower() not in (".md", ".pdf"):
-        raise UsageError(f"--out must end in .md or .pdf, got {args.out!r}")
+    out = _out_path(args.out)
     answers = load_answers(args.answers)
     results = [_load_probe(p) for p in args.probe]
     hardware = _hardware_for(answers, knowledge)
@@ -141,7 +179,7 @@ def cmd_report(args, knowledge) -> int:
     except ReportError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    out.write_bytes(data)
+    _write(out, data)
     print(f"wrote {out} ({len(data):,} bytes)", file=sys.stderr)
     return 0
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import subprocess
 import sys
 import threading
@@ -131,6 +132,10 @@ def _text(res) -> str:
     return "\n".join(lines)
 
 
+def _interrupted(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
 def cmd_run(args) -> int:
     from probes.result import ProbeSettings
     from probes.runner import run_probe
@@ -149,11 +154,14 @@ def cmd_run(args) -> int:
                              ttft_target_ms=args.ttft_target_ms, timeout_s=args.timeout, threads=args.threads,
                              warmup=max(0, args.warmup))
     cancel = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGHUP):  # as Ctrl-C: run_probe kills the engine's process group
+        signal.signal(sig, _interrupted)
     try:
         res = run_probe(settings, on_event=_Bar(), cancel=cancel)
     except KeyboardInterrupt:
         cancel.set()
-        return 1
+        print("\nerror: interrupted; the engine process was stopped", file=sys.stderr)
+        return 130
     print(res.model_dump_json(indent=2) if args.format == "json" else _text(res))
     return EXIT[res.status]
 
@@ -165,3 +173,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("\nerror: interrupted", file=sys.stderr)
+        return 130

@@ -169,16 +169,22 @@ def run_probe(settings: ProbeSettings, on_event: Callable[[Event], None] | None 
     rt.start()
     deadline = time.monotonic() + settings.timeout_s
     failure = None
-    while proc.poll() is None:
-        if cancel.is_set():
-            failure = f"cancelled by the user during '{phase['name']}'"
-            _kill_tree(proc)
-            break
-        if time.monotonic() > deadline:
-            failure = f"timed out after {settings.timeout_s:g} s during '{phase['name']}'; the engine was killed"
-            _kill_tree(proc)
-            break
-        time.sleep(0.1)
+    try:
+        while proc.poll() is None:
+            if cancel.is_set():
+                failure = f"cancelled by the user during '{phase['name']}'"
+                _kill_tree(proc)
+                break
+            if time.monotonic() > deadline:
+                failure = f"timed out after {settings.timeout_s:g} s during '{phase['name']}'; the engine was killed"
+                _kill_tree(proc)
+                break
+            time.sleep(0.1)
+    except BaseException:  # Ctrl-C or SIGTERM in the caller: the engine must not outlive it
+        _kill_tree(proc)
+        sampler.stop.set()
+        stderr.close()
+        raise
     try:  # the child may leave workers behind (vLLM's engine core): end the whole group
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):

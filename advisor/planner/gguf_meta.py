@@ -2,16 +2,29 @@
 
 Only the header is read: key/value pairs and the tensor directory. That gives the architecture and the
 exact parameter count, which the planner prefers to any formula.
+
+Why not `gguf.GGUFReader` (llama.cpp's own reader, already a dependency): it maps the whole file with numpy
+and builds a field object per vocabulary entry. On the bundled 135M model it took 3.0 s (plus 0.34 s to
+import) against 0.11 s here, and the pages plan on every rerun. So this reader stays, bounded: counts,
+string lengths, array lengths, nesting, dimensions and the time spent are all capped.
 """
 from __future__ import annotations
 
 import struct
+import time
 from pathlib import Path
 from typing import Any, BinaryIO
 
 _SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
 _STRING, _ARRAY = 8, 9
 _MAX_ARRAY_KEEP = 64  # long arrays (the vocabulary) are skipped; their length is kept
+MAX_COUNT = 1_000_000  # tensors, metadata keys (the largest real models have a few thousand)
+MAX_ARRAY = 1 << 24  # items in one metadata array (vocabularies are ~10^5)
+MAX_STRING = 1 << 20  # bytes in one string (chat templates are kilobytes)
+MAX_DIMS = 8  # ggml tensors have at most 4
+MAX_DIM = 1 << 40
+MAX_PARAMS = 1 << 50
+READ_BUDGET_S = 10.0
 
 
 class GgufError(ValueError):
@@ -35,23 +48,38 @@ def _u64(f: BinaryIO) -> int:
 
 def _string(f: BinaryIO) -> str:
     n = _u64(f)
-    if n > 1 << 24:
-        raise GgufError("implausible string length in GGUF header")
+    if n > MAX_STRING:
+        raise GgufError(f"a GGUF header string claims {n:,} bytes (at most {MAX_STRING:,} are read)")
     return _read(f, n).decode("utf-8", "replace")
 
 
-def _value(f: BinaryIO, kind: int) -> Any:
+class _Clock:
+    def __init__(self, seconds: float) -> None:
+        self.end, self.seconds, self.ticks = time.monotonic() + seconds, seconds, 0
+
+    def tick(self) -> None:
+        self.ticks += 1
+        if self.ticks & 0xFFF == 0 and time.monotonic() > self.end:
+            raise GgufError(f"reading the GGUF header took longer than {self.seconds:g} s; it is implausible")
+
+
+def _value(f: BinaryIO, kind: int, clock: _Clock, depth: int = 0) -> Any:
+    clock.tick()
     if kind in _SCALARS:
         fmt = _SCALARS[kind]
         return struct.unpack(fmt, _read(f, struct.calcsize(fmt)))[0]
     if kind == _STRING:
         return _string(f)
     if kind == _ARRAY:
+        if depth >= 2:
+            raise GgufError("GGUF metadata arrays nested more than twice")
         item, n = _u32(f), _u64(f)
+        if n > MAX_ARRAY:
+            raise GgufError(f"a GGUF metadata array claims {n:,} items (at most {MAX_ARRAY:,})")
         if item in _SCALARS and n > _MAX_ARRAY_KEEP:
             f.seek(n * struct.calcsize(_SCALARS[item]), 1)
             return _Skipped(n)
-        items = [_value(f, item) for _ in range(n)]
+        items = [_value(f, item, clock, depth + 1) for _ in range(n)]
         return items if n <= _MAX_ARRAY_KEEP else _Skipped(n)
     raise GgufError(f"unknown GGUF value type {kind}")
 
@@ -67,30 +95,41 @@ class _Skipped(list):
         return self.n
 
 
-def read_gguf(path: str | Path) -> dict[str, Any]:
+def read_gguf(path: str | Path, budget_s: float = READ_BUDGET_S) -> dict[str, Any]:
     """Metadata dict plus '__params__' (total weights) and '__tensors__' (count)."""
+    clock = _Clock(budget_s)
     with open(path, "rb") as f:
         if _read(f, 4) != b"GGUF":
             raise GgufError(f"{path}: not a GGUF file (bad magic)")
         version = _u32(f)
-        if version < 2:
-            raise GgufError(f"{path}: GGUF version {version} is too old to read")
+        if version not in (2, 3):
+            raise GgufError(f"{path}: GGUF version {version} is not one this reader knows (2 or 3)")
         n_tensors, n_kv = _u64(f), _u64(f)
+        if n_tensors > MAX_COUNT or n_kv > MAX_COUNT:
+            raise GgufError(f"corrupt GGUF header: {n_tensors:,} tensors, {n_kv:,} metadata keys")
         meta: dict[str, Any] = {}
         for _ in range(n_kv):
             key = _string(f)
-            meta[key] = _value(f, _u32(f))
+            meta[key] = _value(f, _u32(f), clock)
         params = 0
         names = set()
         for _ in range(n_tensors):
+            clock.tick()
             names.add(_string(f))
-            dims = [_u64(f) for _ in range(_u32(f))]
+            n_dims = _u32(f)
+            if n_dims > MAX_DIMS:
+                raise GgufError(f"a GGUF tensor claims {n_dims:,} dimensions (ggml has at most 4)")
+            n = 1
+            for _ in range(n_dims):
+                d = _u64(f)
+                if d > MAX_DIM:
+                    raise GgufError(f"a GGUF tensor dimension of {d:,} is implausible")
+                n *= d
             _u32(f)  # ggml type
             _u64(f)  # offset
-            n = 1
-            for d in dims:
-                n *= d
             params += n
+            if params > MAX_PARAMS:
+                raise GgufError("the GGUF tensor shapes add up to an implausible parameter count")
     meta["__params__"] = params
     meta["__tensors__"] = n_tensors
     meta["__tied__"] = "output.weight" not in names  # no separate LM head: it reuses token_embd

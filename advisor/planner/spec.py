@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import difflib
 import functools
-import json
 import math
-import struct
 from pathlib import Path
 
 from typing import Literal
@@ -113,17 +111,28 @@ def resolve_model(block: ModelBlock, knowledge: Knowledge, read_files: bool = Tr
 # ---------------------------------------------------------------- the user's own files
 
 def read_model_path(path: Path, architecture: str = "decoder-only") -> ModelSpec:
-    """Read once per file version: the UI re-runs its pages, and every probe check reads the same model."""
-    if not path.exists():
-        raise ModelSpecError(f"model.path not found: {path}")
-    files = [path] if path.is_file() else sorted(p for p in path.iterdir() if p.is_file())
-    version = tuple((f.name, f.stat().st_mtime_ns, f.stat().st_size) for f in files)
+    """Read once per file version: the UI re-runs its pages, and every probe check reads the same model.
+
+    Every failure, however the file is broken, is a ModelSpecError of one line."""
+    from advisor.planner import model_files as mf
+
+    try:
+        what = mf.kind(path)
+        files = [path] if what == "file" else mf.regular_files(path)
+        version = tuple((f.name, f.stat().st_mtime_ns, f.stat().st_size) for f in files)
+    except mf.ModelFileError as err:
+        raise ModelSpecError(f"model.path {err}") from None
+    except OSError as err:
+        raise ModelSpecError(f"model.path {path}: cannot read ({err.strerror or type(err).__name__})") from None
     return _read_model_path(str(path), version, architecture).model_copy(deep=True)
 
 
 @functools.lru_cache(maxsize=32)
 def _read_model_path(name: str, _version: tuple, architecture: str) -> ModelSpec:
+    from pydantic import ValidationError
+
     from advisor.planner.gguf_meta import GgufError
+    from advisor.planner.model_files import Budget, ModelFileError, clip
 
     path = Path(name)
     try:
@@ -136,80 +145,116 @@ def _read_model_path(name: str, _version: tuple, architecture: str) -> ModelSpec
         if (path / "genai_config.json").is_file():
             return _from_onnx_dir(path, architecture)
         if (path / "config.json").is_file():
-            return _from_hf_dir(path, architecture)
-    except (GgufError, OSError, KeyError, ValueError, TypeError, json.JSONDecodeError) as err:
-        if isinstance(err, ModelSpecError):
-            raise
-        raise ModelSpecError(f"model.path {path}: cannot read its metadata ({type(err).__name__}: {err})") from None
+            return _from_hf_dir(path, architecture, Budget())
+    except ModelSpecError:
+        raise
+    except (GgufError, ModelFileError) as err:
+        raise ModelSpecError(f"model.path {path}: {err}") from None
+    except ValidationError as err:
+        e = err.errors()[0]
+        field = ".".join(str(x) for x in e["loc"])
+        raise ModelSpecError(f"model.path {path}: {field} {e['msg'].lower()}") from None
+    except OSError as err:
+        raise ModelSpecError(f"model.path {path}: cannot read ({err.strerror or type(err).__name__})") from None
+    except Exception as err:  # a crafted header: one line, never a traceback
+        raise ModelSpecError(f"model.path {path}: cannot read its metadata "
+                             f"({type(err).__name__}: {clip(str(err), 100)})") from None
     raise ModelSpecError(f"model.path {path}: expected a GGUF file, an HF directory with config.json, "
                          "or an ONNX Runtime GenAI directory with genai_config.json")
 
 
+# Plausible ranges for a model's shape: wide enough for any published model, narrow enough that a crafted
+# header cannot overflow the planner's arithmetic.
+_LAYERS, _WIDTH, _HEADS, _VOCAB, _CONTEXT = 10_000, 1 << 20, 1 << 16, 1 << 27, 1 << 31
+
+
 def _from_gguf(path: Path, architecture: str) -> ModelSpec:
     from advisor.planner.gguf_meta import FILE_TYPES, read_gguf
+    from advisor.planner.model_files import ModelFileError, clip, count
 
     m = read_gguf(path)
-    a = m["general.architecture"]
+    a = m.get("general.architecture")
+    if not isinstance(a, str) or not a:
+        raise ModelFileError("the GGUF header has no general.architecture")
 
     def get(key: str, default=None):
         return m.get(f"{a}.{key}", default)
 
-    heads = int(get("attention.head_count"))
-    hidden = int(get("embedding_length"))
-    kv = get("attention.head_count_kv", heads)
-    kv = int(max(kv) if isinstance(kv, list) and kv else kv)
-    vocab = get("vocab_size") or len(m.get("tokenizer.ggml.tokens", [])) or 32000
+    def need(key: str, hi: int, default=None) -> int:
+        v = get(key, default)
+        if v is None:
+            raise ModelFileError(f"the GGUF header has no {clip(a)}.{key}")
+        if isinstance(v, list):  # per-layer values (e.g. head_count_kv): plan with the largest
+            v = max(v) if len(v) and len(v) <= 64 else None
+        return count(v, f"{clip(a)}.{key}", 1, hi)
+
+    heads = need("attention.head_count", _HEADS)
+    hidden = need("embedding_length", _WIDTH)
+    kv = need("attention.head_count_kv", _HEADS, heads)
+    layers = need("block_count", _LAYERS)
+    tokens = m.get("tokenizer.ggml.tokens")
+    vocab = get("vocab_size") or (len(tokens) if isinstance(tokens, list) else 0) or 32000
+    vocab = count(vocab, "vocab_size", 1, _VOCAB)
     params = m["__params__"]
+    if params < 1000:
+        raise ModelFileError(f"the GGUF tensors hold {params:,} weights; not a model")
+    head_dim = need("attention.key_length", _WIDTH, max(1, hidden // heads))
+    inter = need("feed_forward_length", 1 << 24, hidden * 4)
     experts, used = get("expert_count"), get("expert_used_count")
     active = params / 1e9
     notes = []
     if experts and used:
-        ff = int(get("expert_feed_forward_length") or get("feed_forward_length") or 0)
-        layers = int(get("block_count"))
-        idle = (experts - used) * 3 * hidden * ff * layers
-        active = (params - idle) / 1e9
+        experts, used = count(experts, "expert_count", 1, _HEADS), count(used, "expert_used_count", 1, _HEADS)
+        ff = need("expert_feed_forward_length", 1 << 24, inter)
+        idle = max(0, experts - used) * 3 * hidden * ff * layers
+        active = max(params - idle, params / experts) / 1e9
         notes.append(f"MoE: {used} of {experts} experts active per token")
+    name = m.get("general.name")
     return ModelSpec(
-        name=str(m.get("general.name") or path.stem), params_b=params / 1e9, active_params_b=active,
-        architecture=architecture, layers=int(get("block_count")), hidden_size=hidden, attention_heads=heads,
-        kv_heads=kv, head_dim=int(get("attention.key_length") or hidden // heads),
-        intermediate_size=int(get("feed_forward_length") or hidden * 4), vocab_size=int(vocab),
-        max_context=int(get("context_length") or 4096), source=str(path), weights_bytes=path.stat().st_size,
+        name=name[:200] if isinstance(name, str) and name.strip() else path.stem[:200], params_b=params / 1e9,
+        active_params_b=active, architecture=architecture, layers=layers, hidden_size=hidden,
+        attention_heads=heads, kv_heads=kv, head_dim=head_dim, intermediate_size=inter, vocab_size=vocab,
+        max_context=need("context_length", _CONTEXT, 4096), source=str(path), weights_bytes=path.stat().st_size,
         file_precision=FILE_TYPES.get(m.get("general.file_type"), "gguf_file"), file_format="gguf",
         tied_embeddings=bool(m["__tied__"]), notes=notes)
 
 
-def _safetensors_params(files: list[Path]) -> int:
-    total = 0
-    for f in files:
-        with open(f, "rb") as fh:
-            n = struct.unpack("<Q", fh.read(8))[0]
-            header = json.loads(fh.read(n))
-        for k, v in header.items():
-            if k != "__metadata__":
-                total += math.prod(v["shape"])
-    return total
+def _pick(c: dict, keys: tuple[str, ...], what: str, hi: int, default: int | None = None) -> int:
+    from advisor.planner.model_files import ModelFileError, count
+
+    for k in keys:
+        if c.get(k) is not None:
+            return count(c[k], f"config.json {k}", 1, hi)
+    if default is None:
+        raise ModelFileError(f"config.json gives no {what} ({' / '.join(keys)})")
+    return default
 
 
-def _from_hf_dir(path: Path, architecture: str) -> ModelSpec:
-    c = json.loads((path / "config.json").read_text(encoding="utf-8"))
-    c = {**c.get("text_config", {}), **c} if "num_hidden_layers" not in c else c
-    heads = int(c.get("num_attention_heads") or c.get("num_heads") or c.get("n_head"))
-    hidden = int(c.get("hidden_size") or c.get("d_model") or c.get("n_embd"))
-    layers = int(c.get("num_hidden_layers") or c.get("num_layers") or c.get("n_layer"))
-    kv = int(c.get("num_key_value_heads") or c.get("multi_query_group_num") or heads)
-    head_dim = int(c.get("head_dim") or c.get("d_kv") or c.get("kv_channels") or hidden // heads)
-    inter = int(c.get("intermediate_size") or c.get("d_ff") or c.get("ffn_hidden_size") or hidden * 4)
-    vocab = int(c.get("vocab_size") or c.get("padded_vocab_size") or 32000)
-    files = sorted(path.glob("*.safetensors"))
+def _from_hf_dir(path: Path, architecture: str, budget) -> ModelSpec:
+    from advisor.planner import model_files as mf
+
+    c = mf.read_object(path / "config.json")
+    if "num_hidden_layers" not in c:
+        c = {**mf.section(c, "text_config", "config.json"), **c}
+    heads = _pick(c, ("num_attention_heads", "num_heads", "n_head"), "attention head count", _HEADS)
+    hidden = _pick(c, ("hidden_size", "d_model", "n_embd"), "hidden size", _WIDTH)
+    layers = _pick(c, ("num_hidden_layers", "num_layers", "n_layer"), "layer count", _LAYERS)
+    kv = _pick(c, ("num_key_value_heads", "multi_query_group_num"), "KV heads", _HEADS, heads)
+    head_dim = _pick(c, ("head_dim", "d_kv", "kv_channels"), "head size", _WIDTH, max(1, hidden // heads))
+    inter = _pick(c, ("intermediate_size", "d_ff", "ffn_hidden_size"), "MLP width", 1 << 24, hidden * 4)
+    vocab = _pick(c, ("vocab_size", "padded_vocab_size"), "vocabulary", _VOCAB, 32000)
+    files = [f for f in mf.regular_files(path) if f.suffix == ".safetensors"]
     index = path / "model.safetensors.index.json"
     if index.is_file():  # count only the shards the index names (not a consolidated copy beside them)
-        named = set(json.loads(index.read_text(encoding="utf-8")).get("weight_map", {}).values())
+        wmap = mf.section(mf.read_object(index, mf.MAX_INDEX_BYTES), "weight_map", index.name)
+        named = {v for v in wmap.values() if isinstance(v, str)}
         files = [f for f in files if f.name in named] or files
     notes = []
-    quant = c.get("quantization_config")
+    quant = mf.section(c, "quantization_config", "config.json")
     if files and not quant:
-        params = _safetensors_params(files)
+        params = mf.safetensors_params(files, budget)
+        if params < 1000:
+            raise mf.ModelFileError(f"the safetensors files hold {params:,} weights; not a model")
         weights = sum(f.stat().st_size for f in files)
     else:
         params = _estimate_params(layers, hidden, heads, kv, head_dim, inter, vocab)
@@ -225,30 +270,43 @@ def _from_hf_dir(path: Path, architecture: str) -> ModelSpec:
     used = c.get("num_experts_per_tok")
     active = params
     if experts and used:
-        ff = int(c.get("moe_intermediate_size") or inter)
-        active = max(params - (experts - used) * 3 * hidden * ff * layers, params / experts)
+        experts = mf.count(experts, "config.json num_experts", 1, _HEADS)
+        used = mf.count(used, "config.json num_experts_per_tok", 1, _HEADS)
+        ff = _pick(c, ("moe_intermediate_size",), "MoE width", 1 << 24, inter)
+        active = max(params - max(0, experts - used) * 3 * hidden * ff * layers, params / experts)
         notes.append(f"MoE: {used} of {experts} experts active per token")
     return ModelSpec(name=path.name, params_b=params / 1e9, active_params_b=active / 1e9, architecture=architecture,
                      layers=layers, hidden_size=hidden, attention_heads=heads, kv_heads=kv, head_dim=head_dim,
                      intermediate_size=inter, vocab_size=vocab,
-                     max_context=int(c.get("max_position_embeddings") or c.get("seq_length") or 4096),
+                     max_context=_pick(c, ("max_position_embeddings", "seq_length"), "context", _CONTEXT, 4096),
                      source=str(path / "config.json"), weights_bytes=weights, file_precision=prec, file_format="hf",
                      tied_embeddings=bool(c.get("tie_word_embeddings", True)), notes=notes)
 
 
 def _from_onnx_dir(path: Path, architecture: str) -> ModelSpec:
-    c = json.loads((path / "genai_config.json").read_text(encoding="utf-8"))["model"]
-    d = c["decoder"]
-    heads, kv = int(d["num_attention_heads"]), int(d["num_key_value_heads"])
-    hidden, layers, head_dim = int(d["hidden_size"]), int(d["num_hidden_layers"]), int(d["head_size"])
-    vocab = int(c.get("vocab_size") or 32000)
+    from advisor.planner import model_files as mf
+
+    root = mf.read_object(path / "genai_config.json")
+    c = mf.section(root, "model", "genai_config.json")
+    d = mf.section(c, "decoder", "genai_config.json model")
+
+    def n(src: dict, key: str, hi: int, default: int | None = None) -> int:
+        if src.get(key) is None:
+            if default is None:
+                raise mf.ModelFileError(f"genai_config.json gives no {key}")
+            return default
+        return mf.count(src[key], f"genai_config.json {key}", 1, hi)
+
+    heads, kv = n(d, "num_attention_heads", _HEADS), n(d, "num_key_value_heads", _HEADS)
+    hidden, layers, head_dim = n(d, "hidden_size", _WIDTH), n(d, "num_hidden_layers", _LAYERS), n(d, "head_size", _WIDTH)
+    vocab = n(c, "vocab_size", _VOCAB, 32000)
     inter = hidden * 4
-    weights = sum(f.stat().st_size for f in path.iterdir() if f.suffix in (".onnx", ".data") or f.name.endswith(
-        ".onnx.data"))
+    weights = sum(f.stat().st_size for f in mf.regular_files(path)
+                  if f.suffix in (".onnx", ".data") or f.name.endswith(".onnx.data"))
     params = _estimate_params(layers, hidden, heads, kv, head_dim, inter, vocab)
     return ModelSpec(name=path.name, params_b=params / 1e9, active_params_b=params / 1e9, architecture=architecture,
                      layers=layers, hidden_size=hidden, attention_heads=heads, kv_heads=kv, head_dim=head_dim,
-                     intermediate_size=inter, vocab_size=vocab, max_context=int(c.get("context_length") or 4096),
+                     intermediate_size=inter, vocab_size=vocab, max_context=n(c, "context_length", _CONTEXT, 4096),
                      source=str(path / "genai_config.json"), weights_bytes=weights, file_precision="ort_int4"
                      if "int4" in path.name else None, file_format="onnx",
                      notes=["ONNX export: parameter count estimated from genai_config.json; weights from file sizes"])

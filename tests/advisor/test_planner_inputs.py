@@ -6,6 +6,7 @@ The last test runs the real llama.cpp probe on the bundled model and holds the p
 from __future__ import annotations
 
 import json
+import math
 import struct
 
 import pytest
@@ -42,9 +43,16 @@ def test_names_and_aliases_resolve_and_unknown_names_list_choices():
 
 
 def _safetensors(path, tensors: dict[str, list[int]]):
-    header = {k: {"dtype": "F16", "shape": v, "data_offsets": [0, 0]} for k, v in tensors.items()}
+    """A valid safetensors file (the reader checks shapes against byte offsets); the data is a sparse hole."""
+    header, at = {}, 0
+    for k, v in tensors.items():
+        n = 2 * math.prod(v)
+        header[k] = {"dtype": "F16", "shape": v, "data_offsets": [at, at + n]}
+        at += n
     blob = json.dumps(header).encode()
-    path.write_bytes(struct.pack("<Q", len(blob)) + blob)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(blob)) + blob)
+        f.truncate(8 + len(blob) + at)
 
 
 def test_hf_directory_reads_config_and_counts_safetensors_params(tmp_path):
@@ -66,7 +74,7 @@ def test_bad_model_paths_are_one_line_errors(tmp_path):
         assert "\n" not in str(err.value)
     trunc = tmp_path / "t.gguf"
     trunc.write_bytes(default_model().read_bytes()[:5000])  # header cut inside the vocabulary
-    with pytest.raises(ModelSpecError, match="cannot read its metadata"):
+    with pytest.raises(ModelSpecError, match="file ends inside the GGUF header"):
         read_model_path(trunc)
 
 
