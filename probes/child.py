@@ -105,7 +105,8 @@ def measure(settings: ProbeSettings, ev: Events) -> ProbeResult:
                                                  "total": len(prompts)}))
         figures = metrics.compute(records, settings.ttft_target_ms)
         status = "ok" if figures["requests_ok"] else "error"
-        reason = None if figures["requests_ok"] else (records[0].error if records else "no requests ran")
+        reason = None if figures["requests_ok"] else next((r.error for r in records if r.error),
+                                                          "no request finished" if records else "no requests ran")
         res = ProbeResult(status=status, reason=reason, device=backend.device,
                           backend_settings=backend.backend_settings, serving=backend.serving,
                           notes=backend.notes, requests=records, **base, **figures)

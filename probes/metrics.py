@@ -1,5 +1,11 @@
 """One definition of every metric, applied to every backend (in-process and HTTP alike).
 
+Every request ends as ok, incomplete (some tokens arrived, then the stream ended early or was cut at
+a deadline) or error (see `RequestRecord.status`). The figures below come from ok requests only: an
+incomplete request's tokens are kept in its record but would make TTFT, E2E and decode rates look
+better or worse than they are. `requests_total` counts all three; `requests_incomplete` and `errors`
+count the other two.
+
 - TTFT: request submitted → first output token received. Includes queueing and prefill; when a
   backend serves one request at a time, queueing behind the others is part of it (the result's
   `serving` says so).
@@ -8,8 +14,9 @@
 - decode tokens/s per request: (n − 1) / (t_last − t_first), for requests with n ≥ 2 tokens.
 - E2E: submitted → last token.
 - total output tokens/s: all output tokens / (last finish − first submit) of the measured phase.
-- requests/s: successful requests / the same wall time.
-- goodput: share of all measured requests that finished without error and whose TTFT ≤ target.
+- requests/s: ok requests / the same wall time.
+- goodput: share of all measured requests (ok, incomplete and error alike) that finished ok and whose
+  TTFT ≤ target.
 Percentiles use linear interpolation between closest ranks (numpy's default "linear" method).
 """
 from __future__ import annotations
@@ -39,7 +46,8 @@ def summary(values: Iterable[float]) -> Percentiles:
 
 
 def compute(records: list[RequestRecord], ttft_target_ms: float | None) -> dict:
-    ok = [r for r in records if r.error is None and r.first_token_s is not None]
+    ok = [r for r in records if r.status == "ok" and r.first_token_s is not None]
+    incomplete = sum(1 for r in records if r.status == "incomplete")
     ttft = [(r.first_token_s - r.submitted_s) * 1000 for r in ok]
     itl = [(b - a) * 1000 for r in ok for a, b in zip(r.token_times_s, r.token_times_s[1:])]
     e2e = [((r.finished_s or r.token_times_s[-1]) - r.submitted_s) * 1000 for r in ok]
@@ -48,7 +56,8 @@ def compute(records: list[RequestRecord], ttft_target_ms: float | None) -> dict:
     out: dict = {
         "requests_total": len(records),
         "requests_ok": len(ok),
-        "errors": len(records) - len(ok),
+        "requests_incomplete": incomplete,
+        "errors": len(records) - len(ok) - incomplete,
         "ttft_ms": summary(ttft),
         "itl_ms": summary(itl),
         "e2e_ms": summary(e2e),

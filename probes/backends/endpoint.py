@@ -3,117 +3,460 @@
 Requests are really concurrent (one client thread each); the server does its own batching or not.
 Tokens are counted per streamed chunk that carries text; when the server reports usage, the result
 says how many tokens the chunks held.
+
+The server is not trusted: every request ends as ok, incomplete or error with a one-line cause,
+whatever the server sends (see `RequestRecord.status`), and the client bounds what it keeps and how
+long it waits:
+- memory: one stream line ≤ MAX_LINE_BYTES, one streamed body ≤ MAX_STREAM_BYTES, the model list
+  ≤ MAX_MODELS_BYTES, an error body excerpt ≤ MAX_ERROR_BYTES;
+- time: no bytes for `stall_timeout_s` (extra, default 30 s) is an error; a request is cut at its own
+  deadline (`request_timeout_s`, extra, default 120 s) and every request at the run's deadline, which
+  comes before the parent's hard kill at `timeout_s`, so what was measured still comes back;
+- tokens: the client stops a stream itself once it has `max_tokens` chunks and the server sends more.
 """
 from __future__ import annotations
 
-import http.client
 import json
 import socket
+import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Iterable, Iterator
 from urllib.parse import urlparse
 
 from probes.backends.base import Backend, run_clients
 from probes.models import ModelError
 from probes.result import ProbeSettings, RequestRecord
 
+if TYPE_CHECKING:
+    import httpx
+
+MiB = 2**20
+MAX_LINE_BYTES = 1 * MiB
+MAX_STREAM_BYTES = 64 * MiB
+MAX_MODELS_BYTES = 1 * MiB
+MAX_ERROR_BYTES = 300
+EXCERPT_CHARS = 80
+DEFAULT_STALL_S = 30.0
+DEFAULT_REQUEST_TIMEOUT_S = 120.0
+
+
+def _size(n: int) -> str:
+    return f"{n // MiB} MiB" if n >= MiB and n % MiB == 0 else f"{n:,} bytes"
+
+
+def excerpt(text: str | bytes, limit: int = EXCERPT_CHARS) -> str:
+    """A short, printable excerpt of server text: repr-escaped, so control characters never reach output."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    text = " ".join(text.split())
+    return repr(text[:limit]) + ("…" if len(text) > limit else "")
+
+
+class _DeadlineHit(Exception):
+    """The reading loop saw the request's deadline pass."""
+
+
+class _Fail(Exception):
+    """Ends one request as an error; str() is the cause."""
+
+
+class _Ended(Exception):
+    """The stream ended too early: the peer closed it (`closed`), or the client cut it at a deadline."""
+
+    def __init__(self, what: str, closed: bool = False) -> None:
+        super().__init__(what)
+        self.closed = closed
+
+
+def bounded_lines(chunks: Iterable[bytes], max_line: int = MAX_LINE_BYTES,
+                  max_total: int = MAX_STREAM_BYTES) -> Iterator[bytes]:
+    """The non-empty lines of a byte stream (split at \\n, \\r\\n or \\r), each without its terminator.
+
+    httpx's own `iter_lines()` keeps an unterminated line in memory without any bound: a server that
+    sends one endless line grows the client until the machine runs out of memory. This splitter raises
+    `_Fail` once one line exceeds `max_line` bytes or the whole body exceeds `max_total` bytes, and does
+    linear work however the bytes are chunked.
+    """
+    pending = bytearray()
+    total = 0
+    for chunk in chunks:
+        total += len(chunk)
+        if total > max_total:
+            raise _Fail(f"the stream exceeded {_size(max_total)}")
+        parts = chunk.replace(b"\r", b"\n").split(b"\n")
+        if len(parts) == 1:
+            pending += chunk
+        else:
+            pending += parts[0]
+            head = bytes(pending)
+            pending = bytearray(parts[-1])
+            for line in (head, *parts[1:-1]):
+                if len(line) > max_line:
+                    raise _Fail(f"a stream line exceeded {_size(max_line)}")
+                if line:
+                    yield line
+        if len(pending) > max_line:
+            raise _Fail(f"a stream line exceeded {_size(max_line)}")
+    if pending:
+        yield bytes(pending)
+
+
+class _Flight:
+    """One in-flight response the cutter may end at `deadline` (time.monotonic())."""
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+        self.response: httpx.Response | None = None
+        self.cut = False
+        self.done = False
+
+
+class _Cutter:
+    """Ends in-flight responses at their deadline, from one watching thread.
+
+    httpx's read timeout is per read: a server that trickles a byte now and then, or pauses for less
+    than the stall timeout each time, would outlive any deadline. Shutting the socket down wakes the
+    reading thread at once; that connection is then closed, never reused.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._flights: set[_Flight] = set()
+        self._stop = threading.Event()
+        threading.Thread(target=self._watch, name="endpoint-deadlines", daemon=True).start()
+
+    def add(self, flight: _Flight) -> None:
+        with self._lock:
+            self._flights.add(flight)
+
+    def attach(self, flight: _Flight, response: httpx.Response) -> None:
+        with self._lock:
+            flight.response = response
+        if time.monotonic() >= flight.deadline:
+            self._cut_now(flight)
+
+    def remove(self, flight: _Flight) -> None:
+        with self._lock:  # after this the watcher never touches the connection (it may go back to the pool)
+            flight.done = True
+            self._flights.discard(flight)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _cut_now(self, flight: _Flight) -> None:
+        with self._lock:
+            if flight.done or flight.cut or flight.response is None:
+                return
+            flight.cut = True
+            stream = flight.response.extensions.get("network_stream")
+            sock = stream.get_extra_info("socket") if stream is not None else None
+            if sock is not None:
+                try:  # the plain socket's shutdown, also under TLS: it only wakes the reader
+                    socket.socket.shutdown(sock, socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def _watch(self) -> None:
+        while not self._stop.wait(0.05):
+            now = time.monotonic()
+            with self._lock:
+                due = [f for f in self._flights if not f.cut and f.response is not None and now >= f.deadline]
+            for f in due:
+                self._cut_now(f)
+
+
+def _int_or_none(usage: dict, key: str) -> int | None:
+    v = usage.get(key)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise _Fail(f"malformed event: usage.{key} is not a count: {excerpt(json.dumps(v))}")
+    return v
+
+
+def parse_event(data: str) -> tuple[list[str], bool, dict | None]:
+    """One `data:` payload → (text pieces, whether a choice finished, usage or None). Raises _Fail if malformed."""
+    try:
+        ev = json.loads(data)
+    except ValueError:
+        raise _Fail(f"malformed event: invalid JSON: {excerpt(data)}") from None
+    if not isinstance(ev, dict):
+        raise _Fail(f"malformed event: not a JSON object: {excerpt(data)}")
+    if ev.get("error") is not None:
+        raise _Fail(f"the server reported an error in the stream: {excerpt(json.dumps(ev['error']))}")
+    choices = ev.get("choices")
+    if choices is None:
+        choices = []
+    if not isinstance(choices, list):
+        raise _Fail(f"malformed event: 'choices' is not a list: {excerpt(json.dumps(choices))}")
+    pieces: list[str] = []
+    finished = False
+    for ch in choices:
+        if not isinstance(ch, dict):
+            raise _Fail(f"malformed event: a choice is not an object: {excerpt(json.dumps(ch))}")
+        delta = ch.get("delta")
+        if delta is not None and not isinstance(delta, dict):
+            raise _Fail(f"malformed event: 'delta' is not an object: {excerpt(json.dumps(delta))}")
+        piece = (delta or {}).get("content")
+        if piece is None:
+            piece = ch.get("text")
+        if piece is not None and not isinstance(piece, str):
+            raise _Fail(f"malformed event: the content is not text: {excerpt(json.dumps(piece))}")
+        if piece:
+            pieces.append(piece)
+        if ch.get("finish_reason") is not None:
+            finished = True
+    usage = ev.get("usage")
+    if usage is not None:
+        if not isinstance(usage, dict):
+            raise _Fail(f"malformed event: 'usage' is not an object: {excerpt(json.dumps(usage))}")
+        usage = {k: _int_or_none(usage, k) for k in ("prompt_tokens", "completion_tokens")}
+    return pieces, finished, usage
+
+
+def _http_error(err: Exception) -> str:
+    import httpx
+
+    if isinstance(err, httpx.ConnectTimeout):
+        return "connect timed out"
+    if isinstance(err, httpx.ConnectError):
+        return f"connection failed: {excerpt(str(err) or type(err).__name__)}"
+    return f"{type(err).__name__}: {excerpt(str(err))}"
+
 
 class EndpointBackend(Backend):
     id = "endpoint"
     import_name = None
     distributions = ()
+    requires = (("httpx", "httpx"),)
     install_hint = "start any OpenAI-compatible server (vllm serve, trtllm-serve, llama-server …) and pass --endpoint URL"
     formats = ()
 
-    @classmethod
-    def availability(cls) -> str | None:
-        return None  # standard library only
+    def _client(self, connections: int) -> httpx.Client:
+        import httpx
 
-    def _conn(self, timeout: float) -> http.client.HTTPConnection:
-        cls = http.client.HTTPSConnection if self.url.scheme == "https" else http.client.HTTPConnection
-        return cls(self.url.hostname, self.url.port or (443 if self.url.scheme == "https" else 80), timeout=timeout)
+        return httpx.Client(
+            timeout=httpx.Timeout(connect=10, read=self.stall_s, write=10, pool=10),
+            limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
+            follow_redirects=False,  # reported, not followed: the probe measures the URL it was given
+            # no proxy (nor netrc or CA bundle) from the environment: the probe talks to the server itself, and an
+            # HTTP(S)_PROXY meant for the internet must not sit between it and a local server
+            trust_env=False,
+        )
+
+    def _deadline(self) -> tuple[float, str]:
+        """The earlier of this request's own deadline and the run's, and which one it is."""
+        own = time.monotonic() + self.request_s
+        return (own, "request") if own < self.run_deadline else (self.run_deadline, "run")
 
     def load(self, model, fmt: str, settings: ProbeSettings) -> None:
+        import httpx
+
+        # the run's deadline: stop before the parent's hard kill at timeout_s (counted from about now), so the
+        # records measured so far come back with the result instead of being discarded with a killed process
+        self.run_budget_s = max(3.0, 0.9 * settings.timeout_s - 5.0)
+        self.run_deadline = time.monotonic() + self.run_budget_s
         self.url = urlparse(settings.endpoint.rstrip("/"))
         self.base = self.url.path[:-3] if self.url.path.endswith("/v1") else self.url.path
-        self.stall_s = float(settings.extra.get("stall_timeout_s", 30))
+        self.stall_s = float(settings.extra.get("stall_timeout_s", DEFAULT_STALL_S))
+        self.request_s = float(settings.extra.get("request_timeout_s", DEFAULT_REQUEST_TIMEOUT_S))
+        self.origin = f"{self.url.scheme}://{self.url.netloc}"
+        self.cutter = _Cutter()
+        self._note_lock = threading.Lock()
+        self._noted: set[str] = set()
+        where = f"endpoint {settings.endpoint}"
+        flight = _Flight(self._deadline()[0])
+        budget = min(self.request_s, self.run_budget_s)
+        self.cutter.add(flight)
         try:
-            c = self._conn(10)
-            c.request("GET", f"{self.base}/v1/models")
-            r = c.getresponse()
-            body = r.read()
-        except (OSError, http.client.HTTPException) as err:
-            raise ModelError(f"endpoint {settings.endpoint} is unreachable: {err}") from None
-        if r.status != 200:
-            raise ModelError(f"endpoint {settings.endpoint}: GET /v1/models answered HTTP {r.status}")
+            with self._client(1) as client, client.stream(
+                    "GET", f"{self.origin}{self.base}/v1/models",
+                    headers={"Accept": "application/json", "Accept-Encoding": "identity"}) as r:
+                self.cutter.attach(flight, r)
+                if r.status_code != 200:
+                    where_to = r.headers.get("location")
+                    extra = f" (a redirect to {excerpt(where_to)}, not followed)" if where_to else ""
+                    raise ModelError(f"{where}: GET /v1/models answered HTTP {r.status_code}{extra}")
+                body = bytearray()
+                for chunk in r.iter_bytes():
+                    body += chunk
+                    if len(body) > MAX_MODELS_BYTES:
+                        raise ModelError(f"{where}: /v1/models answered more than {_size(MAX_MODELS_BYTES)}")
+                if flight.cut:
+                    raise ModelError(f"{where}: /v1/models did not finish within {budget:g} s")
+        except httpx.ReadTimeout:
+            raise ModelError(f"{where}: /v1/models stalled (no data for {self.stall_s:g} s)") from None
+        except (httpx.HTTPError, OSError) as err:
+            if flight.cut:
+                raise ModelError(f"{where}: /v1/models did not finish within {budget:g} s") from None
+            raise ModelError(f"{where} is unreachable: {_http_error(err)}") from None
+        finally:
+            self.cutter.remove(flight)
         try:
-            models = [m["id"] for m in json.loads(body)["data"]]
+            data = json.loads(bytes(body))["data"]
+            models = [m["id"] for m in data]
+            if not all(isinstance(m, str) for m in models):
+                raise TypeError
         except (ValueError, KeyError, TypeError):
-            raise ModelError(f"endpoint {settings.endpoint}: /v1/models did not return an OpenAI model list") from None
+            raise ModelError(f"{where}: /v1/models did not return an OpenAI model list") from None
         self.model_name = settings.extra.get("model_name") or (models[0] if models else None)
         if not self.model_name:
-            raise ModelError(f"endpoint {settings.endpoint} serves no model")
+            raise ModelError(f"{where} serves no model")
         self.device = f"remote server {self.url.netloc}"
         self.backend_settings = {"url": settings.endpoint, "model": self.model_name, "api": "/v1/chat/completions",
-                                 "stream": True, "stall_timeout_s": self.stall_s}
+                                 "stream": True, "stall_timeout_s": self.stall_s, "request_timeout_s": self.request_s}
         self.serving = (f"{settings.concurrency} concurrent HTTP requests; batching (or queueing) is the "
                         "server's own — a server that serves one request at a time makes TTFT include the wait")
         self.chunk_tokens: list[tuple[int, int]] = []
 
-    def _request(self, index: int, prompt: str, settings: ProbeSettings) -> RequestRecord:
+    def close(self) -> None:
+        cutter = getattr(self, "cutter", None)
+        if cutter is not None:
+            cutter.stop()
+
+    def _note(self, key: str, text: str) -> None:
+        with self._note_lock:
+            if key not in self._noted:
+                self._noted.add(key)
+                self.notes.append(text)
+
+    def _request(self, client: httpx.Client, index: int, prompt: str, settings: ProbeSettings) -> RequestRecord:
+        """One streamed request → its record; never raises (a client thread must not die silently)."""
+        import httpx
+
+        submitted = time.perf_counter()
+        times: list[float] = []
+        status, cause, end = "ok", None, None
+        if time.monotonic() >= self.run_deadline:
+            return RequestRecord(index=index, submitted_s=submitted, finished_s=submitted, status="error",
+                                 error="not started: the run's deadline passed")
+        deadline, which = self._deadline()
+        left = max(0.001, deadline - time.monotonic())
+        flight = _Flight(deadline)
+        self.cutter.add(flight)
+        want = settings.max_tokens
+        state = {"done": False, "finished": False, "usage": None}
         body = json.dumps({"model": self.model_name, "messages": [{"role": "user", "content": prompt}],
-                           "max_tokens": settings.max_tokens, "temperature": 0, "stream": True,
+                           "max_tokens": want, "temperature": 0, "stream": True,
                            "stream_options": {"include_usage": True}, "ignore_eos": True})
-        rec = RequestRecord(index=index, submitted_s=time.perf_counter())
-        chunks = 0
+
+        def cut_text() -> str:
+            if which == "run":
+                return f"cut at the run's deadline ({self.run_budget_s:g} s)"
+            return f"cut at the request's deadline ({self.request_s:g} s)"
+
         try:
-            c = self._conn(self.stall_s)
-            c.request("POST", f"{self.base}/v1/chat/completions", body=body,
-                      headers={"Content-Type": "application/json", "Accept": "text/event-stream"})
-            r = c.getresponse()
-            if r.status != 200:
-                text = r.read(300).decode("utf-8", "replace").strip().replace("\n", " ")
-                raise RuntimeError(f"HTTP {r.status}: {text[:200]}")
-            usage = None
-            for raw in r:
-                line = raw.decode("utf-8", "replace").strip()
-                if not line or line.startswith(":"):
-                    continue
-                if not line.startswith("data:"):
-                    raise RuntimeError(f"not an event stream: {line[:80]!r}")
-                data = line[5:].strip()
-                if data == "[DONE]":
-                    break
+            with client.stream(
+                    "POST", f"{self.origin}{self.base}/v1/chat/completions", content=body,
+                    headers={"Content-Type": "application/json", "Accept": "text/event-stream",
+                             "Accept-Encoding": "identity"},
+                    timeout=httpx.Timeout(connect=min(10.0, left), read=min(self.stall_s, left), write=10.0,
+                                          pool=10.0)) as r:
+                self.cutter.attach(flight, r)
+                if r.status_code != 200:
+                    raise _Fail(self._status_cause(r))
+                complete = lambda: state["done"] or state["finished"] or len(times) >= want  # noqa: E731
                 try:
-                    ev = json.loads(data)
-                except ValueError:
-                    raise RuntimeError(f"invalid JSON in stream: {data[:80]!r}") from None
-                if ev.get("usage"):
-                    usage = ev["usage"]
-                for ch in ev.get("choices") or []:
-                    piece = (ch.get("delta") or {}).get("content") or ch.get("text")
-                    if piece:
-                        now = time.perf_counter()
-                        if rec.first_token_s is None:
-                            rec.first_token_s = now
-                        rec.token_times_s.append(now)
-                        chunks += 1
-            rec.output_tokens = len(rec.token_times_s)
-            if usage:
-                rec.prompt_tokens = usage.get("prompt_tokens")
-                if usage.get("completion_tokens"):
-                    self.chunk_tokens.append((chunks, int(usage["completion_tokens"])))
-            if not rec.token_times_s:
-                rec.error = "the server streamed no tokens"
-        except socket.timeout:
-            rec.error = f"stalled: no data for {self.stall_s:g} s"
-        except (OSError, http.client.HTTPException, RuntimeError) as err:
-            rec.error = f"{type(err).__name__}: {err}" if not isinstance(err, RuntimeError) else str(err)
-        rec.finished_s = time.perf_counter()
-        return rec
+                    self._read_stream(r, times, want, state, deadline)
+                except (httpx.ReadTimeout, httpx.RemoteProtocolError, httpx.ReadError) as err:
+                    cut = flight.cut or time.monotonic() >= deadline
+                    if complete():
+                        if cut or isinstance(err, httpx.ReadTimeout):  # every token came; the stream stayed open
+                            self._note("kept-open", "the server kept a stream open after its last token; the "
+                                                    "client closed it (E2E ends at the last token)")
+                            end = times[-1] if times else None
+                    elif cut:
+                        raise _Ended(cut_text()) from None
+                    elif isinstance(err, httpx.ReadTimeout):
+                        raise _Fail(f"stalled: no data for {self.stall_s:g} s") from None
+                    else:
+                        raise _Ended("the connection closed", closed=True) from None
+                except _DeadlineHit:
+                    if not complete():
+                        raise _Ended(cut_text()) from None
+                if flight.cut and not complete():
+                    raise _Ended(cut_text())
+            if not times:
+                raise _Fail("the server streamed no tokens")
+            if not complete():
+                raise _Ended("the stream closed", closed=True)
+        except _Fail as err:
+            status, cause = "error", str(err)
+        except _Ended as err:
+            why = " without [DONE] or finish_reason" if err.closed else ""
+            if times:
+                status, cause = "incomplete", f"incomplete: {err} after {len(times)} of {want} tokens{why}"
+            else:
+                status, cause = "error", f"no tokens: {err} before any token arrived{why}"
+        except httpx.ReadTimeout:  # waiting for the response's headers
+            if flight.cut or time.monotonic() >= deadline:
+                status, cause = "error", f"no response: {cut_text()}"
+            else:
+                status, cause = "error", f"stalled: no response for {self.stall_s:g} s"
+        except httpx.HTTPError as err:
+            status, cause = "error", _http_error(err)
+        except Exception as err:  # whatever else: recorded with its cause, never a dead client thread
+            status, cause = "error", f"{type(err).__name__}: {excerpt(str(err))}"
+        finally:
+            self.cutter.remove(flight)
+        usage = state["usage"] or {}
+        if status == "ok" and usage.get("completion_tokens"):
+            self.chunk_tokens.append((len(times), usage["completion_tokens"]))
+        return RequestRecord(index=index, submitted_s=submitted, prompt_tokens=usage.get("prompt_tokens"),
+                             first_token_s=times[0] if times else None, token_times_s=times,
+                             output_tokens=len(times), finished_s=end or time.perf_counter(), status=status,
+                             error=cause)
+
+    @staticmethod
+    def _status_cause(r: httpx.Response) -> str:
+        where_to = r.headers.get("location") if 300 <= r.status_code < 400 else None
+        if where_to:
+            return f"HTTP {r.status_code}: a redirect to {excerpt(where_to)}, not followed"
+        head = bytearray()
+        try:
+            for chunk in r.iter_bytes():
+                head += chunk
+                if len(head) >= MAX_ERROR_BYTES:
+                    break
+        except Exception:  # the body is only for the message: whatever it got so far will do
+            pass
+        text = bytes(head[:MAX_ERROR_BYTES])
+        return f"HTTP {r.status_code}: {excerpt(text)}" if text.strip() else f"HTTP {r.status_code} (no body)"
+
+    def _read_stream(self, r: httpx.Response, times: list[float], want: int, state: dict, deadline: float
+                     ) -> None:
+        """Read SSE lines until [DONE], the end of the body, or one content chunk beyond `want` (then stop).
+
+        The deadline is checked here too, in case the cutter could not reach the socket."""
+        clock = time.perf_counter
+        for raw in bounded_lines(r.iter_bytes()):
+            if time.monotonic() >= deadline:
+                raise _DeadlineHit
+            if raw.startswith(b":"):
+                continue  # a comment (keep-alive)
+            if not raw.startswith(b"data:"):
+                if raw.split(b":", 1)[0] in (b"event", b"id", b"retry"):
+                    continue  # SSE fields the OpenAI stream does not need
+                raise _Fail(f"not an event stream: {excerpt(raw)}")
+            data = raw[5:].strip().decode("utf-8", "replace")
+            if data == "[DONE]":
+                state["done"] = True
+                return
+            pieces, finished, usage = parse_event(data)
+            if usage is not None:
+                state["usage"] = usage
+            state["finished"] = state["finished"] or finished
+            for _ in pieces:
+                if len(times) >= want:  # more than max_tokens: the client stops the stream itself
+                    self._note("beyond", f"the server streamed more than max_tokens ({want}) chunks; the client "
+                                         "stopped each such stream at max_tokens")
+                    return
+                times.append(clock())
 
     def run(self, prompts, settings, on_done):
-        out = run_clients(prompts, settings.concurrency, lambda i, p: self._request(i, p, settings), on_done)
+        with self._client(max(1, settings.concurrency)) as client:
+            out = run_clients(prompts, settings.concurrency, lambda i, p: self._request(client, i, p, settings),
+                              on_done)
         mismatched = [(c, u) for c, u in self.chunk_tokens if c != u]
         if mismatched:
             self.notes.append(f"{len(mismatched)} request(s) streamed fewer chunks than the server's token count "

@@ -38,3 +38,27 @@ def test_compute_by_hand():
 def test_not_measured_is_none_not_zero():
     m = compute([RequestRecord(index=0, submitted_s=0.0, error="x")], ttft_target_ms=None)
     assert m["ttft_ms"].p50 is None and m["output_tokens_total"] is None and "goodput" not in m
+
+
+def test_incomplete_requests_are_counted_but_not_in_the_figures():
+    recs = [
+        RequestRecord(index=0, prompt_tokens=10, output_tokens=2, submitted_s=0.0, first_token_s=0.1,
+                      token_times_s=[0.1, 0.2], finished_s=0.2),
+        RequestRecord(index=1, prompt_tokens=10, output_tokens=3, submitted_s=0.0, first_token_s=0.01,
+                      token_times_s=[0.01, 0.02, 0.03], finished_s=0.9, status="incomplete",
+                      error="incomplete: the stream closed after 3 of 32 tokens without [DONE] or finish_reason"),
+        RequestRecord(index=2, submitted_s=0.0, error="HTTP 500", finished_s=0.05),
+    ]
+    m = compute(recs, ttft_target_ms=200)
+    assert (m["requests_total"], m["requests_ok"], m["requests_incomplete"], m["errors"]) == (3, 1, 1, 1)
+    assert m["ttft_ms"].p50 == pytest.approx(100.0) and m["output_tokens_total"] == 2
+    assert m["itl_ms"].p50 == pytest.approx(100.0) and m["e2e_ms"].p50 == pytest.approx(200.0)
+    assert m["goodput"] == pytest.approx(1 / 3, rel=1e-3)  # the incomplete one counts against
+    assert m["duration_s"] == pytest.approx(0.9)  # the wall time still covers every request
+
+
+def test_a_record_with_an_error_is_never_ok():
+    assert RequestRecord(index=0, submitted_s=0.0, error="x").status == "error"
+    old = RequestRecord.model_validate_json('{"index": 0, "submitted_s": 0.0, "error": "HTTP 500"}')
+    assert old.status == "error"  # a result stored before `status` existed
+    assert RequestRecord(index=0, submitted_s=0.0, error="cut", status="incomplete").status == "incomplete"
