@@ -169,6 +169,10 @@ def answers_from_text(raw: bytes | str, name: str = "answers") -> tuple[Answers,
         raise AnswersError(f"{name}: not a UTF-8 text file") from None
     try:
         data = yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 (a safe loader)
+    except yaml.reader.ReaderError as err:  # a control character or other byte YAML does not allow
+        raise AnswersError(f"{name}: not valid YAML at character {err.position + 1}: the character "
+                           f"#x{err.character:04x} is not allowed" if isinstance(err.character, int) else
+                           f"{name}: not valid YAML: {_clip(err.reason)}") from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -109,15 +109,23 @@ def _out_path(text: str):
     from pathlib import Path
 
     out = Path(text).expanduser()
+    if out.is_dir():
+        raise UsageError(f"--out {text!r} is a directory; give a file name ending in .md or .pdf")
     if out.suffix.lower() not in (".md", ".pdf"):
         raise UsageError(f"--out must end in .md or .pdf, got {text!r}")
     parent = out.parent if str(out.parent) else Path(".")
-    if out.is_dir():
-        raise UsageError(f"--out {text!r} is a directory; give a file name ending in .md or .pdf")
     if not parent.is_dir():
         raise UsageError(f"--out: the folder {str(parent)!r} does not exist")
     if not os.access(parent, os.W_OK | os.X_OK) or (out.exists() and not os.access(out, os.W_OK)):
         raise UsageError(f"--out: {text!r} is not writable here")
+    try:  # a real try, before any work (access() says yes to root even where nothing can be created)
+        import tempfile
+
+        fd, probe = tempfile.mkstemp(dir=parent, prefix=".report-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        raise UsageError(f"--out: cannot write {text!r} ({err.strerror or type(err).__name__})") from None
     return out
 
 
