@@ -99,8 +99,16 @@ def file_size_mb(path: Path) -> float:
 
 
 def _key(path: Path) -> str:
-    st = path.stat()
-    return hashlib.sha1(f"{path.resolve()}|{st.st_size}|{int(st.st_mtime)}".encode()).hexdigest()[:12]
+    """A cache key on content: the file, or every file of a model directory, by size and modification time
+    (hashing gigabytes of weights would cost more than the export it saves)."""
+    files = [path] if path.is_file() else sorted(p for p in path.iterdir() if p.is_file())
+    h = hashlib.sha1(str(path.resolve()).encode())
+    for f in files:
+        st = f.stat()
+        h.update(f"|{f.name}|{st.st_size}|{st.st_mtime_ns}".encode())
+    if path.is_dir() and (path / "config.json").is_file():
+        h.update((path / "config.json").read_bytes()[:1 << 20])  # an edited config with the same size and mtime
+    return h.hexdigest()[:12]
 
 
 def gguf_to_hf(gguf: Path, progress: Progress) -> Path:
@@ -130,7 +138,7 @@ def gguf_to_hf(gguf: Path, progress: Progress) -> Path:
 
 def hf_to_onnx(hf_dir: Path, precision: str, progress: Progress) -> Path:
     """Export once with ONNX Runtime GenAI's model builder into the cache dir."""
-    out = cache_dir() / "onnx" / f"{hf_dir.name}-{precision}"
+    out = cache_dir() / "onnx" / f"{hf_dir.name}-{precision}-{_key(hf_dir)}"
     if (out / "genai_config.json").is_file() and list(out.glob("*.onnx")):
         return out
     progress("prepare", f"exporting {hf_dir.name} to ONNX ({precision}) with onnxruntime-genai's builder "

@@ -70,3 +70,21 @@ def test_onnx_dir_needs_genai_config(tmp_path):
 def test_unknown_dir(tmp_path):
     with pytest.raises(ModelError, match="not a GGUF file, a Hugging Face directory"):
         detect_format(tmp_path)
+
+
+def test_the_export_cache_key_is_the_content_not_the_folder_name(tmp_path):
+    """Two different `checkpoint/` folders must not share one ONNX export."""
+    from probes.models import _key
+
+    a, b = tmp_path / "a" / "checkpoint", tmp_path / "b" / "checkpoint"
+    for d, layers in ((a, 2), (b, 4)):
+        d.mkdir(parents=True)
+        (d / "config.json").write_text(f'{{"num_hidden_layers": {layers}}}')
+        (d / "model.safetensors").write_bytes(b"x" * 16)
+    assert _key(a) != _key(b)
+    assert _key(a) == _key(a)
+    (a / "config.json").write_text('{"num_hidden_layers": 3}')  # same size, edited in place
+    assert _key(a) != _key(b)
+    key = _key(a)
+    (a / "model.safetensors").write_bytes(b"y" * 17)
+    assert _key(a) != key
