@@ -228,10 +228,11 @@ def latency_chart(results: list[ProbeResult], metric: str = "ttft", lang: str = 
     for n, (r, name) in enumerate(zip(results, names)):
         if r.status != "ok":
             continue
+        done = [q for q in r.requests if q.status == "ok"]  # the figures' own population (metrics.compute)
         if metric == "ttft":
-            xs = [(q.first_token_s - q.submitted_s) * 1000 for q in r.requests if q.first_token_s]
+            xs = [(q.first_token_s - q.submitted_s) * 1000 for q in done if q.first_token_s]
         else:
-            xs = [(b - a) * 1000 for q in r.requests for a, b in zip(q.token_times_s, q.token_times_s[1:])]
+            xs = [(b - a) * 1000 for q in done for a, b in zip(q.token_times_s, q.token_times_s[1:])]
         c = COLORS[shown % len(COLORS)]
         fig.add_trace(go.Box(x=xs, name=name, boxpoints="outliers", orientation="h", fillcolor="rgba(0,0,0,0)",
                              line=dict(color=c, width=2),

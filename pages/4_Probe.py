@@ -121,12 +121,11 @@ if done is not None and not done.running:
             st.download_button(T("ui_download_json", run=run_label(None, r.engine)), r.model_dump_json(indent=2),
                                file_name=f"probe-{r.engine}-unsaved.json", mime="application/json",
                                key=f"dl_unsaved_{done.id}_{i}")
+# ---------------------------------------------------------------- results
+runs = history.list_runs()  # first: what it finds wrong with the database is shown just below
 for note in dict.fromkeys(history.NOTICES):
     st.warning(note)
 history.NOTICES.clear()
-
-# ---------------------------------------------------------------- results
-runs = history.list_runs()
 if runs:
     by_id = {rid: r for rid, _, r in runs}
     status_label = lambda s: T(f"status_{s}") if f"status_{s}" in k.strings else s  # noqa: E731

@@ -21,6 +21,9 @@ if spec_error:
 rec = recommend(a, hw, k, lang=L, spec=spec, machine=bench)
 picked = sorted(set(ss.get("report_runs", [])))
 by_id = {rid: r for rid, _, r in history.list_runs()}
+for note in dict.fromkeys(history.NOTICES):  # a database moved aside: said where the runs went
+    st.warning(note)
+history.NOTICES.clear()
 run_ids = [rid for rid in picked if rid in by_id]
 results = [by_id[rid] for rid in run_ids]
 checks = [c for c in (check_probe(r, k, hardware(), machine(), L) for r in results) if c is not None]
@@ -47,6 +50,8 @@ elif c2.button(T("ui_build_pdf"), key="build_pdf"):
             ss.pop("pdf_error", None)
         except ReportError as err:
             ss["pdf_error"] = str(err)
+        except Exception as err:  # charts or fonts failing: say why, the Markdown download stays
+            ss["pdf_error"] = f"{type(err).__name__}: {str(err)[:200]}"
     st.rerun()
 if ss.get("pdf_error"):
     st.error(T("ui_pdf_failed", why=ss["pdf_error"]))
