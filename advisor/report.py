@@ -239,9 +239,10 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
 
 
 def _shell(word: str) -> str:
+    """A file name for the reproduce line: shell-quoted, on one line (a newline could close the code fence)."""
     import shlex
 
-    return shlex.quote(str(word))
+    return shlex.quote(re.sub(r"[\x00-\x1f\x7f-\x9f]", "?", fold(str(word), limit=300, token=10_000)))
 
 
 def _font() -> tuple[str, int]:

@@ -24,7 +24,11 @@ _MD_SPECIAL = re.compile(r"([\\`*\[\]!|])")
 def md_escape(text: object) -> str:
     """User/model text as literal Markdown text: HTML escaped (<, >, &) and the Markdown characters that make
     links, images, emphasis, code or table cells (\\ ` * [ ] ! |) backslash-escaped; newlines become spaces."""
-    return html.escape(_MD_SPECIAL.sub(r"\\\1", " ".join(str(text).split())), quote=False)
+    text = _CONTROL.sub("\ufffd", " ".join(str(text).split()))  # a terminal escape or NUL shows as �
+    return html.escape(_MD_SPECIAL.sub(r"\\\1", text), quote=False)
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 ZWSP = "\u200b"  # zero-width space: a place where a browser may break a long token; removed for the PDF
