@@ -11,7 +11,6 @@ import signal
 import struct
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,26 +41,41 @@ class Outcome:
         return self.error_lines[0]
 
 
-def bounded(args: list[str], hard_limit_s: float = 60.0, env: dict | None = None) -> Outcome:
-    with open(os.devnull, "rb") as devnull:
-        import tempfile
+# A small launcher between the test and the command: a process's peak RSS (ru_maxrss) starts from its
+# parent's at fork/exec, so measured straight from pytest (1+ GB late in a full run) it would be pytest's.
+_LAUNCHER = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[1], sys.argv[1:])
+_, status, usage = os.wait4(pid, 0)
+os.write(int(os.environ["BOUNDED_FD"]), f"{os.waitstatus_to_exitcode(status)} {usage.ru_maxrss}".encode())
+"""
 
-        out_f, err_f = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+
+def bounded(args: list[str], hard_limit_s: float = 60.0, env: dict | None = None) -> Outcome:
+    import tempfile
+
+    r, w = os.pipe()
+    with open(os.devnull, "rb") as devnull, tempfile.TemporaryFile() as out_f, tempfile.TemporaryFile() as err_f:
         t0 = time.monotonic()
-        proc = subprocess.Popen([sys.executable, *args], cwd=str(ROOT), stdin=devnull, stdout=out_f, stderr=err_f,
-                                env={**os.environ, **(env or {})}, start_new_session=True)
-        killer = threading.Timer(hard_limit_s, lambda: _killpg(proc.pid))
-        killer.start()
+        proc = subprocess.Popen([sys.executable, "-c", _LAUNCHER, sys.executable, *args], cwd=str(ROOT),
+                                stdin=devnull, stdout=out_f, stderr=err_f, pass_fds=(w,), start_new_session=True,
+                                env={**os.environ, **(env or {}), "BOUNDED_FD": str(w)})
+        os.close(w)
         try:
-            _, status, usage = os.wait4(proc.pid, 0)
-        finally:
-            killer.cancel()
-        proc.returncode = os.waitstatus_to_exitcode(status)
+            proc.wait(timeout=hard_limit_s)
+        except subprocess.TimeoutExpired:
+            _killpg(proc.pid)
+            proc.wait()
         seconds = time.monotonic() - t0
         _killpg(proc.pid)  # nothing of the command may outlive it
+        with os.fdopen(r, "rb") as f:
+            report = f.read().decode().split()
+        rc, maxrss_kb = (int(report[0]), int(report[1])) if len(report) == 2 else (-9, 0)
         out_f.seek(0), err_f.seek(0)
-        return Outcome(proc.returncode, out_f.read().decode("utf-8", "replace"),
-                       err_f.read().decode("utf-8", "replace"), seconds, usage.ru_maxrss / 1024)
+        return Outcome(rc, out_f.read().decode("utf-8", "replace"), err_f.read().decode("utf-8", "replace"),
+                       seconds, maxrss_kb / 1024)
 
 
 def _killpg(pid: int) -> None:
