@@ -54,9 +54,22 @@ def main(argv: list[str]) -> int:
     _watchdog(int(os.environ.get("PROBE_PARENT_PID", os.getppid())), settings.timeout_s + 30)
     ev = Events()
     result = measure(settings, ev)
-    result.peak_child_maxrss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    result.peak_child_maxrss_mb = _own_peak_rss_mb()
     ev.emit({"type": "result", "result": json.loads(result.model_dump_json())})
     return 0
+
+
+def _own_peak_rss_mb() -> float:
+    """This process's own high-water RSS. Not ru_maxrss: on Linux that starts from the parent's peak at exec
+    (a 1 GB Streamlit server or test runner would show as this probe's memory); VmHWM is this image's alone."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return round(int(line.split()[1]) / 1024, 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
 def measure(settings: ProbeSettings, ev: Events) -> ProbeResult:
