@@ -161,8 +161,8 @@ def _count(data: object) -> int:
 def answers_from_text(raw: bytes | str, name: str = "answers") -> tuple[Answers, int]:
     """Parse an answers file's bytes (the CLI and the UI's upload): (answers, number of answers given)."""
     if len(raw) > MAX_FILE_BYTES:
-        raise AnswersError(f"{name}: {len(raw):,} bytes is too large for an answers file "
-                           f"(at most {MAX_FILE_BYTES // 1024} KiB)")
+        raise AnswersError(f"{name}: larger than {MAX_FILE_BYTES // 1024} KiB, too large for an answers file "
+                           "(they are a few hundred bytes)")
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
     except UnicodeDecodeError:
