@@ -56,6 +56,7 @@ class ModelBlock(_Strict):
     architecture: Architecture = "decoder-only"
     precision: Precision = "fp16"
     context_tokens: int = Field(default=4096, ge=128, le=1_048_576)
+    kv_cache_dtype: Literal["auto", "fp16", "bf16", "fp8", "int8"] = "auto"  # auto = the engine's default
 
 
 class Answers(_Strict):

@@ -14,7 +14,7 @@ FACT_NAMES = frozenset({
     "concurrency", "ttft_p95_ms", "cross_platform", "cuda_expertise", "model_update",
     "non_llm_models", "strict_sla", "deployment", "prompt_mix",
     # model block
-    "architecture", "precision", "params_b", "context_tokens",
+    "architecture", "precision", "params_b", "context_tokens", "kv_cache_dtype", "moe",
     # hardware (from the answers' hardware block, else detected)
     "gpu_vendor", "gpu_count", "gpu_memory_gb", "total_gpu_memory_gb", "ram_gb", "cpu_cores",
     "os", "cpu_arch", "has_avx2", "has_avx512", "hardware_source",
@@ -25,6 +25,7 @@ PLAN_FACT_NAMES = frozenset({
     "plan_fits", "plan_loads", "plan_offload", "plan_offload_layers", "plan_device", "plan_precision", "plan_headroom_fraction",
     "plan_headroom_gib", "plan_total_gib", "plan_available_gib", "plan_weights_gib", "plan_kv_gib",
     "plan_overhead_gib", "plan_max_concurrency", "plan_max_context_tokens", "plan_decode_tps_upper_bound", "plan_fix",
+    "plan_precision_id",
 })
 
 
@@ -41,6 +42,7 @@ def plan_facts(plan, fix_none: str) -> dict[str, Any]:
         "plan_offload_layers": plan.offload_layers,
         "plan_device": plan.device,
         "plan_precision": plan.precision_label,
+        "plan_precision_id": plan.precision,
         "plan_headroom_fraction": (plan.headroom_gib / avail) if avail and plan.headroom_gib is not None else None,
         "plan_headroom_gib": r(plan.headroom_gib),
         "plan_total_gib": r(plan.total_gib),
@@ -71,6 +73,8 @@ def build_facts(answers: Answers, hardware: Hardware | None) -> dict[str, Any]:
         "precision": m.precision,
         "params_b": m.params_b,
         "context_tokens": m.context_tokens,
+        "kv_cache_dtype": m.kv_cache_dtype,
+        "moe": False,  # set from the resolved model (advisor.rules.Evaluator)
     }
     t = answers.hardware
     if t is not None:

@@ -66,6 +66,7 @@ class Knowledge:
     gpus: ks.GpusFile
     planner: ks.PlannerFile
     strings: dict[str, ks.Text]
+    support: ks.SupportFile
 
     def s(self, key: str, lang: str = "en", **kw: object) -> str:
         """A UI/report string in the chosen language."""
@@ -93,11 +94,23 @@ def _check_rule_facts(rules: ks.RulesFile) -> None:
                     f"known facts: {', '.join(sorted(known))}")
 
 
+def _check_need_facts(support: ks.SupportFile) -> None:
+    from advisor.conditions import leaves
+    from advisor.facts import FACT_NAMES
+
+    for i, need in enumerate(support.needs):
+        for leaf in leaves(need.when):
+            if leaf.fact not in FACT_NAMES:
+                raise KnowledgeError(f"support.yaml: needs[{i}] ({need.feature}).when: unknown fact {leaf.fact!r}")
+
+
 @functools.lru_cache(maxsize=4)
 def _cached(d: Path) -> Knowledge:
     engines = _load(d / "engines.yaml", ks.EnginesFile)
     rules = _load(d / "rules.yaml", ks.RulesFile)
     _check_rule_facts(rules)
+    support = _load(d / "support.yaml", ks.SupportFile)
+    _check_need_facts(support)
     order = {e: i for i, e in enumerate(ks.ENGINE_IDS)}
     return Knowledge(
         engines={e.id: e for e in sorted(engines.engines, key=lambda e: order[e.id])},
@@ -108,4 +121,5 @@ def _cached(d: Path) -> Knowledge:
         gpus=_load(d / "gpus.yaml", ks.GpusFile),
         planner=_load(d / "planner.yaml", ks.PlannerFile),
         strings=_load(d / "strings.yaml", ks.StringsFile).strings,
+        support=support,
     )

@@ -283,13 +283,113 @@ class Claim(Sourced):
     engine: EngineId | None = None
     quote: str  # the seed's own words, verbatim
     claim: Text
-    verdict: Literal["impossible", "misleading", "optimistic", "plausible", "ok"]
+    verdict: Literal["impossible", "misleading", "optimistic", "plausible", "ok", "outdated"]
     check: Text
     source: str
 
 
 class ClaimsFile(Strict):
     claims: list[Claim]
+
+
+# ---------------------------------------------------------------- support matrix (support.yaml)
+
+SupportStatus = Literal["supported", "experimental", "unsupported", "unknown"]
+SUPPORT_AXES = {
+    "os": ("linux", "windows_native", "windows_wsl", "macos"),
+    "accelerator": ("nvidia_cuda", "amd_rocm", "intel_xpu", "apple_metal", "cpu_x86", "cpu_arm", "vulkan"),
+    "precision": ("fp32", "fp16", "bf16", "fp8", "int8", "int4_awq", "int4_gptq", "gguf"),
+    "kv_cache_dtype": ("fp16", "bf16", "fp8", "int8"),
+    "architecture": ("decoder_only", "moe", "encoder_decoder", "encoder_only"),
+    "serving": ("continuous_batching", "parallel_slots", "paged_kv", "prefix_caching", "tensor_parallel",
+                "pipeline_parallel", "openai_server"),
+}
+CAN_RUN_AXES = ("os", "accelerator", "precision", "kv_cache_dtype", "architecture")
+_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+class BelowMinCc(Strict):
+    status: SupportStatus
+    note: Text
+
+
+class SupportCell(Strict):
+    status: SupportStatus
+    source: SourceStr | None = None
+    read: str | None = None
+    doc: str | None = None
+    note: Text | None = None
+    min_cc: float | None = Field(default=None, gt=0)
+    below_min_cc: BelowMinCc | None = None
+    instead: Text | None = None
+
+    @model_validator(mode="after")
+    def _sourced(self) -> "SupportCell":
+        if self.status != "unknown" and not (self.source and self.read):
+            raise ValueError(f"a {self.status} cell needs a source and the date it was read")
+        if self.read is not None and not _DATE_RE.match(self.read):
+            raise ValueError(f"read must be a date (YYYY-MM-DD), got {self.read!r}")
+        if self.status not in ("supported", "unknown") and self.note is None:
+            raise ValueError(f"a {self.status} cell needs a note saying what the docs say")
+        return self
+
+
+class EngineSupport(Strict):
+    os: dict[str, SupportCell]
+    accelerator: dict[str, SupportCell]
+    precision: dict[str, SupportCell]
+    kv_cache_dtype: dict[str, SupportCell]
+    architecture: dict[str, SupportCell]
+    serving: dict[str, SupportCell]
+
+    @model_validator(mode="after")
+    def _every_key(self) -> "EngineSupport":
+        for axis, keys in SUPPORT_AXES.items():
+            cells = getattr(self, axis)
+            missing, extra = set(keys) - set(cells), set(cells) - set(keys)
+            if missing or extra:
+                raise ValueError(f"{axis}: missing {sorted(missing)}, unknown {sorted(extra)}")
+        return self
+
+
+class SupportTexts(Strict):
+    unsupported: Text
+    experimental: Text
+    feature_missing: Text
+    feature_experimental: Text
+
+
+class SupportScoring(Strict):
+    experimental: float
+    feature_missing: float
+    feature_experimental: float
+    feature_unknown: float = 0.0
+    text: SupportTexts
+
+
+class Need(Strict):
+    feature: str
+    when: "Condition"
+
+    @field_validator("feature")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        if v not in SUPPORT_AXES["serving"]:
+            raise ValueError(f"unknown serving feature {v!r}; known: {', '.join(SUPPORT_AXES['serving'])}")
+        return v
+
+
+class SupportFile(Strict):
+    scoring: SupportScoring
+    needs: list[Need]
+    engines: dict[EngineId, EngineSupport]
+
+    @model_validator(mode="after")
+    def _all_engines(self) -> "SupportFile":
+        missing = set(ENGINE_IDS) - set(self.engines)
+        if missing:
+            raise ValueError(f"engines missing: {sorted(missing)}")
+        return self
 
 
 # ---------------------------------------------------------------- UI / report strings

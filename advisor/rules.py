@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from advisor import kschema as ks
+from advisor import support
 from advisor.answers import Answers
 from advisor.conditions import compile_condition
 from advisor.facts import build_facts, plan_facts
@@ -84,6 +85,12 @@ def score(facts: dict[str, Any], knowledge: Knowledge, engine_facts: EngineFacts
             contributions[e].append((rule.id, d))
         for e in rule.exclude:
             excluded.setdefault(e, []).append(rule.id)
+    for e, moved in support.effects(facts, engine_facts, knowledge).items():
+        for v, d in moved:
+            if d is None:
+                excluded.setdefault(e, []).append(v.id)
+            else:
+                contributions[e].append((v.id, d))
     scores = {}
     for e, parts in contributions.items():
         total = sum(d for _, d in parts)
@@ -112,6 +119,12 @@ def totals(facts: dict[str, Any], knowledge: Knowledge, engine_facts: EngineFact
             for e, d in rule.deltas.items():
                 t[e] += d
             ex.update(rule.exclude)
+    for e, moved in support.effects(facts, engine_facts, knowledge).items():
+        for v, d in moved:
+            if d is None:
+                ex.add(e)
+            else:
+                t[e] += d
     lo, hi = sc.min_score, sc.max_score
     return {e: round(min(hi, max(lo, v)), 2) for e, v in t.items()}, ex
 
@@ -148,6 +161,8 @@ class Evaluator:
         plan, engine_facts = self.plan(answers, detail)
         if plan.model.params_b and not plan.model.approximate:
             facts["params_b"] = round(plan.model.params_b, 2)  # the resolved model's size wins
+        facts["moe"] = plan.model.active_params_b < plan.model.params_b * 0.9
+        facts["gpu_cc"] = plan.target.gpu_compute_capability  # for the support matrix, not a rule fact
         return facts, engine_facts
 
 
@@ -169,6 +184,11 @@ def recommend(answers: Answers, hardware: Hardware | None, knowledge: Knowledge,
         if rule_id == "score-bounds":
             return Reason(rule=rule_id, text=_fmt(sc.clamp_text.get(lang), facts, knowledge.strings, lang), delta=round(delta, 2),
                           source=sc.source)
+        if rule_id.startswith("support:"):
+            _, axis, key = rule_id.split(":", 2)
+            v = next(v for v in support.verdicts(engine, facts, engine_facts[engine], knowledge)
+                     if v.axis == axis and v.key == key)
+            return Reason(rule=rule_id, text=support.text(v, knowledge, lang), delta=delta, source=v.cell.source or "")
         r = rules[rule_id]
         f = {**facts, **engine_facts[engine]} if r.scope == "each-engine" else facts
         return Reason(rule=r.id, text=_fmt(r.text.get(lang), f, knowledge.strings, lang), delta=delta, source=r.source)
