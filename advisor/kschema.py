@@ -286,6 +286,7 @@ class Claim(Sourced):
     verdict: Literal["impossible", "misleading", "optimistic", "plausible", "ok", "outdated"]
     check: Text
     source: str
+    evidence: SourceStr | None = None  # for an outdated claim: the current doc that says otherwise
 
 
 class ClaimsFile(Strict):
