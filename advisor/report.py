@@ -180,6 +180,11 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
         for x in rec.excluded:
             out += [f"- **{_txt(x.name)}**: " + " ".join(f"{_txt(y.text)} (*{_txt(y.source)}*)" for y in x.reasons)]
         out.append("")
+    from advisor import support_table
+
+    matrix = support_table.markdown(support_table.from_recommendation(rec, knowledge), knowledge, lang, icons=False)
+    if matrix:
+        out += [f"## {s('sup_title')}", "", *matrix, "", s("sup_caption", date=support_table.read_date(knowledge)), ""]
     out += [f"## {s('flips_title')}", ""]
     out += [f"- {_txt(f.text)}" for f in rec.flips] or [f"- {_txt(rec.flip_note)}"]
     out.append("")
@@ -228,9 +233,9 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
             f"- {s('report_caveat_claims')}"]
     out += ["", f"### {s('report_claims')}", ""]
     for c in knowledge.claims.claims:
-        if c.verdict in ("impossible", "misleading", "optimistic"):
+        if c.verdict in ("impossible", "misleading", "optimistic", "outdated"):
             out.append(f"- **{s('claim_verdict_' + c.verdict)}** — “{_txt(c.quote)}” ({_txt(c.source)}): "
-                       f"{_txt(c.check.get(lang))}")
+                       f"{_txt(c.check.get(lang))}" + (f" ({_txt(c.evidence)})" if c.evidence else ""))
     files = ([f"probe-{i}.json" for i in run_ids] if run_ids is not None else list(probe_files or []))
     cmd = ("python -m advisor report --answers " + _shell(answers_file) + "".join(f" --probe {_shell(p)}" for p in files)
            + f" --lang {lang} --out report.pdf")
@@ -284,6 +289,15 @@ def _table_rows(inner: str) -> list[list[tuple[str, str]]]:
     return [r + [("td", "")] * (n - len(r)) for r in rows]
 
 
+def _status_fills() -> dict[str, tuple[int, int, int]]:
+    """A support-matrix cell ("supported", "不支持 (GGUF)", …) is filled with its status colour, in both languages."""
+    from advisor.knowledge import load_knowledge
+    from advisor.support_table import FILLS
+
+    k = load_knowledge()
+    return {k.s(f"sup_status_{st}", lang): rgb for st, rgb in FILLS.items() for lang in ("en", "zh")}
+
+
 def _render_table(pdf, rows: list[list[tuple[str, str]]], family: str) -> None:
     """fpdf2's HTML tables give every column the same width (so "TensorRT-LLM" breaks mid-word) and justify the
     text. Here: every column at least as wide as its longest word, the rest of the page shared by how much text a
@@ -317,10 +331,13 @@ def _render_table(pdf, rows: list[list[tuple[str, str]]], family: str) -> None:
                    first_row_as_headings=heading, num_heading_rows=1 if heading else 0, repeat_headings=1,
                    headings_style=FontFace(emphasis="BOLD", fill_color=(236, 239, 242)),
                    borders_layout="ALL", v_align="TOP") as table:
+        fills = _status_fills()
         for i, r in enumerate(rows):
             row = table.row()
             for j, (_, text) in enumerate(r):
-                row.cell(text, align="LEFT" if i == 0 and heading else None)
+                fill = fills.get(text.split(" (")[0]) if i or not heading else None
+                row.cell(text, align="LEFT" if i == 0 and heading else None,
+                         style=FontFace(fill_color=fill) if fill else None)
     pdf.ln(3)
 
 

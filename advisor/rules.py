@@ -161,6 +161,8 @@ class Evaluator:
         plan, engine_facts = self.plan(answers, detail)
         if plan.model.params_b and not plan.model.approximate:
             facts["params_b"] = round(plan.model.params_b, 2)  # the resolved model's size wins
+        if plan.model.id is not None:  # a model named from models.yaml: its own architecture wins over the default
+            facts["architecture"] = plan.model.architecture
         facts["moe"] = plan.model.active_params_b < plan.model.params_b * 0.9
         facts["gpu_cc"] = plan.target.gpu_compute_capability  # for the support matrix, not a rule fact
         return facts, engine_facts
@@ -184,8 +186,8 @@ def recommend(answers: Answers, hardware: Hardware | None, knowledge: Knowledge,
         if rule_id == "score-bounds":
             return Reason(rule=rule_id, text=_fmt(sc.clamp_text.get(lang), facts, knowledge.strings, lang), delta=round(delta, 2),
                           source=sc.source)
-        if rule_id.startswith("support:"):
-            _, axis, key = rule_id.split(":", 2)
+        if rule_id.startswith("support/"):
+            _, axis, key = rule_id.split("/", 2)
             v = next(v for v in support.verdicts(engine, facts, engine_facts[engine], knowledge)
                      if v.axis == axis and v.key == key)
             return Reason(rule=rule_id, text=support.text(v, knowledge, lang), delta=delta, source=v.cell.source or "")

@@ -34,7 +34,7 @@ class Verdict:
 
     @property
     def id(self) -> str:
-        return f"support:{self.axis}:{self.key}"
+        return f"support/{self.axis}/{self.key}"
 
 
 def precision_key(planner_precision: str) -> str:

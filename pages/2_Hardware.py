@@ -2,7 +2,10 @@
 checklist step 3, over the same answer)."""
 import streamlit as st
 
-from ui_common import T, hardware, show_notice, target_editor
+from advisor import support_table
+from advisor.planner.render import md_escape
+from advisor.rules import recommend
+from ui_common import T, answers, hardware, knowledge, lang, show_notice, target_editor
 
 hw = hardware()
 st.title(T("hardware_title"))
@@ -27,5 +30,13 @@ st.dataframe([{T("col_engine"): e.engine, T("col_installed"): "✓" if e.install
 st.subheader(T("ui_target_title"))
 target_editor("hw")
 show_notice()
+a = answers()
+rec = recommend(a, None if a.hardware else hw, knowledge(), lang=lang(), with_flips=False)
+st.subheader(T("sup_lacks_title"))
+table = support_table.from_recommendation(rec, knowledge(), axes=("os", "accelerator"))
+st.markdown("\n".join(support_table.markdown(table, knowledge(), lang())))
+for e, items in support_table.lacks(table, knowledge(), lang()).items():
+    st.markdown(f"- **{md_escape(knowledge().engines[e].name)}**: "
+                + ("; ".join(md_escape(x) for x in items) if items else T("sup_lacks_none")))
 if st.button(T("ui_see_ranking"), key="to_ranking"):
     st.switch_page("pages/3_Recommendation.py")

@@ -1,6 +1,7 @@
 """The ranking as a chart, each engine's contributions with sources, exclusions, flips, and the seeds' claims."""
 import streamlit as st
 
+from advisor import support_table
 from advisor.mdtext import link_urls
 from advisor.charts import concurrency_chart, memory_chart, ranking_chart, roofline_chart
 from advisor.planner.render import header_lines, md_escape, plan_rows
@@ -28,6 +29,9 @@ if rec.excluded:
     st.subheader(T("excluded_title"))
     for x in rec.excluded:
         st.markdown(link_urls(f"**{x.name}** — " + " ".join(f"{y.text} _({y.source})_" for y in x.reasons)))
+st.subheader(T("sup_title"))
+st.markdown("\n".join(support_table.markdown(support_table.from_recommendation(rec, k), k, lang)))
+st.caption(T("sup_caption", date=support_table.read_date(k)))
 st.subheader(T("flips_title"))
 for f in rec.flips:
     st.markdown(link_urls(f"- {f.text}"))

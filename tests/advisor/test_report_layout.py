@@ -230,7 +230,11 @@ def test_user_and_model_strings_are_escaped():
         assert raw not in md, raw
     assert "\\| pipe" in md and not re.search(r"[^\\]\| pipe", md)  # a pipe cannot end a table cell
     page = markdown.markdown(md, extensions=["tables", "fenced_code"])
-    assert "<img" not in page and "<script" not in page and "<a " not in page
+    assert "<img" not in page and "<script" not in page
+    sources = {c.source for t in K.support.engines.values() for axis in ("os", "accelerator", "precision",
+               "kv_cache_dtype", "architecture", "serving") for c in getattr(t, axis).values() if c.source}
+    links = re.findall(r'<a href="([^"]*)"', page)
+    assert links and set(links) <= sources  # the support matrix's own sources, nothing from the user's strings
 
 
 def test_pdf_holds_only_our_chart_images(tmp_path):

@@ -12,6 +12,13 @@ from streamlit.testing.v1 import AppTest
 ALLOW = {
     # engines, formats, products and vendors
     "vllm", "vllm-cpu", "tensorrt", "tensorrt-llm", "trt", "onnx", "onnxruntime", "onnxruntime-genai", "runtime",
+    "generator",  # onnxruntime-genai's Generator API
+    # products, APIs and projects named in the support matrix and the seeds' claims (proper nouns)
+    "genai", "adreno", "ampere", "ada", "hopper", "blackwell", "volta", "turing", "llava", "llava-next", "migraphx",
+    "mamba", "mistral3", "modelopt", "opencl", "optimum", "quark", "squeezellm", "torchao", "triton", "webgpu",
+    "zendnn", "zdnn", "bitsandbytes", "vllm-metal", "silicon", "cc", "inference", "server", "whisper", "bart",
+    "mbart", "t5", "flan-t5", "bert", "vila", "qwen2-vl", "gemma", "foundry", "local", "windows", "ml", "vs",
+    "code", "ai", "toolkit", "marlin", "sycl", "hip", "kleidiai", "wsl", "wsl2", "sentence-transformers",
     "llama", "cpp", "llama.cpp", "pytorch", "transformers", "gguf", "ggml", "smollm2", "smollm", "instruct", "hf",
     "huggingface", "nvidia", "amd", "intel", "apple", "geforce", "rtx", "tesla", "instinct", "mi300x", "arc", "xpu",
     "rocm", "cuda", "cudnn", "metal", "vulkan", "openvino", "directml", "coreml", "epyc", "xeon", "arm", "arm64",
@@ -32,7 +39,7 @@ ALLOW = {
 PROSE_EXCLUDE = re.compile(
     r"https?://\S+|<https?://[^>]+>|`[^`]*`|“[^”]*”|\b[\w.-]+\.(txt|py|yaml|yml|json|gguf|md|pdf)\b"  # links, code, quotes
     r"|\b[\w-]+/[\w./-]+|\d+_[0-9a-f]{16}\S*|§\S*|--[\w-]+|&\w+;"  # paths, seed files, flags, entities
-    r"|\b\w+_\w+\b|\d+(\.\d+)?e\d+"  # identifiers (config keys), 70e9
+    r"|\b\w+_\w+\b|\d+(\.\d+)?e\d+|\bv\d+(\.[\dx]+)*\b"  # identifiers (config keys), 70e9, versions
     r"|\b[A-Za-z][\w]*(-[\w.]+)*-\d+(\.\d+)?[BbMm]\b(-[A-Za-z]+)?"  # model names: Llama-3.1-8B, SmolLM2-135M
     r"|\b[a-z0-9]+(-[a-z0-9.]+)+\b")  # ids: rule ids, model ids, engine ids, commands (trtllm-build)
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.+-]*[A-Za-z0-9]|[A-Za-z]")
