@@ -113,6 +113,8 @@ def model_text(m: ModelBlock, knowledge: Knowledge, lang: str) -> str:
     extra = [m.precision, s("report_model_ctx", ctx=f"{m.context_tokens:,}")]
     if m.architecture != "decoder-only":
         extra.append(m.architecture)
+    if m.kv_cache_dtype != "auto":
+        extra.append(s("ui_kv_cache_dtype") + " " + m.kv_cache_dtype.upper())
     if m.name and m.path:
         extra.append(s("report_model_file", path=m.path))
     return f"{who} — " + s("report_list_sep").join(extra)

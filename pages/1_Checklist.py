@@ -76,6 +76,10 @@ else:
     c4.number_input(T("ui_context_tokens"), min_value=128, max_value=1_048_576, step=1024,
                     key=seed("m_ctx", int(m.get("context_tokens", 4096))),
                     on_change=on_change("m_ctx", ("model", "context_tokens"), int))
+    kvs = ["auto", "fp16", "bf16", "fp8", "int8"]
+    st.selectbox(T("ui_kv_cache_dtype"), kvs, key=seed("m_kv", m.get("kv_cache_dtype", "auto")),
+                 format_func={x: T(f"ui_kv_{x}") for x in kvs}.get,
+                 on_change=on_change("m_kv", ("model", "kv_cache_dtype")))
     st.text_input(T("ui_model_path_plan"), max_chars=4096, key=seed("m_path", m.get("path") or ""),
                   on_change=on_change("m_path", ("model", "path"), lambda v: v.strip() or None))
 
