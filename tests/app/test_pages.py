@@ -237,3 +237,36 @@ def test_report_page_shows_markdown_at_once_and_builds_the_pdf_when_asked():
     assert not at.exception
     labels = [b.proto.label for b in at.get("download_button")]
     assert "Download report (.pdf)" in labels
+
+
+def test_recommendation_page_shows_can_it_run_this_with_sources():
+    at = app().run()
+    at.session_state["answers"] = {"concurrency": 8, "model": {"params_b": 8, "precision": "int4"},
+                                   "hardware": {"gpu_vendor": "nvidia", "gpu_model": "L4", "gpu_count": 1,
+                                                "gpu_memory_gb": 24, "os": "windows"}}
+    at.switch_page("pages/3_Recommendation.py").run()
+    assert not at.exception
+    assert "Can it run this? (the engines' own docs)" in [s.value for s in at.subheader]
+    table = next(m.value for m in at.markdown if m.value.startswith("| your workload"))
+    row = next(line for line in table.splitlines() if line.startswith("| OS: Windows (native)"))
+    assert row.count("🔴 unsupported](https://") == 2  # vLLM and TensorRT-LLM, each linked to its doc
+    excluded = " ".join(m.value for m in at.markdown)
+    assert "vLLM cannot run this as asked" in excluded
+
+
+def test_hardware_page_says_what_each_engine_lacks_and_the_kv_dtype_is_an_answer():
+    at = app().run()
+    at.session_state["answers"] = {"hardware": {"gpu_vendor": "apple", "gpu_model": "M2 Ultra", "gpu_count": 1,
+                                                "gpu_memory_gb": 192, "os": "macos", "cpu_arch": "arm64"}}
+    at.switch_page("pages/2_Hardware.py").run()
+    assert not at.exception
+    lacks = [m.value for m in at.markdown if m.value.startswith("- **")]
+    trt = next(x for x in lacks if x.startswith("- **TensorRT-LLM**"))
+    assert "unsupported: macOS" in trt and "unsupported: Apple Metal" in trt
+    assert next(x for x in lacks if x.startswith("- **llama.cpp**")).endswith("nothing on these axes")
+    at.switch_page("pages/1_Checklist.py").run()
+    at.session_state["wizard_step"] = 8  # the model step, after the 8 questions
+    at.run()
+    box = next(s for s in at.selectbox if s.label == "KV-cache precision")
+    box.set_value("fp8").run()
+    assert at.session_state["answers"]["model"]["kv_cache_dtype"] == "fp8"
