@@ -464,9 +464,41 @@ PlannerPrecision = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "gguf_
                            "ort_int4"]
 
 
+GgufTypeId = Literal["f32", "f16", "bf16", "q8_0", "q6_k", "q5_k", "q5_1", "q5_0", "q4_k", "q4_1", "q4_0", "q3_k",
+                     "q2_k", "iq4_xs", "iq4_nl"]
+KvDtype = Literal["fp16", "bf16", "fp8", "int8"]
+
+
+class GgufType(Strict):
+    """A ggml tensor type: bits per weight (block bytes x 8 / block weights) and its block length."""
+
+    bits: float = Field(gt=0, le=32)
+    block: int = Field(ge=1)
+
+
+class GgufMix(Strict):
+    """What llama.cpp's quantizer writes for one file type (llama_tensor_get_type) into a model whose row length
+    is a multiple of 256: the default type, token_embd.weight's and output.weight's."""
+
+    base: GgufTypeId
+    token_embd: GgufTypeId
+    output: GgufTypeId
+    whole_file: bool  # bits_per_weight is a whole-file figure (body bits are derived from it), not a block size
+
+
+class GgufReference(Sourced):
+    """The model llama.cpp's whole-file bits-per-weight table was measured on."""
+
+    params_b: float = Field(gt=0)
+    vocab_size: int = Field(ge=1)
+    hidden_size: int = Field(ge=1)
+    tied_embeddings: bool = False
+
+
 class PrecisionSpec(Sourced):
     bits_per_weight: float = Field(gt=0, le=32)
     embedding_bits: float | None = Field(default=None, gt=0, le=32)  # embeddings / LM head kept at this width
+    gguf: GgufMix | None = None  # a GGUF file type: planned per tensor kind when the file is not given
     label: str
     source: str
 
@@ -491,8 +523,20 @@ class EngineCapacity(Sourced):
     cpu_kv_bytes: float | None = Field(default=None, gt=0)
     fp8_compute: bool = False
     fp8_min_compute_capability: str | None = None  # below it the engine cannot run FP8 weights at all
+    kv_dtype_bytes: dict[KvDtype, float] = Field(default_factory=dict)  # the engine's own bytes per KV element
+    kv_dtype_source: SourceStr | None = None
+    bound_multi_gpu: Literal["tensor"] | None = None  # the speed bounds assume this split (memory stays multi_gpu)
+    bound_source: SourceStr | None = None
     source: str
     cpu_source: SourceStr
+
+    @model_validator(mode="after")
+    def _sourced(self) -> "EngineCapacity":
+        if self.kv_dtype_bytes and not self.kv_dtype_source:
+            raise ValueError("kv_dtype_bytes needs kv_dtype_source")
+        if self.bound_multi_gpu and not self.bound_source:
+            raise ValueError("bound_multi_gpu needs bound_source")
+        return self
 
 
 class PlannerFile(Strict):
@@ -510,6 +554,12 @@ class PlannerFile(Strict):
     gpu_lowp_source: SourceStr
     prompt_tokens: dict[Literal["short", "long", "mixed"], int]
     tensor_parallel_sizes: list[int] = Field(min_length=1)
+    kv_cache_bytes: dict[KvDtype, float]  # bytes per KV element of an asked KV-cache dtype
+    kv_cache_source: SourceStr
+    gguf_types: dict[GgufTypeId, GgufType]
+    gguf_fallback: dict[GgufTypeId, GgufTypeId]  # tensor_type_fallback: a row length the block does not divide
+    gguf_reference: GgufReference
+    gguf_source: SourceStr
 
     @model_validator(mode="after")
     def _complete(self) -> "PlannerFile":
@@ -520,4 +570,15 @@ class PlannerFile(Strict):
             for src, dst in cap.precision_map.items():
                 if dst not in self.precisions:
                     raise ValueError(f"engines.{e}.precision_map.{src}: {dst!r} is not in precisions")
+        missing = [d for d in KvDtype.__args__ if d not in self.kv_cache_bytes]
+        if missing:
+            raise ValueError(f"kv_cache_bytes: missing {', '.join(missing)}")
+        for p, spec in self.precisions.items():
+            if spec.gguf:
+                for t in (spec.gguf.base, spec.gguf.token_embd, spec.gguf.output):
+                    if t not in self.gguf_types:
+                        raise ValueError(f"precisions.{p}.gguf: {t!r} is not in gguf_types")
+        for a, b in self.gguf_fallback.items():
+            if a not in self.gguf_types or b not in self.gguf_types:
+                raise ValueError(f"gguf_fallback.{a}: {a!r} or {b!r} is not in gguf_types")
         return self

@@ -41,7 +41,7 @@ def workload_for(answers: Answers, knowledge: Knowledge) -> Workload:
     m = answers.model
     prompt = min(knowledge.planner.prompt_tokens[answers.prompt_mix], m.context_tokens)
     return Workload(precision=m.precision, context_tokens=m.context_tokens, concurrency=answers.concurrency,
-                    prompt_tokens=prompt)
+                    prompt_tokens=prompt, kv_cache_dtype=m.kv_cache_dtype)
 
 
 def make_plan(answers: Answers, hardware: Hardware | None, knowledge: Knowledge, spec: ModelSpec | None = None,

@@ -1,5 +1,8 @@
 """The capacity formulas: memory per engine and precision, what fits, and the roofline bounds. Pure.
 
+Each formula of README § "Capacity planner" is one small function below (plain numbers in, a number out);
+`_Calc` only picks the inputs for one engine, precision and target and assembles them.
+
 memory  = weights + KV cache + overhead          (GiB = 2^30 B)
   weights  = params x bits_per_weight / 8         (or the model file's own size, when that is what loads)
   KV       = 2 x layers x kv_heads x head_dim x kv_bytes  per token, x concurrency x context
@@ -25,9 +28,10 @@ class Workload:
     context_tokens: int
     concurrency: int
     prompt_tokens: int
-    resident_tokens: float | None = None  # mean tokens held per sequence while decoding; None = context / 2
+    resident_tokens: float | None = None  # mean tokens held per sequence while decoding; None = the prompt
     gpu_count: int | None = None  # override the target's count (the "add GPUs" search)
     kv_reserved_gib: float | None = None  # a fixed KV pool the engine was given (vLLM CPU's KVCACHE_SPACE)
+    kv_cache_dtype: str = "auto"  # answers model.kv_cache_dtype: auto (the engine's default) | fp16 | bf16 | fp8 | int8
 
 
 def _r(x: float | None, nd: int = 2) -> float | None:
@@ -44,57 +48,176 @@ def cc_at_least(cc: str | None, want: str) -> bool:
 NO_DECODE = ("encoder", "cnn")  # no autoregressive decoding, so no KV cache and no decode bound
 
 
+# ---------------------------------------------------------------- the formulas (README § "Capacity planner")
+
+def weights_bytes(params: float, bits_per_weight: float, embedding_params: float = 0.0,
+                  embedding_bits: float | None = None) -> float:
+    """Weights = params x bits per weight / 8, the embedding table and LM head at embedding_bits when given."""
+    if embedding_bits is None:
+        return params * bits_per_weight / 8
+    emb = min(embedding_params, params / 2)
+    return (params - emb) * bits_per_weight / 8 + emb * embedding_bits / 8
+
+
+def gguf_fit(tensor_type: str, row: int, types: dict[str, ks.GgufType], fallback: dict[str, str]) -> str:
+    """GGUF: llama.cpp's tensor_type_fallback, a type whose block does not divide the row length falls back."""
+    if row % types[tensor_type].block == 0:
+        return tensor_type
+    alt = fallback.get(tensor_type)
+    return alt if alt is not None and row % types[alt].block == 0 else "f16"
+
+
+def gguf_kind_types(base: str, token_embd: str, output: str, row: int, tied: bool, types: dict[str, ks.GgufType],
+                    fallback: dict[str, str]) -> tuple[str, str]:
+    """GGUF: the (token_embd, output) types llama_tensor_get_type writes (output Q8_0 if the base block misfits)."""
+    if types[base].block > 1 and row % types[base].block:
+        output = "q8_0"
+    output = gguf_fit(output, row, types, fallback)
+    return (output if tied else gguf_fit(token_embd, row, types, fallback)), output
+
+
+def gguf_body_bits(whole_file_bits: float, params: float, embd_params: float, output_params: float,
+                   embd_bits: float, output_bits: float) -> float:
+    """GGUF: bits per weight outside token_embd / output, from llama.cpp's whole-file bits on its reference model."""
+    rest = params - embd_params - output_params
+    return (params * whole_file_bits - embd_params * embd_bits - output_params * output_bits) / rest
+
+
+def gguf_weights_bytes(params: float, embd_params: float, output_params: float, body_bits: float, embd_bits: float,
+                       output_bits: float) -> float:
+    """GGUF weights per tensor kind = (token_embd x its bits + output x its bits + the rest x body bits) / 8."""
+    rest = max(params - embd_params - output_params, 0.0)
+    return (rest * body_bits + embd_params * embd_bits + output_params * output_bits) / 8
+
+
+def active_weight_bytes(weights: float, active_share: float, lookup_bytes: float) -> float:
+    """Weights read per decoded token = the active share (MoE) less the input embedding lookup (>= 5 %)."""
+    return max(weights * active_share - lookup_bytes, weights * 0.05)
+
+
+def kv_bytes_per_token(layers: int, kv_heads: int, head_dim: int, bytes_per_element: float) -> int:
+    """KV cache per token = 2 x layers x KV heads x head_dim x bytes (GQA-aware)."""
+    return int(2 * layers * kv_heads * head_dim * bytes_per_element)
+
+
+def kv_gib(kv_per_token: float, sequences: int, context_tokens: int) -> float:
+    """KV cache = KV per token x concurrency x context, in GiB."""
+    return kv_per_token * sequences * context_tokens / GIB
+
+
+def gpu_runtime_gib(fixed_gib: float, fraction: float, gpu_memory_gib: float | None, gpus: int,
+                    per_extra_gpu_gib: float) -> float:
+    """Runtime on GPUs = max(fixed, fraction x each GPU's memory) per GPU + a fixed share per extra rank."""
+    return max(fixed_gib, fraction * (gpu_memory_gib or 0)) * gpus + per_extra_gpu_gib * (gpus - 1)
+
+
+def cpu_runtime_gib(baseline_gib: float, weight_copies: float, weights_gib: float) -> float:
+    """Runtime on CPU = the measured process baseline + any extra copies of the weights made at load."""
+    return baseline_gib + (weight_copies - 1) * weights_gib
+
+
+def activation_gib(tokens: int, logit_rows: int, vocab: int, hidden: int, intermediate: int) -> float:
+    """Activations of one prefill chunk = max(fp32 logits of its rows, 2 x (hidden + MLP) per token) x 4 B."""
+    return max(logit_rows * vocab, tokens * (hidden + intermediate) * 2) * 4 / GIB
+
+
+def overhead_gib(runtime: float, tokens: int, logit_rows: int, vocab: int, hidden: int, intermediate: int) -> float:
+    """Overhead = the engine's runtime + the activations of one prefill chunk."""
+    return runtime + activation_gib(tokens, logit_rows, vocab, hidden, intermediate)
+
+
+def available_gib(memory_gib: float, fraction: float, budget_of: str = "total", loaded_gib: float = 0.0) -> float:
+    """Available = fraction x memory, or (free_after_load) what loaded + fraction x what is free after loading."""
+    if budget_of == "free_after_load":
+        return loaded_gib + fraction * (memory_gib - loaded_gib) if memory_gib > loaded_gib else memory_gib
+    return memory_gib * fraction
+
+
+def layers_in_ram(gpu_room_gib: float, per_layer_gib: float, layers: int) -> int:
+    """llama.cpp offload: the layers (weights + their KV) that do not fit in the GPU's room stay in RAM."""
+    on_gpu = max(0, min(layers, int(gpu_room_gib // per_layer_gib))) if per_layer_gib > 0 else 0
+    return layers - on_gpu
+
+
+def tensor_parallel_size(gpus: int, attention_heads: int, sizes: list[int]) -> int:
+    """Tensor parallelism: the largest allowed size <= the GPU count that divides the attention heads."""
+    fit = [n for n in sizes if n <= gpus and attention_heads % n == 0]
+    return max(fit) if fit else 1
+
+
+def max_sequences(free_gib: float, kv_per_token: float, context_tokens: int) -> int | None:
+    """Max concurrency = the memory left after weights and overhead / the KV of one full-context sequence."""
+    per_seq = kv_per_token * context_tokens / GIB
+    return max(0, int(free_gib // per_seq)) if per_seq > 0 else None
+
+
+def max_context_tokens(free_gib: float, kv_per_token: float, sequences: int, model_max: int) -> int | None:
+    """Max context = the memory left / the KV per token of all sequences, at most the model's window."""
+    per_tok = kv_per_token * sequences / GIB
+    return max(0, min(model_max, int(free_gib // per_tok))) if per_tok > 0 else None
+
+
+def bytes_read_per_token(active_weights: float, kv_per_token: float, resident_tokens: float) -> float:
+    """Bytes read per decoded token = active weights + the KV of the tokens held."""
+    return active_weights + kv_per_token * resident_tokens
+
+
+def decode_bound(bandwidth: float, bytes_per_token: float) -> float:
+    """Decode tok/s per sequence <= memory bandwidth / bytes read per token."""
+    return bandwidth / bytes_per_token
+
+
+def offload_decode_bound(bytes_per_token: float, gpu_bandwidth: float, cpu_bandwidth: float, ram_share: float) -> float:
+    """Decode with layers in RAM <= 1 / (the GPU share read at GPU bandwidth + the RAM share at RAM bandwidth)."""
+    return 1 / (bytes_per_token * (1 - ram_share) / gpu_bandwidth + bytes_per_token * ram_share / cpu_bandwidth)
+
+
+def decode_total_bound(batch: int, bandwidth: float, active_weights: float, kv_per_token: float, resident: float,
+                       flops: float | None, matmul_params: float) -> float:
+    """All sequences <= min(b x bandwidth / (weights + b x KV), peak FLOPS / (2 x matmul params))."""
+    memory = batch * bandwidth / (active_weights + batch * kv_per_token * resident)
+    return min(memory, flops / (2 * matmul_params)) if flops else memory
+
+
+def ttft_bound(matmul_params: float, prompt_tokens: int, flops: float, active_weights: float,
+               bandwidth: float | None) -> float:
+    """TTFT (ms) >= max(2 x matmul params x prompt tokens / peak FLOPS, one read of the weights / bandwidth)."""
+    compute = 2 * matmul_params * prompt_tokens / flops
+    read = active_weights / bandwidth if bandwidth else 0.0
+    return max(compute, read) * 1000
+
+
+# ---------------------------------------------------------------- one engine, one precision, one target
+
 class _Calc:
-    """One engine, one precision, one target: every intermediate the plan and its text need."""
+    """One engine, one precision, one target: picks each formula's inputs and keeps what the plan and its text need."""
 
     def __init__(self, engine: str, spec: ModelSpec, target: Target, wl: Workload, k: Knowledge, lang: str,
                  precision: str | None = None):
         self.k, self.lang, self.engine, self.spec, self.target, self.wl = k, lang, engine, spec, target, wl
         self.cap: ks.EngineCapacity = k.planner.engines[engine]
-        cap = self.cap
         self.asked = wl.precision
-        self.prec = precision or cap.precision_map.get(wl.precision, wl.precision)
-        gguf_file = engine == "llama.cpp" and spec.file_format == "gguf" and precision is None
-        if gguf_file:  # llama.cpp runs the user's GGUF as it is, whatever precision was asked
-            self.prec = spec.file_precision or "gguf_file"
-        if self.prec not in k.planner.precisions:  # e.g. a GGUF-only id on an engine without a mapping
-            self.prec = "fp16"
-        self.pspec = k.planner.precisions[self.prec]
+        self._precision(precision)
+        cap, pl = self.cap, k.planner
         gpus = wl.gpu_count if wl.gpu_count is not None else target.gpu_count
         self.gpu_ok = ("gpu" in cap.devices and target.gpu_vendor in cap.gpu_vendors and gpus > 0)
         self.device = "gpu" if self.gpu_ok else ("cpu" if "cpu" in cap.devices else "none")
         self.n = self._gpus_used(gpus) if self.device == "gpu" else 0
+        # the speed bounds assume the most favourable split: tensor parallel where the engine can run it
+        self.bound_tensor = cap.multi_gpu == "tensor" or cap.bound_multi_gpu == "tensor"
 
-        exact = spec.weights_bytes if spec.weights_bytes and (
-            spec.file_precision == self.prec or (gguf_file and self.prec == "gguf_file")) else None
-        self.exact_weights = exact is not None
-        params = spec.params_b * 1e9
-        if exact:
-            self.weights_b = float(exact)
-        elif self.pspec.embedding_bits:  # quantized linear layers, embeddings / LM head kept wide
-            emb = min(spec.embedding_params_b * 1e9, params / 2)
-            self.weights_b = (params - emb) * self.pspec.bits_per_weight / 8 + emb * self.pspec.embedding_bits / 8
-        else:
-            self.weights_b = params * self.pspec.bits_per_weight / 8
-        # read per decoded token: the active weights, less the input embedding table (a one-row lookup) when the
-        # LM head is a separate matrix
-        per_emb = (self.pspec.embedding_bits / 8 if self.pspec.embedding_bits and not exact else self.weights_b / params)
-        lookup = 0.0 if spec.tied_embeddings else spec.vocab_size * spec.hidden_size * per_emb
-        self.active_b = max(self.weights_b * (spec.active_params_b / spec.params_b) - lookup, self.weights_b * 0.05)
-        self.kv_bytes = (cap.kv_bytes or (cap.cpu_kv_bytes if self.device == "cpu" else None)
-                         or (4 if self.prec == "fp32" else 2))
+        self._weights()
         self.decodes = spec.architecture not in NO_DECODE
-        self.kv_tok = int(spec.kv_elements_per_token * self.kv_bytes) if self.decodes else 0
+        self.kv_dtype, self.kv_bytes, self.kv_status = self._kv_dtype()
+        self.kv_tok = (kv_bytes_per_token(spec.layers, spec.kv_heads, spec.head_dim, self.kv_bytes)
+                       if self.decodes else 0)
 
-        # overhead: runtime + activations of one prefill chunk
         if self.device == "gpu":
-            mem = self.gpu_mem_each
-            self.runtime_gib = (max(cap.gpu_runtime_gib, cap.gpu_runtime_fraction * (mem or 0)) * self.n
-                                + cap.per_extra_gpu_gib * (self.n - 1))
+            self.runtime_gib = gpu_runtime_gib(cap.gpu_runtime_gib, cap.gpu_runtime_fraction, self.gpu_mem_each,
+                                               self.n, cap.per_extra_gpu_gib)
         else:  # the process baseline, and any second copy of the weights the engine makes at load
-            self.runtime_gib = cap.cpu_runtime_gib + (cap.cpu_weight_copies - 1) * self.weights_b / GIB
-        chunk = cap.prefill_chunk_tokens
-        prompt = wl.prompt_tokens
+            self.runtime_gib = cpu_runtime_gib(cap.cpu_runtime_gib, cap.cpu_weight_copies, self.weights_b / GIB)
+        chunk, prompt = cap.prefill_chunk_tokens, wl.prompt_tokens
         if chunk == 0:
             self.act_tokens = prompt
         elif self.device == "gpu":
@@ -102,22 +225,100 @@ class _Calc:
         else:
             self.act_tokens = min(chunk, prompt)  # CPU pages count only once touched
         rows = self.act_tokens if cap.logits_for_chunk else min(self.act_tokens, wl.concurrency)
-        act = max(rows * spec.vocab_size, self.act_tokens * (spec.hidden_size + spec.intermediate_size) * 2) * 4
-        self.act_gib = act / GIB
-        self.overhead_gib = self.runtime_gib + self.act_gib
+        self.act_gib = activation_gib(self.act_tokens, rows, spec.vocab_size, spec.hidden_size, spec.intermediate_size)
+        self.overhead_gib = overhead_gib(self.runtime_gib, self.act_tokens, rows, spec.vocab_size, spec.hidden_size,
+                                         spec.intermediate_size)
 
         self.weights_gib = self.weights_b / GIB
         self.kv_gib = (wl.kv_reserved_gib if wl.kv_reserved_gib is not None
-                       else self.kv_tok * wl.concurrency * wl.context_tokens / GIB)
+                       else kv_gib(self.kv_tok, wl.concurrency, wl.context_tokens))
         self.total_gib = self.weights_gib + self.kv_gib + self.overhead_gib
         self.available_gib = self._available()
         self.offload_layers: int | None = None
         self.fits = None if self.available_gib is None else self.total_gib <= self.available_gib
-        self.ram_avail = (target.ram_gib * k.planner.cpu_ram_fraction) if target.ram_gib else None
+        self.ram_avail = (target.ram_gib * pl.cpu_ram_fraction) if target.ram_gib else None
         if self.device == "gpu" and self.fits is False and cap.cpu_offload and not target.unified_memory:
             self._offload()  # (unified memory: RAM and GPU memory are one pool, nothing to offload to)
 
-    # -------------------------------------------------------------- pieces
+    # -------------------------------------------------------------- inputs
+    def _precision(self, precision: str | None) -> None:
+        cap, k, spec = self.cap, self.k, self.spec
+        self.prec = precision or cap.precision_map.get(self.wl.precision, self.wl.precision)
+        self.gguf_file = self.engine == "llama.cpp" and spec.file_format == "gguf" and precision is None
+        if self.gguf_file:  # llama.cpp runs the user's GGUF as it is, whatever precision was asked
+            self.prec = spec.file_precision or "gguf_file"
+        if self.prec not in k.planner.precisions:  # e.g. a GGUF-only id on an engine without a mapping
+            self.prec = "fp16"
+        self.pspec = k.planner.precisions[self.prec]
+
+    def _weights(self) -> None:
+        """weights_b (bytes), and per_emb: the bytes of one embedding weight (for the lookup a token skips)."""
+        spec, ps, pl = self.spec, self.pspec, self.k.planner
+        exact = spec.weights_bytes if spec.weights_bytes and (
+            spec.file_precision == self.prec or (self.gguf_file and self.prec == "gguf_file")) else None
+        self.exact_weights = exact is not None
+        self.gguf_types: tuple[str, str] | None = None
+        params = spec.params_b * 1e9
+        table = spec.vocab_size * spec.hidden_size
+        if exact:
+            self.weights_b = float(exact)
+            per_emb = self.weights_b / params
+        elif ps.gguf:
+            g, types, fb, ref = ps.gguf, pl.gguf_types, pl.gguf_fallback, pl.gguf_reference
+            embd, out = gguf_kind_types(g.base, g.token_embd, g.output, spec.hidden_size, spec.tied_embeddings,
+                                        types, fb)
+            self.gguf_types = (embd, out)
+            self.gguf_body = self._gguf_body_bits(g, ref)
+            if gguf_fit(g.base, spec.hidden_size, types, fb) != g.base:  # the body's rows fall back too (approx.)
+                self.gguf_body += types[gguf_fit(g.base, spec.hidden_size, types, fb)].bits - types[g.base].bits
+            self.weights_b = gguf_weights_bytes(params, table, 0 if spec.tied_embeddings else table, self.gguf_body,
+                                                types[embd].bits, types[out].bits)
+            per_emb = types[embd].bits / 8
+        else:
+            self.weights_b = weights_bytes(params, ps.bits_per_weight, spec.embedding_params_b * 1e9,
+                                           ps.embedding_bits)
+            per_emb = ps.embedding_bits / 8 if ps.embedding_bits else self.weights_b / params
+        # read per decoded token: the active weights, less the input embedding table (a one-row lookup) when the
+        # LM head is a separate matrix
+        lookup = 0.0 if spec.tied_embeddings else table * per_emb
+        self.active_b = active_weight_bytes(self.weights_b, spec.active_params_b / spec.params_b, lookup)
+
+    def _gguf_body_bits(self, g: ks.GgufMix, ref: ks.GgufReference) -> float:
+        types = self.k.planner.gguf_types
+        if not g.whole_file:
+            return types[g.base].bits
+        embd, out = gguf_kind_types(g.base, g.token_embd, g.output, ref.hidden_size, ref.tied_embeddings, types,
+                                    self.k.planner.gguf_fallback)
+        table = ref.vocab_size * ref.hidden_size
+        return gguf_body_bits(self.pspec.bits_per_weight, ref.params_b * 1e9, table,
+                              0 if ref.tied_embeddings else table, types[embd].bits, types[out].bits)
+
+    def _default_kv(self) -> tuple[str, float]:
+        """The engine's own KV dtype (answers kv_cache_dtype: auto): fp32 / fp16, or the model's bf16."""
+        cap = self.cap
+        b = cap.kv_bytes or (cap.cpu_kv_bytes if self.device == "cpu" else None) or (4 if self.prec == "fp32" else 2)
+        if b == 4:
+            return "fp32", b
+        return ("bf16" if self.prec == "bf16" and not cap.kv_bytes else "fp16"), b
+
+    def _kv_dtype(self) -> tuple[str, float, str | None]:
+        """(dtype, bytes per element, support status) for the KV cache: the asked dtype where the support matrix
+        says the engine runs it on this target (supported or experimental), else the engine's default; a refusal
+        is kept in self.kv_refused (asked, status, note) for the assumptions."""
+        from advisor.support import cc_value, effective
+
+        self.kv_refused: tuple[str, str, ks.Text | None] | None = None
+        name, b = self._default_kv()
+        asked, t = self.wl.kv_cache_dtype, self.target
+        if asked == "auto" or self.device == "none" or not self.decodes:
+            return name, b, None
+        cell = self.k.support.engines[self.engine].kv_cache_dtype[asked]
+        status, note = effective(cell, cc_value(t.gpu_compute_capability) if t.gpu_vendor == "nvidia" else None)
+        if status in ("supported", "experimental"):
+            return asked, self.cap.kv_dtype_bytes.get(asked, self.k.planner.kv_cache_bytes[asked]), status
+        self.kv_refused = (asked, status, note)
+        return name, b, None
+
     @property
     def gpu_mem_each(self) -> float | None:
         m = self.target.gpu_memory_gib
@@ -131,9 +332,7 @@ class _Calc:
             return 1
         if mode == "layer":
             return max(1, min(count, self.spec.layers))
-        sizes = [s for s in self.k.planner.tensor_parallel_sizes
-                 if s <= count and self.spec.attention_heads % s == 0]
-        return max(sizes) if sizes else 1
+        return tensor_parallel_size(count, self.spec.attention_heads, self.k.planner.tensor_parallel_sizes)
 
     def _available(self) -> float | None:
         cap = self.cap
@@ -141,31 +340,24 @@ class _Calc:
             return 0.0
         if self.device == "cpu":
             r = self.target.ram_gib
-            return r * self.k.planner.cpu_ram_fraction if r else None
+            return available_gib(r, self.k.planner.cpu_ram_fraction) if r else None
         mem = self.gpu_mem_each
         if mem is None:
             return None
-        total = mem * self.n
-        f = cap.memory_budget_fraction
-        if cap.budget_of == "free_after_load":
-            base = self.weights_gib + self.overhead_gib
-            return base + f * max(0.0, total - base) if total > base else total
-        return total * f
+        return available_gib(mem * self.n, cap.memory_budget_fraction, cap.budget_of,
+                             self.weights_gib + self.overhead_gib)
 
     def _offload(self) -> None:
         """llama.cpp -ngl: as many layers (weights + their KV) on the GPU as fit, the rest in RAM."""
-        gpu_room = self.available_gib - self.overhead_gib
         per_layer = (self.weights_gib + self.kv_gib) / self.spec.layers
-        on_gpu = max(0, min(self.spec.layers, int(gpu_room // per_layer))) if per_layer > 0 else 0
-        in_ram = self.spec.layers - on_gpu
+        in_ram = layers_in_ram(self.available_gib - self.overhead_gib, per_layer, self.spec.layers)
         self.offload_layers = in_ram
         self.device = "gpu+cpu"
-        need_ram = in_ram * per_layer
         if self.ram_avail is None:
             self.fits = None
             return
         self.available_gib = self.available_gib + self.ram_avail
-        self.fits = need_ram <= self.ram_avail
+        self.fits = in_ram * per_layer <= self.ram_avail
 
     # -------------------------------------------------------------- outputs
     def free_for_kv(self) -> float | None:
@@ -180,30 +372,28 @@ class _Calc:
             return self.fits
         need = self.weights_gib + self.overhead_gib
         if self.cap.kv_allocation == "budget":
-            need += self.kv_tok * self.wl.context_tokens / GIB
+            need += kv_gib(self.kv_tok, 1, self.wl.context_tokens)
         return need <= self.available_gib
 
     def max_concurrency(self) -> int | None:
         free = self.free_for_kv()
-        if free is None:
-            return None
-        per_seq = self.kv_tok * self.wl.context_tokens / GIB
-        return max(0, int(free // per_seq)) if per_seq > 0 else None
+        return None if free is None else max_sequences(free, self.kv_tok, self.wl.context_tokens)
 
     def max_context(self) -> int | None:
         free = self.free_for_kv()
         if free is None:
             return None
-        per_tok = self.kv_tok * self.wl.concurrency / GIB
-        if per_tok <= 0:
-            return None
-        return max(0, min(self.spec.max_context, int(free // per_tok)))
+        return max_context_tokens(free, self.kv_tok, self.wl.concurrency, self.spec.max_context)
 
     def resident(self) -> float:
         """Tokens held per sequence while decoding; an upper bound on speed assumes the fewest: the prompt."""
         return self.wl.resident_tokens if self.wl.resident_tokens is not None else self.wl.prompt_tokens
 
-    def bandwidth(self) -> tuple[float | None, str]:
+    def ranks(self) -> int:
+        """GPUs whose bandwidth and FLOPS a bound adds: every GPU used when the engine can split tensors."""
+        return self.n if self.device == "gpu" and self.bound_tensor else 1
+
+    def bandwidth(self, ranks: int | None = None) -> tuple[float | None, str]:
         """Effective bytes/s for one token's reads, and where the figure comes from."""
         t = self.target
         if self.device == "none":
@@ -214,29 +404,23 @@ class _Calc:
             return t.cpu_bandwidth_gb_s * 1e9, "measured" if t.cpu_measured else "given"
         if t.gpu_bandwidth_gb_s is None:
             return None, ""
-        bw = t.gpu_bandwidth_gb_s * 1e9
-        if self.device == "gpu" and self.cap.multi_gpu == "tensor":
-            bw *= self.n  # each rank reads its own shard at the same time
-        return bw, "spec"
+        # tensor parallel: each rank reads its own shard at the same time
+        return t.gpu_bandwidth_gb_s * 1e9 * (self.ranks() if ranks is None else ranks), "spec"
 
     def bytes_per_token(self) -> float:
-        return self.active_b + self.kv_tok * self.resident()
+        return bytes_read_per_token(self.active_b, self.kv_tok, self.resident())
 
-    def decode_bound(self) -> float | None:
+    def decode_bound(self, ranks: int | None = None) -> float | None:
         if not self.decodes:
             return None
-        bw, _ = self.bandwidth()
         if self.device == "gpu+cpu":
             t = self.target
             if t.gpu_bandwidth_gb_s is None or t.cpu_bandwidth_gb_s is None:
                 return None
-            share = self.offload_layers / self.spec.layers
-            b = self.bytes_per_token()
-            secs = b * (1 - share) / (t.gpu_bandwidth_gb_s * 1e9) + b * share / (t.cpu_bandwidth_gb_s * 1e9)
-            return 1 / secs
-        if bw is None:
-            return None
-        return bw / self.bytes_per_token()
+            return offload_decode_bound(self.bytes_per_token(), t.gpu_bandwidth_gb_s * 1e9,
+                                        t.cpu_bandwidth_gb_s * 1e9, self.offload_layers / self.spec.layers)
+        bw, _ = self.bandwidth(ranks)
+        return None if bw is None else decode_bound(bw, self.bytes_per_token())
 
     def flops(self) -> float | None:
         t, pl = self.target, self.k.planner
@@ -254,9 +438,7 @@ class _Calc:
         f = t.gpu_fp16_tflops * 1e12
         if self.pspec.bits_per_weight < 16:  # INT8 / FP8 tensor cores; a lower bound credits every quantized model
             f *= pl.gpu_lowp_flops_factor
-        if self.device == "gpu" and self.cap.multi_gpu == "tensor":
-            f *= self.n
-        return f
+        return f * self.ranks()
 
     def decode_total_bound(self, one: float | None) -> float | None:
         bw = self.bandwidth()[0] if self.device != "gpu+cpu" else None
@@ -264,19 +446,16 @@ class _Calc:
         b = max(1, min(self.wl.concurrency, mc)) if mc else 1
         if bw is None or b == 1:
             return one
-        mem_bound = b * bw / (self.active_b + b * self.kv_tok * self.resident())
         f = self.flops()
-        compute_bound = f / (2 * self.spec.matmul_params_b * 1e9) if f else None
-        return min(mem_bound, compute_bound) if compute_bound else mem_bound
+        return decode_total_bound(b, bw, self.active_b, self.kv_tok, self.resident(), f,
+                                  self.spec.matmul_params_b * 1e9)
 
     def ttft_bound(self) -> float | None:
         f = self.flops()
         if f is None:
             return None
-        compute = 2 * self.spec.matmul_params_b * 1e9 * self.wl.prompt_tokens / f
         bw, _ = self.bandwidth()
-        read = self.active_b / bw if bw else 0.0
-        return max(compute, read) * 1000
+        return ttft_bound(self.spec.matmul_params_b * 1e9, self.wl.prompt_tokens, f, self.active_b, bw)
 
     def parallelism(self) -> str | None:
         s = self.k.s
@@ -286,6 +465,8 @@ class _Calc:
             return None
         if self.cap.multi_gpu == "tensor":
             return s("plan_par_tensor", self.lang, n=self.n)
+        if self.bound_tensor:
+            return s("plan_par_layers_tp", self.lang, n=self.n)
         return s("plan_par_layers", self.lang, n=self.n)
 
 
@@ -300,11 +481,26 @@ def _assumptions(c: _Calc) -> list[str]:
         out.append(s("plan_a_mapped", lang, engine=c.k.engines[c.engine].name, asked=c.asked, label=c.pspec.label))
     if c.exact_weights:
         out.append(s("plan_a_weights_file", lang, gib=round(c.weights_gib, 3)))
+    elif c.gguf_types:
+        embd, outp = c.gguf_types
+        out.append(s("plan_a_weights_gguf_tied" if spec.tied_embeddings else "plan_a_weights_gguf", lang,
+                     params=f"{spec.params_b:g}", label=c.pspec.label, embd=embd.upper(), out=outp.upper(),
+                     bits=f"{c.gguf_body:.3f}", gib=round(c.weights_gib, 3), source=c.k.planner.gguf_source))
     else:
         out.append(s("plan_a_weights", lang, params=f"{spec.params_b:g}", bpw=c.pspec.bits_per_weight,
                      label=c.pspec.label, gib=round(c.weights_gib, 2), source=c.pspec.source))
     out.append(s("plan_a_kv", lang, layers=spec.layers, kv_heads=spec.kv_heads, head_dim=spec.head_dim,
                  kvb=f"{c.kv_bytes:g}", per_tok=f"{c.kv_tok:,}", conc=wl.concurrency, ctx=f"{wl.context_tokens:,}"))
+    name = c.k.engines[c.engine].name
+    if c.kv_refused:
+        asked, status, note = c.kv_refused
+        out.append(s(f"plan_a_kv_refused_{'unknown' if status == 'unknown' else 'unsupported'}", lang, engine=name,
+                     asked=asked, note=note.get(lang) if note else "", dtype=c.kv_dtype))
+    elif c.kv_status == "experimental":
+        out.append(s("plan_a_kv_dtype_experimental", lang, engine=name, dtype=c.kv_dtype, kvb=f"{c.kv_bytes:g}"))
+    elif c.kv_status:
+        out.append(s("plan_a_kv_dtype", lang, engine=name, dtype=c.kv_dtype, kvb=f"{c.kv_bytes:g}",
+                     source=c.cap.kv_dtype_source if c.kv_dtype in c.cap.kv_dtype_bytes else c.k.planner.kv_cache_source))
     out.append(s("plan_a_overhead", lang, runtime=round(c.runtime_gib, 2), act=round(c.act_gib, 3),
                  tokens=c.act_tokens, source=c.cap.source if c.device != "cpu" else c.cap.cpu_source))
     if c.device == "cpu" and c.cap.cpu_weight_copies > 1:
@@ -332,6 +528,10 @@ def _assumptions(c: _Calc) -> list[str]:
         b = c.bytes_per_token()
         out.append(s("plan_a_bw", lang, bw=round(shown, 1), src=s(f"plan_bw_{src or 'spec'}", lang),
                      read=f"{b / 1e9:.2f} GB" if b >= 1e9 else f"{b / 1e6:.1f} MB", resident=round(c.resident())))
+    if c.device == "gpu" and c.n > 1 and c.cap.multi_gpu != "tensor" and c.bound_tensor and c.decodes:
+        layer = c.decode_bound(ranks=1)
+        out.append(s("plan_a_bound_tensor", lang, engine=c.k.engines[c.engine].name, n=c.n, source=c.cap.bound_source,
+                     tps=f"{layer:,.1f}" if layer else "—"))
     if c.flops() is not None:
         f = c.flops()
         out.append(s("plan_a_ttft", lang, prompt=wl.prompt_tokens, params=f"{spec.matmul_params_b:.4g}",
@@ -348,7 +548,8 @@ def _plan(c: _Calc, options: list[PlanOption], detail: bool = True) -> EnginePla
     return EnginePlan(
         engine=c.engine, precision=c.prec, precision_label=c.pspec.label, device=c.device, gpus_used=c.n,
         parallelism=c.parallelism(), context_tokens=c.wl.context_tokens, concurrency=c.wl.concurrency,
-        weights_gib=_r(c.weights_gib, 3), kv_bytes_per_token=c.kv_tok, kv_gib=_r(c.kv_gib, 3),
+        weights_gib=_r(c.weights_gib, 3), kv_bytes_per_token=c.kv_tok, kv_cache_dtype=c.kv_dtype,
+        kv_gib=_r(c.kv_gib, 3),
         overhead_gib=_r(c.overhead_gib, 3), total_gib=_r(c.total_gib, 3), available_gib=_r(c.available_gib, 3),
         fits=c.fits, loads=c.loads(), headroom_gib=None if c.available_gib is None else _r(c.available_gib - c.total_gib, 3),
         max_concurrency=c.max_concurrency(), max_context_tokens=c.max_context(), offload_layers=c.offload_layers,

@@ -55,6 +55,7 @@ class EnginePlan(BaseModel):
     concurrency: int
     weights_gib: float
     kv_bytes_per_token: int
+    kv_cache_dtype: str = "fp16"  # what the plan assumed: the asked dtype, or the engine's default (fp32/fp16/bf16)
     kv_gib: float
     overhead_gib: float
     total_gib: float
