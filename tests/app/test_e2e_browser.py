@@ -34,10 +34,10 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    """Started like `make run` (the committed config sets address, watcher, usage stats and toolbar)."""
+    """Started like `make run` (serve.py; the committed config sets address, watcher, usage stats and toolbar)."""
     port = _free_port()
     env = dict(os.environ, INFERENCE_ADVISOR_DATA=str(tmp_path_factory.mktemp("data")))
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)],
+    proc = subprocess.Popen([sys.executable, "serve.py", "--server.port", str(port)],
                             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     for _ in range(300):
@@ -58,13 +58,6 @@ def browser(server):
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-        # The server's very first session runs under Streamlit's legacy pages/ wrapper (app.py turns it off
-        # from then on), which would greet a deep link with a "Page not found" dialog: open the home page first,
-        # as a person starting the app does.
-        first = b.new_page()
-        first.goto(server[0])
-        first.get_by_role("heading", name="Inference-engine selection advisor").wait_for(timeout=120_000)
-        first.close()
         yield b
         b.close()
 
@@ -106,6 +99,33 @@ def _to_step(page, url: str, step: int) -> None:
         page.get_by_role("button", name="Next").click()
         _settle(page, 300)
     page.get_by_text(f"Step {step} of 9").wait_for()
+
+
+def test_a_deep_link_to_a_fresh_server_opens_its_page(browser, tmp_path):
+    """A reload on /recommendation right after `make run` (the server's first session) opens that page, with no
+    "Page not found" dialog (Streamlit's legacy pages/ wrapper would run that first session; serve.py turns it
+    off before the server starts)."""
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "serve.py", "--server.port", str(port)], cwd=ROOT,
+                            env=dict(os.environ, INFERENCE_ADVISOR_DATA=str(tmp_path)),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        for _ in range(300):
+            try:
+                if urllib.request.urlopen(url + "/_stcore/health", timeout=1).read() == b"ok":
+                    break
+            except OSError:
+                time.sleep(0.2)
+        pg = browser.new_page()
+        pg.goto(url + "/recommendation")
+        pg.get_by_role("heading", name="Ranking").wait_for(timeout=120_000)
+        _settle(pg)
+        assert pg.get_by_text("Page not found").count() == 0
+        pg.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
 
 
 def test_gpu_chosen_at_step_3_survives_hardware_and_back(page, server):
