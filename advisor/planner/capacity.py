@@ -308,6 +308,7 @@ class _Calc:
         from advisor.support import cc_value, effective
 
         self.kv_refused: tuple[str, str, ks.Text | None] | None = None
+        self.kv_source = ""
         name, b = self._default_kv()
         asked, t = self.wl.kv_cache_dtype, self.target
         if asked == "auto" or self.device == "none" or not self.decodes:
@@ -315,6 +316,9 @@ class _Calc:
         cell = self.k.support.engines[self.engine].kv_cache_dtype[asked]
         status, note = effective(cell, cc_value(t.gpu_compute_capability) if t.gpu_vendor == "nvidia" else None)
         if status in ("supported", "experimental"):
+            self.kv_source = cell.source or ""
+            if asked in self.cap.kv_dtype_bytes:  # the engine's own layout (e.g. llama.cpp q8_0 blocks)
+                self.kv_source += f"; {self.cap.kv_dtype_source}"
             return asked, self.cap.kv_dtype_bytes.get(asked, self.k.planner.kv_cache_bytes[asked]), status
         self.kv_refused = (asked, status, note)
         return name, b, None
@@ -500,7 +504,7 @@ def _assumptions(c: _Calc) -> list[str]:
         out.append(s("plan_a_kv_dtype_experimental", lang, engine=name, dtype=c.kv_dtype, kvb=f"{c.kv_bytes:g}"))
     elif c.kv_status:
         out.append(s("plan_a_kv_dtype", lang, engine=name, dtype=c.kv_dtype, kvb=f"{c.kv_bytes:g}",
-                     source=c.cap.kv_dtype_source if c.kv_dtype in c.cap.kv_dtype_bytes else c.k.planner.kv_cache_source))
+                     source=c.kv_source))
     out.append(s("plan_a_overhead", lang, runtime=round(c.runtime_gib, 2), act=round(c.act_gib, 3),
                  tokens=c.act_tokens, source=c.cap.source if c.device != "cpu" else c.cap.cpu_source))
     if c.device == "cpu" and c.cap.cpu_weight_copies > 1:

@@ -96,7 +96,8 @@ class _Skipped(list):
 
 
 def read_gguf(path: str | Path, budget_s: float = READ_BUDGET_S) -> dict[str, Any]:
-    """Metadata dict plus '__params__' (total weights) and '__tensors__' (count)."""
+    """Metadata dict plus '__params__' (total weights), '__tensors__' (count), '__type_elements__' (weights per
+    ggml type id) and '__kind_types__' (the ggml type ids of token_embd.weight and output.weight)."""
     clock = _Clock(budget_s)
     with open(path, "rb") as f:
         if _read(f, 4) != b"GGUF":
@@ -113,9 +114,12 @@ def read_gguf(path: str | Path, budget_s: float = READ_BUDGET_S) -> dict[str, An
             meta[key] = _value(f, _u32(f), clock)
         params = 0
         names = set()
+        per_type: dict[int, int] = {}
+        kinds: dict[str, int] = {}
         for _ in range(n_tensors):
             clock.tick()
-            names.add(_string(f))
+            name = _string(f)
+            names.add(name)
             n_dims = _u32(f)
             if n_dims > MAX_DIMS:
                 raise GgufError(f"a GGUF tensor claims {n_dims:,} dimensions (ggml has at most 4)")
@@ -125,15 +129,25 @@ def read_gguf(path: str | Path, budget_s: float = READ_BUDGET_S) -> dict[str, An
                 if d > MAX_DIM:
                     raise GgufError(f"a GGUF tensor dimension of {d:,} is implausible")
                 n *= d
-            _u32(f)  # ggml type
+            ggml_type = _u32(f)
             _u64(f)  # offset
             params += n
+            per_type[ggml_type] = per_type.get(ggml_type, 0) + n
+            if name in ("token_embd.weight", "output.weight"):
+                kinds[name] = ggml_type
             if params > MAX_PARAMS:
                 raise GgufError("the GGUF tensor shapes add up to an implausible parameter count")
     meta["__params__"] = params
     meta["__tensors__"] = n_tensors
     meta["__tied__"] = "output.weight" not in names  # no separate LM head: it reuses token_embd
+    meta["__type_elements__"] = per_type
+    meta["__kind_types__"] = kinds
     return meta
+
+
+# ggml_type enum (ggml.h) -> the planner's gguf_types ids (knowledge/planner.yaml)
+GGML_TYPES = {0: "f32", 1: "f16", 2: "q4_0", 3: "q4_1", 6: "q5_0", 7: "q5_1", 8: "q8_0", 10: "q2_k", 11: "q3_k",
+              12: "q4_k", 13: "q5_k", 14: "q6_k", 20: "iq4_nl", 23: "iq4_xs", 30: "bf16"}
 
 
 # general.file_type -> the planner's precision id (llama.cpp's llama_ftype enum); others plan as "gguf_file"

@@ -253,3 +253,66 @@ def test_encoder_models_have_no_kv_cache_or_decode_bound():
 def test_context_beyond_the_model_window_is_said_at_the_top():
     plan = make_plan(parse_answers({"model": {"name": "llama-2-7b", "context_tokens": 32768}}), None, K)
     assert any("4,096" in n and "32,768" in n for n in plan.notes)
+
+
+# ---------------------------------------------------------------- KV-cache dtype (answers model.kv_cache_dtype)
+
+def test_fp8_kv_cache_halves_kv_per_token_where_the_engine_and_gpu_run_it():
+    model = {"name": "llama-3.1-8b", "precision": "fp16", "context_tokens": 8192}
+    h100 = {"gpu_vendor": "nvidia", "gpu_model": "H100 SXM", "gpu_count": 1}
+    auto = plan_for("vllm", model, h100, concurrency=16)
+    fp8 = plan_for("vllm", {**model, "kv_cache_dtype": "fp8"}, h100, concurrency=16)
+    assert (auto.kv_cache_dtype, auto.kv_bytes_per_token) == ("fp16", 2 * 32 * 8 * 128 * 2)
+    assert (fp8.kv_cache_dtype, fp8.kv_bytes_per_token) == ("fp8", 2 * 32 * 8 * 128 * 1)  # 65,536 B: half
+    assert fp8.kv_gib == approx(auto.kv_gib / 2) and fp8.max_concurrency >= 2 * auto.max_concurrency - 1
+    assert fp8.decode_tps_upper_bound > auto.decode_tps_upper_bound  # less KV read per token
+    assert any("fp8 as asked" in a for a in fp8.assumptions)
+
+
+def test_fp8_kv_cache_is_refused_with_the_reason_where_the_engine_does_not_run_it():
+    model = {"name": "llama-3.1-8b", "precision": "fp16", "context_tokens": 8192, "kv_cache_dtype": "fp8"}
+    h100 = {"gpu_vendor": "nvidia", "gpu_model": "H100 SXM", "gpu_count": 1}
+    lc = plan_for("llama.cpp", model, h100)
+    assert (lc.kv_cache_dtype, lc.kv_bytes_per_token) == ("fp16", 131_072)  # its default f16 KV, kept
+    refusal = next(a for a in lc.assumptions if "cannot keep the KV cache in fp8" in a)
+    assert "--cache-type-k" in refusal                                      # the support matrix's note
+    zh = make_plan(parse_answers({"model": model, "hardware": h100}), None, K, lang="zh").engines["llama.cpp"]
+    assert any("fp8" in a and "无法" in a for a in zh.assumptions)
+    # TensorRT-LLM documents an FP8 KV cache from compute capability 8.0: refused on a T4 (7.5)
+    t4 = plan_for("tensorrt-llm", model, {"gpu_vendor": "nvidia", "gpu_model": "T4", "gpu_count": 1})
+    assert t4.kv_cache_dtype == "fp16" and any("cannot keep the KV cache in fp8" in a for a in t4.assumptions)
+    assert plan_for("tensorrt-llm", model, h100).kv_cache_dtype == "fp8"
+
+
+def test_int8_kv_cache_uses_llama_cpps_q8_0_block_size():
+    p = plan_for("llama.cpp", {"name": "llama-3.1-8b", "precision": "q4_k_m", "kv_cache_dtype": "int8"},
+                 {"gpu_vendor": "nvidia", "gpu_model": "RTX 4090", "gpu_count": 1})
+    assert p.kv_cache_dtype == "int8" and p.kv_bytes_per_token == 2 * 32 * 8 * 128 * 34 // 32  # 69,632 B
+    v = plan_for("vllm", {"name": "llama-3.1-8b", "kv_cache_dtype": "int8"},
+                 {"gpu_vendor": "nvidia", "gpu_model": "H100 SXM", "gpu_count": 1})
+    assert v.kv_cache_dtype == "fp16" and any("does not document" in a for a in v.assumptions)  # unknown cell
+
+
+# ---------------------------------------------------------------- speed bounds on several GPUs
+
+def test_pytorch_bounds_assume_tensor_parallel_while_memory_stays_layer_split():
+    # gpt-fast: Llama-2-70B bf16, tensor parallel on 8 A100-80GB, 62.5 tok/s at batch 1 (its README). The layer
+    # split alone (device_map="auto": one GPU reads at a time) gives 2039 GB/s / 137.4 GB = 14.8 tok/s, which
+    # that measurement beats 4x; the bound adds the 8 GPUs' bandwidth. (Changed on purpose, issue 10.)
+    p = plan_for("pytorch", {"name": "llama-2-70b", "precision": "bf16", "context_tokens": 4096},
+                 {"gpu_vendor": "nvidia", "gpu_model": "A100 80GB", "gpu_count": 8}, prompt_mix="short")
+    read = 68.98e9 * 2 - 32000 * 8192 * 2 + 2 * 80 * 8 * 128 * 2 * 128     # weights - lookup + KV of 128 tokens
+    assert p.decode_tps_upper_bound == approx(8 * 2039e9 / read, 1e-3)    # 118.5 tok/s
+    assert 62.5 <= p.decode_tps_upper_bound
+    assert p.gpus_used == 8 and p.available_gib == approx(8 * 80)          # memory: whole layers on each GPU
+    assert "layers" in p.parallelism and "tensor" in p.parallelism
+    layer = next(a for a in p.assumptions if a.startswith("Speed bounds"))
+    assert f"{2039e9 / read:,.1f} tok/s" in layer                          # the layer-split figure, 14.8
+    # TTFT: 8 GPUs' FLOPS too: 2 x matmul params x 128 / (8 x 312 TFLOPS), or one read over 8 GPUs' bandwidth
+    matmul = (68.98e9 - 32000 * 8192)
+    assert p.ttft_ms_lower_bound == approx(max(2 * matmul * 128 / (8 * 312e12), (read - 2 * 80 * 8 * 128 * 2 * 128)
+                                               / (8 * 2039e9)) * 1000, 1e-3)
+    # one GPU: nothing to split, same bound as before
+    one = plan_for("pytorch", {"name": "llama-2-7b", "precision": "bf16"},
+                   {"gpu_vendor": "nvidia", "gpu_model": "A100 80GB", "gpu_count": 1})
+    assert one.parallelism is None and not any(a.startswith("Speed bounds") for a in one.assumptions)

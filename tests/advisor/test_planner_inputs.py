@@ -130,3 +130,58 @@ def test_quantized_hf_directory_is_read_as_int4(tmp_path):
     assert spec.file_precision == "int4" and not spec.tied_embeddings
     assert spec.params_b * 1e9 > 256 * 64 * 8  # from the config, not the packed tensor shapes
     assert any("quantized checkpoint" in n for n in spec.notes)
+
+
+# ---------------------------------------------------------------- a GGUF planned by name (no file)
+
+def _by_name(name: str, precision: str):
+    from advisor.answers import parse_answers
+    from advisor.planner import make_plan
+
+    a = parse_answers({"model": {"name": name, "precision": precision}, "hardware": {"gpu_vendor": "none",
+                                                                                    "ram_gb": 64}})
+    return make_plan(a, None, K).engines["llama.cpp"]
+
+
+def test_gguf_by_name_matches_the_tensor_types_of_the_bundled_file():
+    """SmolLM2-135M Q4_1 planned from models.yaml, per tensor kind, against the bundled file llama.cpp wrote.
+
+    llama-quant.cpp gives the tied token_embd.weight the output's type: Q6_K, whose 256-weight blocks do not divide
+    the 576-wide rows, so it falls back to Q8_0; every other matrix is Q4_1; the norms stay F32."""
+    from advisor.planner.gguf_meta import GGML_TYPES, read_gguf
+
+    meta = read_gguf(default_model())
+    assert {k: GGML_TYPES[v] for k, v in meta["__kind_types__"].items()} == {"token_embd.weight": "q8_0"}
+    bits = {t: K.planner.gguf_types[t].bits for t in ("q8_0", "q4_1", "f32")}
+    tensors = sum(n * bits[GGML_TYPES[t]] / 8 for t, n in meta["__type_elements__"].items())
+    assert tensors == 96_576_768                         # 28.3 M in Q8_0 + 106.2 M in Q4_1 + 35 k norms in F32
+    p = _by_name("smollm2-135m", "q4_1")
+    assert p.precision == "q4_1"
+    planned = p.weights_gib * 2**30
+    # planned 96,458,184 B = 0.0898 GiB (the norms counted at 5 bits instead of 32); the file is 98,362,432 B =
+    # 0.0916 GiB, the rest being the header's 49,152-token vocabulary. Before issue 10: 0.105 GiB (5 bits for all).
+    assert abs(planned - tensors) / tensors < 0.002
+    assert abs(planned - default_model().stat().st_size) / default_model().stat().st_size < 0.02
+    assert any("tied to the output, in Q8_0" in a for a in p.assumptions)
+
+
+@pytest.mark.parametrize("name, precision, published", [
+    # TheBloke/Llama-2-7B-GGUF (llama.cpp bd33e5a): llama-2-7b.Q4_K_M.gguf 4.08 GB, Q4_0 3.83 GB
+    # https://huggingface.co/TheBloke/Llama-2-7B-GGUF/tree/4407fb24384711513820563c90dc113e30fc682e
+    ("llama-2-7b", "q4_k_m", 4.08e9),
+    ("llama-2-7b", "q4_0", 3.83e9),
+    # tensorblock/llama-2-7b-GGUF (llama.cpp b4242): Q8_0 7.161 GB, Q6_K 5.529 GB, Q5_K_M 4.783 GB
+    # https://huggingface.co/tensorblock/llama-2-7b-GGUF
+    ("llama-2-7b", "q8_0", 7.161e9),
+    ("llama-2-7b", "q6_k", 5.529e9),
+    ("llama-2-7b", "q5_k_m", 4.783e9),
+    # bartowski/Meta-Llama-3.1-8B-Instruct-GGUF: Q4_K_M 4.92 GB, Q5_K_M 5.73 GB, Q6_K 6.6 GB
+    # https://huggingface.co/bartowski/Meta-Llama-3.1-8B-Instruct-GGUF/tree/4c506ee36f8097e80414dd2ed2dcf7055cae89e5
+    ("llama-3.1-8b", "q4_k_m", 4.92e9),
+    ("llama-3.1-8b", "q5_k_m", 5.73e9),
+    ("llama-3.1-8b", "q6_k", 6.6e9),
+])
+def test_gguf_by_name_matches_published_file_sizes(name, precision, published):
+    """Within 0.5 % of the file sizes Hugging Face lists (decimal GB, rounded), header included in theirs."""
+    planned = _by_name(name, precision).weights_gib * 2**30
+    assert abs(planned - published) / published < 0.005, (planned, published)
