@@ -184,7 +184,7 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
         out.append("")
     from advisor import support_table
 
-    matrix = support_table.markdown(support_table.from_recommendation(rec, knowledge), knowledge, lang, icons=False)
+    matrix = support_table.markdown(support_table.from_recommendation(rec, knowledge), knowledge, lang, coloured=False)
     if matrix:
         out += [f"## {s('sup_title')}", "", *matrix, "", s("sup_caption", date=support_table.read_date(knowledge)), ""]
     out += [f"## {s('flips_title')}", ""]

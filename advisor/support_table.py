@@ -12,7 +12,7 @@ from advisor import kschema as ks
 from advisor import support
 from advisor.knowledge import Knowledge
 
-ICONS = {"supported": "🟢", "experimental": "🟡", "unsupported": "🔴", "unknown": "⚪"}
+COLOURS = {"supported": "green", "experimental": "orange", "unsupported": "red", "unknown": "gray"}  # Streamlit's
 FILLS = {"supported": (219, 240, 223), "experimental": (255, 240, 196), "unsupported": (246, 208, 212),
          "unknown": (232, 234, 237)}  # the PDF's cell colours
 
@@ -60,8 +60,9 @@ def status_label(status: str, knowledge: Knowledge, lang: str) -> str:
     return knowledge.s(f"sup_status_{status}", lang)
 
 
-def markdown(table: list[Row], knowledge: Knowledge, lang: str, icons: bool = True) -> list[str]:
-    """A Markdown table (icons for the browser; the PDF has no emoji font, so the report passes icons=False)."""
+def markdown(table: list[Row], knowledge: Knowledge, lang: str, coloured: bool = True) -> list[str]:
+    """A Markdown table. coloured: a dot in Streamlit's `:green[…]` colours for the browser (not an emoji, which a
+    machine without an emoji font shows as a box); the report passes False and the PDF fills the cells itself."""
     from advisor.planner.render import md_escape
 
     if not table:
@@ -77,11 +78,11 @@ def markdown(table: list[Row], knowledge: Knowledge, lang: str, icons: bool = Tr
             if c is None:
                 cells.append("–")
                 continue
-            word = status_label(c.status, knowledge, lang)
-            text = f"{ICONS[c.status]} {word}" if icons else word
+            text = status_label(c.status, knowledge, lang)
             if c.key != r.key:  # the engine would run something else than asked (its own precision)
                 text += f" ({support.value_label(r.axis, c.key, knowledge, lang)})"
-            cells.append(f"[{md_escape(text)}]({c.source})" if c.source else md_escape(text))
+            cell = f"[{md_escape(text)}]({c.source})" if c.source else md_escape(text)
+            cells.append(f":{COLOURS[c.status]}[●]\u00a0{cell}" if coloured else cell)
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 

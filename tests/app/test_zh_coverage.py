@@ -40,6 +40,7 @@ PROSE_EXCLUDE = re.compile(
     r"https?://\S+|<https?://[^>]+>|`[^`]*`|“[^”]*”|\b[\w.-]+\.(txt|py|yaml|yml|json|gguf|md|pdf)\b"  # links, code, quotes
     r"|\b[\w-]+/[\w./-]+|\d+_[0-9a-f]{16}\S*|§\S*|--[\w-]+|&\w+;"  # paths, seed files, flags, entities
     r"|\b\w+_\w+\b|\d+(\.\d+)?e\d+|\bv\d+(\.[\dx]+)*\b"  # identifiers (config keys), 70e9, versions
+    r"|:[a-z]+(-background)?\["  # Streamlit colour directives (:green[●])
     r"|\b[A-Za-z][\w]*(-[\w.]+)*-\d+(\.\d+)?[BbMm]\b(-[A-Za-z]+)?"  # model names: Llama-3.1-8B, SmolLM2-135M
     r"|\b[a-z0-9]+(-[a-z0-9.]+)+\b")  # ids: rule ids, model ids, engine ids, commands (trtllm-build)
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.+-]*[A-Za-z0-9]|[A-Za-z]")
