@@ -278,17 +278,27 @@ CAPTION_MM = 10  # room kept under a chart for its one-line caption
 KEEP_WITH_HEADING_MM = 35  # a heading starts a new page when less than this is left below it
 
 
-def _table_rows(inner: str) -> list[list[tuple[str, str]]]:
-    """A Markdown-made HTML table as rows of (th|td, plain text): inline tags dropped (fpdf2 raises on nested
+def _table_rows(inner: str) -> list[list[tuple[str, str, str | None]]]:
+    """A Markdown-made HTML table as rows of (th|td, plain text, link): inline tags dropped (fpdf2 raises on nested
     tags in a cell), entities decoded, each cell folded to ≤ 300 characters."""
     rows = []
     for r in _ROW.finditer(inner):
-        cells = [(tag.lower(), fold(" ".join(html.unescape(_TAG.sub("", text)).split())).replace(ZWSP, ""))
-                 for tag, text in _CELL.findall(r.group(1))]
+        cells = [(tag.lower(), fold(" ".join(html.unescape(_TAG.sub("", text)).split())).replace(ZWSP, ""),
+                  _cell_link(text)) for tag, text in _CELL.findall(r.group(1))]
         if cells:
             rows.append(cells)
     n = max((len(r) for r in rows), default=0)
-    return [r + [("td", "")] * (n - len(r)) for r in rows]
+    return [r + [("td", "", None)] * (n - len(r)) for r in rows]
+
+
+_HREF = re.compile(r'<a href="(https://[^"\s]+)"')
+
+
+def _cell_link(cell_html: str) -> str | None:
+    """The https link of a cell that is one link (the support table's sources), kept as a PDF link annotation.
+    Only our Markdown makes links: user and model text is escaped before it reaches the HTML."""
+    m = _HREF.search(cell_html)
+    return html.unescape(m.group(1)) if m else None
 
 
 def _status_fills() -> dict[str, tuple[int, int, int]]:
@@ -300,7 +310,7 @@ def _status_fills() -> dict[str, tuple[int, int, int]]:
     return {k.s(f"sup_status_{st}", lang): rgb for st, rgb in FILLS.items() for lang in ("en", "zh")}
 
 
-def _render_table(pdf, rows: list[list[tuple[str, str]]], family: str) -> None:
+def _render_table(pdf, rows: list[list[tuple[str, str, str | None]]], family: str) -> None:
     """fpdf2's HTML tables give every column the same width (so "TensorRT-LLM" breaks mid-word) and justify the
     text. Here: every column at least as wide as its longest word, the rest of the page shared by how much text a
     column has, left-aligned text and right-aligned numbers; the header row repeats on a new page."""
@@ -309,7 +319,7 @@ def _render_table(pdf, rows: list[list[tuple[str, str]]], family: str) -> None:
     if not rows:
         return
     n = len(rows[0])
-    numeric = [all(not t or _NUMERIC.match(t) for tag, t in (r[j] for r in rows) if tag == "td") for j in range(n)]
+    numeric = [all(not t or _NUMERIC.match(t) for tag, t, _ in (r[j] for r in rows) if tag == "td") for j in range(n)]
     pdf.set_font(family, style="B", size=TABLE_PT)
     need, want = [], []
     for j in range(n):
@@ -325,7 +335,7 @@ def _render_table(pdf, rows: list[list[tuple[str, str]]], family: str) -> None:
         widths = [m + (epw - sum(need)) * sp / (sum(spare) or 1) for m, sp in zip(need, spare)]
     else:
         widths = [m * epw / sum(need) for m in need]
-    heading = all(tag == "th" for tag, _ in rows[0])
+    heading = all(tag == "th" for tag, _, _ in rows[0])
     pdf.set_font(family, size=TABLE_PT)
     pdf.ln(1)
     with pdf.table(width=sum(widths), col_widths=widths, align="LEFT", line_height=pdf.font_size * 1.35,
@@ -336,10 +346,10 @@ def _render_table(pdf, rows: list[list[tuple[str, str]]], family: str) -> None:
         fills = _status_fills()
         for i, r in enumerate(rows):
             row = table.row()
-            for j, (_, text) in enumerate(r):
+            for j, (_, text, link) in enumerate(r):
                 fill = fills.get(text.split(" (")[0]) if i or not heading else None
                 row.cell(text, align="LEFT" if i == 0 and heading else None,
-                         style=FontFace(fill_color=fill) if fill else None)
+                         style=FontFace(fill_color=fill) if fill else None, link=link)
     pdf.ln(3)
 
 

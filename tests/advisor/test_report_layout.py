@@ -285,3 +285,17 @@ def test_pdf_text_layer_keeps_words_whole_and_the_title_once(lang, tmp_path):
     assert K.s("plan_table_cols", lang).split("|")[1] in everything  # "fits" / "放得下"
     if lang == "zh":
         assert "成功" in everything and "不可能" in everything
+
+
+def test_the_pdfs_support_table_links_each_cell_to_its_source():
+    rec = recommend(parse_answers({**ANSWERS, "model": {"name": "llama-3-8b", "precision": "fp8"}}), None, K,
+                    lang="en", with_flips=False)
+    md = build_markdown(parse_answers(ANSWERS), None, rec, [], K, "en")
+    reader = PdfReader(io.BytesIO(markdown_to_pdf(md, {})))
+    uris = {a.get_object()["/A"]["/URI"] for p in reader.pages for a in p.get("/Annots", []) or []
+            if "/A" in a.get_object() and "/URI" in a.get_object()["/A"]}
+    sources = {c.source for t in K.support.engines.values() for axis in ("os", "accelerator", "precision",
+               "kv_cache_dtype", "architecture", "serving") for c in getattr(t, axis).values() if c.source}
+    assert len(uris & sources) >= 5  # one per engine at least: the table's cells are links
+    assert uris <= sources | {u for u in uris if not u.startswith("file:")}
+    assert not any(u.startswith(("file:", "/")) for u in uris)
