@@ -19,7 +19,7 @@ from advisor.hardware import Hardware
 from advisor.knowledge import Knowledge
 from advisor.planner.render import ZWSP, fold, md_escape
 from advisor.recommendation import Recommendation
-from advisor.verdict import revisit
+from advisor.verdict import revisit, target_device
 from probes.result import ProbeResult
 
 CJK_FONTS = [  # (path, index of the Simplified Chinese face in a collection)
@@ -226,7 +226,8 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
             out += [f"> {s('report_busy', runs=_txt(', '.join(lab for lab, _ in busy)), pct=f'{pct:.0f}')}", ""]
         for key in ("ttft", "itl", "throughput"):
             out += _figure(images, key)
-        v = revisit(rec, results, float(answers.ttft_p95_ms), lang, labels=labels)
+        v = revisit(rec, results, float(answers.ttft_p95_ms), lang, labels=labels,
+                    target=target_device(answers, hardware, knowledge, lang), knowledge=knowledge)
         out += [f"## {s('report_verdict')}", "", f"**{_txt(v.summary)}**", ""]
         out += [f"- {_txt(e.engine)}: {_txt(e.text)}" for e in v.engines if e.measured]
         out.append("")

@@ -19,6 +19,7 @@ class EngineVerdict(BaseModel):
     goodput: float | None = None
     output_tps_total: float | None = None
     text: str
+    elsewhere: str | None = None  # why this measurement does not speak for the target hardware
 
 
 class Verdict(BaseModel):
@@ -26,8 +27,83 @@ class Verdict(BaseModel):
     changes_advice: bool
     summary: str
     # confirmed: the top engine meets the target; changed: another measured engine should lead;
-    # missed: the top engine misses and nothing measured meets it; unmeasured: the top engine was not measured
-    status: Literal["confirmed", "changed", "missed", "unmeasured"] = "unmeasured"
+    # missed: the top engine misses and nothing measured meets it; unmeasured: the top engine was not measured;
+    # elsewhere: it was measured, but on another kind of device (or GPU) than the target, so that says nothing
+    status: Literal["confirmed", "changed", "missed", "unmeasured", "elsewhere"] = "unmeasured"
+
+
+class TargetDevice(BaseModel):
+    """What the advice is for: this machine as detected, or the answers' target hardware."""
+
+    kind: Literal["cpu", "gpu"]
+    gpu_name: str | None = None
+    gpu_id: str | None = None  # the gpus.yaml id, to compare models however they are written
+    label: str  # "2 × L40S", "CPU only"
+
+
+def target_device(answers, hardware, knowledge, lang: str = "en") -> TargetDevice | None:
+    """The device class (and GPU model) the advice is for; None when unknown."""
+    from advisor.planner.target import find_gpu
+
+    t = answers.hardware
+    if t is not None:
+        if t.gpu_vendor == "none":
+            return TargetDevice(kind="cpu", label=_t(lang, "CPU only", "纯 CPU"))
+        g = find_gpu(t.gpu_model, knowledge)
+        name = t.gpu_model or (g.name if g else t.gpu_vendor)
+        return TargetDevice(kind="gpu", gpu_name=name, gpu_id=g.id if g else None,
+                            label=f"{max(1, t.gpu_count)} × {name}")
+    if hardware is None:
+        return None
+    if hardware.gpus:
+        name = hardware.gpus[0].name
+        g = find_gpu(name, knowledge)
+        return TargetDevice(kind="gpu", gpu_name=name, gpu_id=g.id if g else None,
+                            label=_t(lang, f"this machine's {len(hardware.gpus)} × {name}",
+                                     f"本机的 {len(hardware.gpus)} × {name}"))
+    return TargetDevice(kind="cpu", label=_t(lang, "this machine's CPU", "本机 CPU"))
+
+
+_GPU_WORDS = ("cuda", "gpu", "rocm", "hip", "metal", "mps", "xpu", "dml", "webgpu")
+
+
+def measured_on(res: ProbeResult) -> tuple[str | None, str | None]:
+    """("cpu" | "gpu" | "remote" | None, the GPU's name when the result names it) from what the probe recorded."""
+    d = (res.device or "").strip()
+    low = d.lower()
+    if not d:
+        return None, None
+    if low.startswith("remote"):
+        return "remote", None
+    if any(w in low for w in _GPU_WORDS):
+        name = d.split(" ", 1)[1].strip() if low.startswith("cuda:") and " " in d else None
+        return "gpu", name
+    if "cpu" in low:
+        return "cpu", None
+    return None, None
+
+
+def mismatch(res: ProbeResult, target: TargetDevice | None, knowledge=None, lang: str = "en") -> str | None:
+    """Why this measurement does not speak for the target (None when it does, or when that cannot be told)."""
+    if target is None:
+        return None
+    kind, gpu = measured_on(res)
+    if kind in (None, "remote"):
+        return None
+    if kind != target.kind:
+        where = _t(lang, "this machine's CPU", "本机 CPU") if kind == "cpu" else \
+            _t(lang, f"a GPU ({gpu})" if gpu else "a GPU", f"GPU（{gpu}）" if gpu else "GPU")
+        return _t(lang, f"measured on {where}; your target is {target.label}, so this measurement does not speak "
+                        "for it", f"实测在{where}上进行；你的目标是 {target.label}，这次测量不能代表目标硬件")
+    if kind == "gpu" and gpu and target.gpu_name and knowledge is not None:
+        from advisor.planner.target import find_gpu
+
+        g = find_gpu(gpu, knowledge)
+        measured_id = g.id if g else gpu.lower()
+        if target.gpu_id and measured_id != target.gpu_id:
+            return _t(lang, f"measured on {gpu}; your target is {target.label}, so its speed does not speak for it",
+                      f"实测在 {gpu} 上进行；你的目标是 {target.label}，其速度不能代表目标硬件")
+    return None
 
 
 def _t(lang: str, en: str, zh: str) -> str:
@@ -35,10 +111,11 @@ def _t(lang: str, en: str, zh: str) -> str:
 
 
 def revisit(rec: Recommendation, results: list[ProbeResult], target_ms: float, lang: str = "en",
-            labels: list[str] | None = None) -> Verdict:
+            labels: list[str] | None = None, target: TargetDevice | None = None, knowledge=None) -> Verdict:
     """The latest ok result per engine decides (results come oldest first; labels, e.g. "#12 llama.cpp", name
     the run that decided); a ranked engine that misses the TTFT p95 target loses the lead to the best-ranked
-    engine that meets it."""
+    engine that meets it. A result measured on another kind of device than `target` (a CPU probe for a GPU
+    target, or another GPU model) is shown with that caveat and never changes the advice."""
     latest: dict[str, ProbeResult] = {}
     label: dict[str, str] = {}
     count: dict[str, int] = {}
@@ -68,20 +145,28 @@ def revisit(rec: Recommendation, results: list[ProbeResult], target_ms: float, l
         if count[engine] > 1:
             text += _t(lang, f" (run {label[engine]}, the latest of {count[engine]} runs of {engine})",
                        f"（取 {engine} 的 {count[engine]} 次运行中最新的一次：{label[engine]}）")
+        elsewhere = mismatch(res, target, knowledge, lang)
+        if elsewhere:
+            text += " — " + elsewhere
         out.append(EngineVerdict(engine=engine, rank=rank.get(engine), measured=True, ttft_p95_ms=p95,
                                  target_ms=target_ms, meets_sla=meets, goodput=res.goodput,
-                                 output_tps_total=res.output_tps_total, text=text))
+                                 output_tps_total=res.output_tps_total, text=text, elsewhere=elsewhere))
     top = rec.ranking[0].engine if rec.ranking else None
     by = {v.engine: v for v in out}
     changes = False
     status = "unmeasured"
-    if top and by.get(top) and by[top].measured:
+    if top and by.get(top) and by[top].measured and by[top].elsewhere:
+        status = "elsewhere"
+        summary = _t(lang, f"{top}: {by[top].elsewhere}. The advice stands on the plan; measure on the target "
+                           "hardware to confirm it.",
+                     f"{top}：{by[top].elsewhere}。建议仍以容量规划为准；请在目标硬件上实测以确认。")
+    elif top and by.get(top) and by[top].measured:
         if by[top].meets_sla:
             status = "confirmed"
             summary = _t(lang, f"The measurement confirms the advice: {top} meets the TTFT target.",
                          f"实测支持该建议：{top} 满足首 token 目标。")
         else:
-            better = next((v.engine for v in out if v.measured and v.meets_sla and v.rank), None)
+            better = next((v.engine for v in out if v.measured and v.meets_sla and v.rank and not v.elsewhere), None)
             if better:
                 changes, status = True, "changed"
                 summary = _t(lang, f"The measurement changes the advice: {top} misses the TTFT target and "

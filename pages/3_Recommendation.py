@@ -57,7 +57,8 @@ with st.expander(T("plan_assumptions_for", engine=rec.top.name if rec.top else "
         st.markdown(link_urls("\n".join(f"- {x}" for x in rec.top.plan.assumptions)))
 with st.expander(T("ui_seed_table")):
     st.dataframe([{T("col_verdict"): T(f"claim_verdict_{c.verdict}"), T("col_claim"): c.claim.get(lang),
-                   T("col_check"): c.check.get(lang), T("col_quote"): c.quote, T("source"): c.source}
+                   T("col_check"): c.check.get(lang), T("col_quote"): c.quote, T("source"): c.source,
+                   T("col_evidence"): c.evidence or ""}
                   for c in k.claims.claims], hide_index=True)
 if st.button(T("ui_run_probe"), key="to_probe", type="primary"):
     st.switch_page("pages/4_Probe.py")

@@ -11,7 +11,7 @@ from advisor.mdtext import link_urls
 from advisor.planner.probe_check import check_probe
 from advisor.report import run_label
 from advisor.rules import recommend
-from advisor.verdict import revisit
+from advisor.verdict import revisit, target_device
 from probes.registry import BACKENDS
 from probes.result import ProbeSettings
 from probes.validation import settings_error
@@ -75,7 +75,9 @@ else:
         for e in engines:
             if avail.get(e):
                 st.caption(f"**{e}**: {avail[e]}")
-        model = st.text_input(T("ui_model_path"), key=kept("probe_model", ""), max_chars=4096)
+        model = st.text_input(T("ui_model_path"), key=kept("probe_model", a.model.path or ""), max_chars=4096)
+        if not model.strip() and hw.gpus:
+            st.caption(T("ui_small_model_on_gpu"))
         endpoint = ""
     else:
         engines, model = ["endpoint"], ""
@@ -89,6 +91,9 @@ else:
     for key, value in (("probe_mode", mode), drawn, ("probe_requests", reqs), ("probe_concurrency", conc),
                        ("probe_tokens", toks)):
         ss[f"{key}_v"] = value
+    target, here = target_device(a, hw, k, L), target_device(a.model_copy(update={"hardware": None}), hw, k, L)
+    if mode == "local" and target and here and (target.kind != here.kind or target.gpu_id != here.gpu_id):
+        st.info(T("ui_probe_elsewhere", here=here.label, target=target.label))
     if st.button(T("ui_run_probe"), type="primary", key="run_probe"):
         problems = [settings_error(e, endpoint.strip() or None, int(reqs), int(conc), int(toks), 600.0)
                     for e in engines] if engines else [T("ui_pick_an_engine")]
@@ -172,7 +177,8 @@ if runs:
                 st.plotly_chart(roofline_chart(None, checks, {e.id: e.name for e in k.engines.values()}, L),
                                 key="probe_roofline_chart")
             if job is None:
-                v = revisit(rec, ok, float(a.ttft_p95_ms), L, labels=ok_labels)
+                v = revisit(rec, ok, float(a.ttft_p95_ms), L, labels=ok_labels,
+                            target=target_device(a, hw, k, L), knowledge=k)
                 st.subheader(T("ui_verdict"))
                 {"confirmed": st.success, "changed": st.warning, "missed": st.error}.get(v.status, st.info)(v.summary)
                 for e in v.engines:
