@@ -136,18 +136,18 @@ def gguf_to_hf(gguf: Path, progress: Progress) -> Path:
     return out
 
 
-def hf_to_onnx(hf_dir: Path, precision: str, progress: Progress) -> Path:
-    """Export once with ONNX Runtime GenAI's model builder into the cache dir."""
-    out = cache_dir() / "onnx" / f"{hf_dir.name}-{precision}-{_key(hf_dir)}"
+def hf_to_onnx(hf_dir: Path, precision: str, progress: Progress, ep: str = "cpu") -> Path:
+    """Export once with ONNX Runtime GenAI's model builder into the cache dir, for one execution provider."""
+    out = cache_dir() / "onnx" / f"{hf_dir.name}-{precision}-{ep}-{_key(hf_dir)}"
     if (out / "genai_config.json").is_file() and list(out.glob("*.onnx")):
         return out
-    progress("prepare", f"exporting {hf_dir.name} to ONNX ({precision}) with onnxruntime-genai's builder "
+    progress("prepare", f"exporting {hf_dir.name} to ONNX ({precision}, {ep}) with onnxruntime-genai's builder "
                         f"(one-off, ~15 s) → {out}")
     tmp = out.with_name(out.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     work = cache_dir() / "onnx-build-cache"
     cmd = [sys.executable, "-m", "onnxruntime_genai.models.builder", "-i", str(hf_dir), "-o", str(tmp),
-           "-p", precision, "-e", "cpu", "-c", str(work)]
+           "-p", precision, "-e", ep, "-c", str(work)]
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if p.returncode != 0 or not (tmp / "genai_config.json").is_file():

@@ -98,7 +98,8 @@ class ProbeResult(BaseModel):
     ttft_target_ms: float | None = None
     peak_rss_mb: float | None = None  # summed over the probe's process tree, sampled by the parent
     peak_child_maxrss_mb: float | None = None  # the child's own ru_maxrss high-water mark
-    peak_gpu_mb: float | None = None
+    peak_gpu_mb: float | None = None  # NVML, per process, summed over the probe's process tree and GPUs
+    gpu_util_percent: float | None = None  # mean GPU busy % sampled while the measured requests ran
     system_load: SystemLoad = Field(default_factory=SystemLoad)
     notes: list[str] = Field(default_factory=list)
     requests: list[RequestRecord] = Field(default_factory=list)

@@ -27,6 +27,8 @@ class _Sampler(threading.Thread):
         self.pid, self.interval = pid, interval
         self.peak_rss_mb: float | None = None
         self.peak_gpu_mb: float | None = None
+        self.phase = "start"
+        self.gpu_util: list[float] = []  # % busy of the GPUs the tree uses, sampled while requests run
         self.stop = threading.Event()
         self.tree_cpu_s = 0.0
         self._seen_cpu: dict[int, float] = {}
@@ -61,9 +63,11 @@ class _Sampler(threading.Thread):
             mb = rss / 2**20
             self.peak_rss_mb = max(self.peak_rss_mb or 0.0, mb)
             if nvml:
-                used = _gpu_used_mb(nvml, pids)
+                used, util = _gpu_sample(nvml, pids)
                 if used:
                     self.peak_gpu_mb = max(self.peak_gpu_mb or 0.0, used)
+                if util is not None and self.phase == "run":
+                    self.gpu_util.append(util)
             self.stop.wait(self.interval)
         self.tree_cpu_s = sum(self._seen_cpu.values())
 
@@ -78,17 +82,25 @@ def _nvml_handles():
         return []
 
 
-def _gpu_used_mb(handles, pids: set[int]) -> float:
+def _gpu_sample(handles, pids: set[int]) -> tuple[float, float | None]:
+    """GPU memory (MiB) held by the probe's processes, summed over GPUs, and the busiest of those GPUs' %."""
     import pynvml
 
-    total = 0
+    total, util = 0, None
     for h in handles:
         try:
             procs = pynvml.nvmlDeviceGetComputeRunningProcesses(h)
         except pynvml.NVMLError:
             continue
-        total += sum((p.usedGpuMemory or 0) for p in procs if p.pid in pids)
-    return total / 2**20
+        mine = [p for p in procs if p.pid in pids]
+        total += sum((p.usedGpuMemory or 0) for p in mine)
+        if mine:
+            try:
+                u = float(pynvml.nvmlDeviceGetUtilizationRates(h).gpu)
+                util = u if util is None else max(util, u)
+            except pynvml.NVMLError:
+                pass
+    return total / 2**20, util
 
 
 def _machine_cpu_s() -> float:
@@ -162,7 +174,7 @@ def run_probe(settings: ProbeSettings, on_event: Callable[[Event], None] | None 
                     new = ev.get("phase", phase["name"])
                     if new == "load" and phase["name"] != "load":
                         sampler.reset()  # peak memory covers load + run, not a one-off conversion
-                    phase["name"] = new
+                    phase["name"] = sampler.phase = new
                     on_event(ev)
 
     rt = threading.Thread(target=reader, daemon=True)
@@ -219,6 +231,8 @@ def run_probe(settings: ProbeSettings, on_event: Callable[[Event], None] | None 
     stderr.close()
     res.peak_rss_mb = round(sampler.peak_rss_mb, 1) if sampler.peak_rss_mb else None
     res.peak_gpu_mb = round(sampler.peak_gpu_mb, 1) if sampler.peak_gpu_mb else res.peak_gpu_mb
+    if sampler.gpu_util:
+        res.gpu_util_percent = round(sum(sampler.gpu_util) / len(sampler.gpu_util), 1)
     res.system_load = load
     if load.note:
         res.notes.append(load.note)

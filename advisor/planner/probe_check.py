@@ -83,6 +83,18 @@ def check_probe(res: ProbeResult, knowledge: Knowledge, hardware: Hardware | Non
                 "file_precision": precision})
     on_gpu = bool(res.device and res.device.startswith("cuda"))
     answers = Answers()  # the local machine, as detected
+    gpu_named = res.device.split(" ", 1)[1] if on_gpu and " " in res.device else None
+    if on_gpu and gpu_named and not (hardware and hardware.gpus):
+        # a GPU result read where that GPU is not (a recorded result, a report made elsewhere): plan for the GPU
+        # the result names, from gpus.yaml
+        from advisor.answers import TargetHardware
+        from advisor.planner.target import find_gpu
+
+        g = find_gpu(gpu_named, knowledge)
+        if g is not None:
+            answers = Answers(hardware=TargetHardware(gpu_vendor=g.vendor, gpu_model=g.name, gpu_count=1,
+                                                      gpu_memory_gb=g.memory_gb))
+            notes.append(f"planned for the {g.name} the result was measured on (gpus.yaml)")
     target = build_target(answers, hardware, knowledge, machine)
     if not on_gpu:
         target = target.model_copy(update={"gpu_vendor": "none", "gpu_count": 0})

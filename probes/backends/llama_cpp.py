@@ -9,6 +9,26 @@ from probes.backends.base import Backend
 from probes.result import ProbeSettings
 
 
+_BACKENDS = ("CUDA", "HIP", "Metal", "Vulkan", "SYCL")
+
+
+def _system_info(llama_cpp) -> str:
+    try:
+        info = llama_cpp.llama_print_system_info()
+        return info.decode("utf-8", "replace") if isinstance(info, bytes) else str(info)
+    except Exception:
+        return ""
+
+
+def gpu_settings(supports_offload: bool, system_info: str, extra: dict) -> dict:
+    """Every layer on the GPU (n_gpu_layers=-1) when the build can offload, unless the probe asks for the CPU;
+    the build's backend is read from llama.cpp's own system info ("CUDA : ARCHS = 900 | …")."""
+    backend = next((b for b in _BACKENDS if f"{b.upper()} :" in system_info.upper()), "CPU")
+    wanted = extra.get("device", "auto") != "cpu"
+    n = int(extra.get("n_gpu_layers", -1)) if supports_offload and wanted else 0
+    return {"n_gpu_layers": n, "gpu_offload_supported": supports_offload, "build_backend": backend}
+
+
 class LlamaCppBackend(Backend):
     id = "llama.cpp"
     import_name = "llama_cpp"
@@ -26,13 +46,32 @@ class LlamaCppBackend(Backend):
         from llama_cpp import Llama
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
+        import llama_cpp
+
         threads = settings.threads or len(os.sched_getaffinity(0))
         n_ctx = int(settings.extra.get("n_ctx", 2048))
         n_batch = int(settings.extra.get("n_batch", 512))
-        self.llm = Llama(model_path=str(model), n_ctx=n_ctx, n_threads=threads, n_batch=n_batch, verbose=False)
-        self.backend_settings = {"n_threads": threads, "n_ctx": n_ctx, "n_batch": n_batch,
-                                 "n_gpu_layers": 0, "sampling": "greedy (top_k=1)"}
+        gpu = gpu_settings(bool(llama_cpp.llama_supports_gpu_offload()), _system_info(llama_cpp), settings.extra)
+        self.llm = Llama(model_path=str(model), n_ctx=n_ctx, n_threads=threads, n_batch=n_batch, verbose=False,
+                         n_gpu_layers=gpu["n_gpu_layers"])
         meta = self.llm.metadata
+        arch = meta.get("general.architecture", "")
+        layers = int(meta.get(f"{arch}.block_count", 0) or 0)
+        offloaded = (layers + 1 if gpu["n_gpu_layers"] < 0 else min(gpu["n_gpu_layers"], layers + 1)) if layers else None
+        self.backend_settings = {"n_threads": threads, "n_ctx": n_ctx, "n_batch": n_batch, **gpu,
+                                 "layers_offloaded": offloaded if gpu["n_gpu_layers"] else 0,
+                                 "sampling": "greedy (top_k=1)"}
+        if gpu["n_gpu_layers"]:
+            from probes.gpu import cuda_device
+
+            self.device = cuda_device(0) if gpu["build_backend"] in ("CUDA", "HIP") else \
+                f"{gpu['build_backend'].lower()}:0"
+        else:
+            self.device = "cpu"
+            if not gpu["gpu_offload_supported"]:
+                self.notes.append("this llama-cpp-python build has no GPU backend (CPU only); rebuild it with "
+                                  "CMAKE_ARGS=-DGGML_CUDA=on pip install --force-reinstall --no-cache-dir "
+                                  "llama-cpp-python to offload to an NVIDIA GPU")
         template = meta.get("tokenizer.chat_template")
         self.eos = {self.llm.token_eos()}
         self.formatter = None

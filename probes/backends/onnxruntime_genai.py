@@ -30,13 +30,25 @@ class OnnxRuntimeBackend(Backend):
                 pass
         return ", ".join(parts) or None
 
+    @staticmethod
+    def cuda(settings: ProbeSettings) -> bool:
+        """The CUDA execution provider when onnxruntime-genai's CUDA build is installed and a GPU answers."""
+        if settings.extra.get("device", "auto") == "cpu":
+            return False
+        try:
+            import onnxruntime_genai as og
+
+            return bool(og.is_cuda_available())
+        except Exception:
+            return False
+
     def prepare(self, model: Path, fmt: str, settings: ProbeSettings, progress) -> tuple[Path, str]:
         from probes.models import hf_to_onnx
 
         precision = settings.extra.get("onnx_precision", "int4")
         model, fmt = self._gguf_to_hf(model, fmt, progress)
-        if fmt == "hf":
-            model, fmt = hf_to_onnx(model, precision, progress), "onnx"
+        if fmt == "hf":  # exported for the provider it will run on (the builder's graphs differ per provider)
+            model, fmt = hf_to_onnx(model, precision, progress, ep="cuda" if self.cuda(settings) else "cpu"), "onnx"
         return model, fmt
 
     def load(self, model: Path, fmt: str, settings: ProbeSettings) -> None:
@@ -45,12 +57,24 @@ class OnnxRuntimeBackend(Backend):
         from probes.backends._chat import chat_template
 
         cfg = json.loads((model / "genai_config.json").read_text())
-        self.model = og.Model(str(model))
-        self.tok = og.Tokenizer(self.model)
-        self.template = chat_template(model)
         provider = cfg.get("model", {}).get("decoder", {}).get("session_options", {}).get("provider_options", [])
         names = [next(iter(p)) for p in provider if isinstance(p, dict) and p] or ["cpu"]
-        self.device = "/".join(names)
+        if self.cuda(settings):
+            config = og.Config(str(model))
+            config.clear_providers()
+            config.append_provider("cuda")
+            self.model = og.Model(config)
+            names = ["cuda"]
+        else:
+            self.model = og.Model(str(model))
+        self.tok = og.Tokenizer(self.model)
+        self.template = chat_template(model)
+        if "cuda" in names:
+            from probes.gpu import cuda_device
+
+            self.device = cuda_device(0)
+        else:
+            self.device = "/".join(names)
         eos = cfg.get("model", {}).get("eos_token_id")
         self.eos = eos if isinstance(eos, list) else [eos] if eos is not None else []
         self.backend_settings = {"execution_provider": names, "model_dir": str(model),

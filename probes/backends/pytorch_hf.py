@@ -30,10 +30,11 @@ class PyTorchBackend(Backend):
         cuda = torch.cuda.is_available() and settings.extra.get("device", "auto") != "cpu"
         threads = settings.threads or len(os.sched_getaffinity(0))
         torch.set_num_threads(threads)
-        dtype = torch.bfloat16 if cuda else torch.float32
+        # bf16 where the GPU has it (compute capability 8.0+), else fp16; fp32 on the CPU
+        dtype = (torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16) if cuda else torch.float32
         self.tok = AutoTokenizer.from_pretrained(model, trust_remote_code=False)
         self.model = AutoModelForCausalLM.from_pretrained(model, dtype=dtype, trust_remote_code=False)
-        self.device = "cuda:0 " + torch.cuda.get_device_name(0) if cuda else "cpu"
+        self.device = f"cuda:0 {torch.cuda.get_device_name(0)}" if cuda else "cpu"
         self.dev = torch.device("cuda:0" if cuda else "cpu")
         self.model.to(self.dev).eval()
         eos = self.model.generation_config.eos_token_id

@@ -42,15 +42,17 @@ class VllmBackend(BatchingBackend):
         dtype = settings.extra.get("dtype") or ("bfloat16" if cuda else "float32")
         max_len = int(settings.extra.get("max_model_len", 2048))
         seqs = max(1, settings.concurrency)
+        util = float(settings.extra.get("gpu_memory_utilization", 0.9))  # the plan's memory budget (vLLM's default)
+        gpu_kw = {"gpu_memory_utilization": util} if cuda else {}
         args = AsyncEngineArgs(model=str(model), dtype=dtype, max_model_len=max_len, max_num_seqs=seqs,
-                               enforce_eager=not cuda, trust_remote_code=False)
+                               enforce_eager=not cuda, trust_remote_code=False, **gpu_kw)
         self.loop = asyncio.new_event_loop()
         self.engine = self.loop.run_until_complete(self._make(AsyncLLM, args))
         self.tok = AutoTokenizer.from_pretrained(model, trust_remote_code=False)
         self.device = "cuda:0 " + torch.cuda.get_device_name(0) if cuda else "cpu"
         self.ids = itertools.count()
         self.backend_settings = {"dtype": dtype, "max_model_len": max_len, "max_num_seqs": seqs,
-                                 "enforce_eager": not cuda,
+                                 "enforce_eager": not cuda, "gpu_memory_utilization": util if cuda else None,
                                  "VLLM_CPU_KVCACHE_SPACE_GiB": None if cuda else os.environ["VLLM_CPU_KVCACHE_SPACE"],
                                  "VLLM_CPU_NUM_OF_RESERVED_CPU": None if cuda
                                  else os.environ["VLLM_CPU_NUM_OF_RESERVED_CPU"]}
