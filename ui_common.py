@@ -335,6 +335,26 @@ def probe_board():
     return JobBoard()
 
 
+def llama_cpu_build_on_gpu_machine(hw) -> str | None:
+    """On a machine with an NVIDIA GPU whose llama-cpp-python cannot offload: the line that says so and the
+    command that rebuilds it (asked once, in a child process; never on a machine without a GPU)."""
+    if not hw.gpus:
+        return None
+    offload = _llama_offload()
+    if offload is not False:
+        return None
+    from probes.cli import REBUILD_LLAMA_CUDA
+
+    return T("ui_llama_cpu_build", cmd=REBUILD_LLAMA_CUDA)
+
+
+@st.cache_resource(show_spinner=False)
+def _llama_offload() -> bool | None:
+    from probes.cli import llama_gpu_offload
+
+    return llama_gpu_offload()
+
+
 @st.cache_resource(ttl=600, show_spinner=False)
 def engine_availability() -> dict[str, str | None]:
     """Why each engine cannot run here (None = ready), checked under the interpreter its probe uses."""

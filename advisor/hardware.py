@@ -132,7 +132,7 @@ def _sysctl(name: str) -> str | None:
         return None
 
 
-OWN_VENVS = {"vllm": ".venv-vllm"}  # engines whose pins clash with the app's live in a venv of their own
+OWN_VENVS = {"vllm": ".venv-vllm", "tensorrt-llm": ".venv-trtllm"}  # engines whose pins clash with the app's live in a venv of their own
 PROJECT_ROOT = None  # where those venvs are; None = the checkout this module is in
 
 

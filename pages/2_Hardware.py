@@ -5,7 +5,7 @@ import streamlit as st
 from advisor import support_table
 from advisor.planner.render import md_escape
 from advisor.rules import recommend
-from ui_common import T, answers, hardware, knowledge, lang, show_notice, target_editor
+from ui_common import T, answers, hardware, knowledge, lang, llama_cpu_build_on_gpu_machine, show_notice, target_editor
 
 hw = hardware()
 st.title(T("hardware_title"))
@@ -26,6 +26,9 @@ st.subheader(T("engines_installed"))
 st.dataframe([{T("col_engine"): e.engine, T("col_installed"): "✓" if e.installed else "✗",
                T("col_version"): e.version or "", T("col_where"): e.location or "",
                T("col_install"): "" if e.installed else e.install_hint} for e in hw.engines], hide_index=True)
+cpu_llama = llama_cpu_build_on_gpu_machine(hw)
+if cpu_llama:
+    st.warning(cpu_llama)
 
 st.subheader(T("ui_target_title"))
 target_editor("hw")

@@ -15,7 +15,8 @@ from advisor.verdict import revisit, target_device
 from probes.registry import BACKENDS
 from probes.result import ProbeSettings
 from probes.validation import settings_error
-from ui_common import (T, answers, engine_availability, hardware, knowledge, lang, machine, plan_inputs, probe_board,
+from ui_common import (T, answers, engine_availability, hardware, knowledge, lang, llama_cpu_build_on_gpu_machine,
+                       machine, plan_inputs, probe_board,
                        seed)
 
 k = knowledge()
@@ -75,6 +76,8 @@ else:
         for e in engines:
             if avail.get(e):
                 st.caption(f"**{e}**: {avail[e]}")
+        if "llama.cpp" in engines and llama_cpu_build_on_gpu_machine(hw):
+            st.caption(llama_cpu_build_on_gpu_machine(hw))
         model = st.text_input(T("ui_model_path"), key=kept("probe_model", a.model.path or ""), max_chars=4096)
         if not model.strip() and hw.gpus:
             st.caption(T("ui_small_model_on_gpu"))

@@ -75,6 +75,21 @@ def availability(engine: str) -> str | None:
     return p.stdout.strip() or None
 
 
+def llama_gpu_offload() -> bool | None:
+    """Whether the installed llama-cpp-python was built with a GPU backend, asked in a child process (the app
+    must not import an engine); None when it is not installed or does not answer."""
+    code = "import llama_cpp; print(bool(llama_cpp.llama_supports_gpu_offload()))"
+    try:
+        p = subprocess.run([python_for("llama.cpp"), "-c", code], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return {"True": True, "False": False}.get(p.stdout.strip().splitlines()[-1] if p.stdout.strip() else "")
+
+
+REBUILD_LLAMA_CUDA = ('CMAKE_ARGS="-DGGML_CUDA=on" .venv/bin/pip install --force-reinstall --no-cache-dir --no-deps '
+                      '"llama-cpp-python==0.3.36"')
+
+
 def cmd_list(args) -> int:
     rows = []
     for engine in BACKENDS:

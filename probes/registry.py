@@ -33,12 +33,15 @@ def get_backend(name: str):
 
 
 def python_for(engine: str) -> str:
-    """The interpreter a backend's child runs under: vLLM has its own venv where its pins clash."""
-    if engine == "vllm":
-        env = os.environ.get("PROBES_VLLM_PYTHON")
+    """The interpreter a backend's child runs under: vLLM (and TensorRT-LLM, `make trtllm`) have their own venvs
+    where their pins clash with the app's."""
+    own = {"vllm": ("PROBES_VLLM_PYTHON", ".venv-vllm"), "tensorrt-llm": ("PROBES_TRTLLM_PYTHON", ".venv-trtllm")}
+    if engine in own:
+        var, venv_dir = own[engine]
+        env = os.environ.get(var)
         if env:
             return env
-        venv = ROOT / ".venv-vllm" / "bin" / "python"
+        venv = ROOT / venv_dir / "bin" / "python"
         if venv.exists():
             return str(venv)
     return sys.executable

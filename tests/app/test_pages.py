@@ -270,3 +270,44 @@ def test_hardware_page_says_what_each_engine_lacks_and_the_kv_dtype_is_an_answer
     box = next(s for s in at.selectbox if s.label == "KV-cache precision")
     box.set_value("fp8").run()
     assert at.session_state["answers"]["model"]["kv_cache_dtype"] == "fp8"
+
+
+@pytest.fixture
+def h200_here(monkeypatch):
+    """This machine with an NVIDIA H200 and a CPU-only llama-cpp-python build. Both are faked: no GPU exists here
+    (NVML's answer is replaced by a detected Hardware holding the GPU, and the child-process check of the build)."""
+    import streamlit as st
+
+    import advisor.hardware
+    import probes.cli
+
+    real = advisor.hardware.detect
+
+    def detect(knowledge):
+        hw = real(knowledge)
+        return hw.model_copy(update={"gpu_vendor": "nvidia", "gpus": [advisor.hardware.GpuInfo(
+            index=0, vendor="nvidia", name="NVIDIA H200", memory_total_mb=143_771, compute_capability="9.0")]})
+
+    monkeypatch.setattr(advisor.hardware, "detect", detect)
+    monkeypatch.setattr(probes.cli, "llama_gpu_offload", lambda: False)
+    st.cache_resource.clear()
+    yield
+    st.cache_resource.clear()  # the next test sees this machine again
+
+
+def test_a_cpu_llama_build_on_a_gpu_machine_is_said_with_the_rebuild_command(h200_here):
+    at = app().run()
+    at.switch_page("pages/2_Hardware.py").run()
+    assert not at.exception
+    warning = " ".join(w.value for w in at.warning)
+    assert "llama-cpp-python is a CPU build" in warning and 'CMAKE_ARGS="-DGGML_CUDA=on"' in warning
+
+
+def test_the_probe_page_warns_before_a_cpu_run_for_a_gpu_target():
+    at = app().run()
+    at.session_state["answers"] = {"hardware": {"gpu_vendor": "nvidia", "gpu_model": "L40S", "gpu_count": 2,
+                                                "gpu_memory_gb": 48}}
+    at.switch_page("pages/4_Probe.py").run()
+    assert not at.exception
+    info = " ".join(i.value for i in at.info)
+    assert "A probe here runs on this machine's CPU; your target is 2 × L40S" in info
