@@ -62,13 +62,20 @@ else:
         st.caption(T("ui_model_known", params=f"{known.params_b:g}", arch=T(f"arch_{known.architecture}"),
                      ctx=f"{known.max_context:,}"))
     c1, c2 = st.columns(2)
-    c1.number_input(T("ui_params_b"), min_value=0.01, max_value=2000.0, step=0.5, disabled=bool(known),
-                    key=seed("m_params", float(m.get("params_b", 7.0))),
-                    on_change=on_change("m_params", ("model", "params_b"), float))
+    if known:  # the named model's own size, shown (not the answers' params_b, which it overrides)
+        c1.number_input(T("ui_params_b"), value=float(known.params_b), disabled=True, key=f"m_params_known_{known.id}")
+    else:
+        c1.number_input(T("ui_params_b"), min_value=0.01, max_value=2000.0, step=0.5,
+                        key=seed("m_params", float(m.get("params_b", 7.0))),
+                        on_change=on_change("m_params", ("model", "params_b"), float))
     archs = ["decoder-only", "encoder-decoder", "encoder", "cnn"]
-    c2.selectbox(T("ui_architecture"), archs, disabled=bool(known), format_func={x: T(f"arch_{x}") for x in archs}.get,
-                 key=seed("m_arch", m.get("architecture", "decoder-only")),
-                 on_change=on_change("m_arch", ("model", "architecture")))
+    if known:
+        c2.selectbox(T("ui_architecture"), archs, index=archs.index(known.architecture), disabled=True,
+                     format_func={x: T(f"arch_{x}") for x in archs}.get, key=f"m_arch_known_{known.id}")
+    else:
+        c2.selectbox(T("ui_architecture"), archs, format_func={x: T(f"arch_{x}") for x in archs}.get,
+                     key=seed("m_arch", m.get("architecture", "decoder-only")),
+                     on_change=on_change("m_arch", ("model", "architecture")))
     precs = list(get_args(Precision))
     c3, c4 = st.columns(2)
     c3.selectbox(T("ui_precision"), precs, key=seed("m_prec", m.get("precision", "fp16")),

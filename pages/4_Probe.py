@@ -55,8 +55,6 @@ else:
     local = [e for e in BACKENDS if e != "endpoint"]
     ranked = [r.engine for r in rec.ranking]
     default = next((e for e in ranked if avail.get(e) is None), "llama.cpp")
-    if a.hardware is not None:
-        st.info(T("ui_probe_device_note"), icon="ℹ️")
 
     def kept(key: str, default):
         """Probe settings survive a visit to another page (widget state alone is dropped)."""
@@ -96,7 +94,7 @@ else:
         ss[f"{key}_v"] = value
     target, here = target_device(a, hw, k, L), target_device(a.model_copy(update={"hardware": None}), hw, k, L)
     if mode == "local" and target and here and (target.kind != here.kind or target.gpu_id != here.gpu_id):
-        st.info(T("ui_probe_elsewhere", here=here.label, target=target.label))
+        st.info(T("ui_probe_elsewhere", here=here.label, target=target.label), icon="ℹ️")
     if st.button(T("ui_run_probe"), type="primary", key="run_probe"):
         problems = [settings_error(e, endpoint.strip() or None, int(reqs), int(conc), int(toks), 600.0)
                     for e in engines] if engines else [T("ui_pick_an_engine")]

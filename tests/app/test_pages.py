@@ -135,7 +135,7 @@ def test_known_model_fills_params_architecture_and_context():
     at.selectbox(key="m_name").set_value("llama-3.1-8b").run()
     m = at.session_state["answers"]["model"]
     assert m["name"] == "llama-3.1-8b" and m["params_b"] == 8.03 and m["context_tokens"] == 131072
-    assert at.number_input(key="m_params").value == 8.03
+    assert at.number_input(key="m_params_known_llama-3.1-8b").value == 8.03  # the named model's own size
 
 
 def test_answers_replaced_as_a_whole_show_in_the_widgets():
