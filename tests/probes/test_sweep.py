@@ -1,0 +1,60 @@
+"""The concurrency sweep: its stopping rules and SLA capacity on recorded per-level results, and a real sweep of
+llama.cpp on the bundled model."""
+import pytest
+
+from probes.result import Percentiles, ProbeResult, ProbeSettings
+from probes.sweep import levels_for, run_sweep
+
+
+def _recorded(table):
+    """A runner that returns, per concurrency, the result a probe recorded at that level."""
+    calls = []
+
+    def runner(s, on_event=None, cancel=None):
+        calls.append(s)
+        p95, goodput = table[s.concurrency]
+        return ProbeResult(engine=s.engine, status="ok", ttft_ms=Percentiles(p50=p95 / 2, p95=p95), goodput=goodput,
+                           requests_total=s.requests, requests_ok=s.requests, device="cpu")
+    return runner, calls
+
+
+BASE = ProbeSettings(engine="llama.cpp", ttft_target_ms=1000, requests=8, max_tokens=16)
+
+
+def test_it_stops_at_the_ttft_target_and_names_the_capacity():
+    runner, calls = _recorded({1: (300, 1.0), 2: (600, 1.0), 4: (1400, 0.5), 8: (3000, 0.1)})
+    r = run_sweep(BASE, [1, 2, 4, 8], runner=runner)
+    assert r.capacity == 2 and [lv.concurrency for lv in r.levels] == [1, 2, 4]
+    assert "TTFT p95 1400 ms > the 1000 ms target" in r.stop_reason
+    assert [s.requests for s in calls] == [8, 8, 8]  # at least max(8, 2 x concurrency)
+    assert all(s.warmup >= 1 for s in calls)
+
+
+def test_goodput_below_the_share_stops_it_even_under_the_p95_target():
+    runner, _ = _recorded({1: (200, 1.0), 2: (900, 0.8), 4: (950, 0.95)})
+    r = run_sweep(BASE, [1, 2, 4], runner=runner, goodput_share=0.9)
+    assert r.capacity == 1 and "goodput 80% < 90%" in r.stop_reason
+
+
+def test_the_plan_maximum_bounds_the_levels_and_stops_the_sweep():
+    assert levels_for(None, plan_max=6) == [1, 2, 4]
+    assert levels_for("16,1,4", None) == [1, 4, 16]
+    runner, _ = _recorded({1: (100, 1.0), 2: (100, 1.0), 4: (100, 1.0)})
+    r = run_sweep(BASE, [1, 2, 4], runner=runner, plan_max=2)
+    assert r.capacity == 2 and "memory-bound maximum" in r.stop_reason
+
+
+def test_a_failing_first_level_is_the_sweeps_failure():
+    def runner(s, on_event=None, cancel=None):
+        return ProbeResult(engine=s.engine, status="unavailable", reason="not installed")
+    r = run_sweep(BASE, [1, 2], runner=runner)
+    assert r.status == "unavailable" and r.capacity is None and len(r.levels) == 1
+
+
+@pytest.mark.slow
+def test_a_real_llama_cpp_sweep():
+    r = run_sweep(BASE.model_copy(update={"requests": 4, "max_tokens": 8, "ttft_target_ms": 60_000}), [1, 2])
+    assert r.status == "ok", r.reason
+    assert [lv.concurrency for lv in r.levels] == [1, 2] and r.capacity == 2
+    assert all(lv.requests_ok >= 8 for lv in r.levels) and r.levels[0].ttft_ms.p95 > 0
+    assert len(r.results) == 2 and r.results[1].settings.concurrency == 2
