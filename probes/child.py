@@ -77,7 +77,6 @@ def measure(settings: ProbeSettings, ev: Events) -> ProbeResult:
     from probes.backends.base import Unavailable
     from probes.models import ModelError, default_model, detect_format, file_size_mb
     from probes.registry import get_backend
-    from probes.workload import build_prompts
 
     cls = get_backend(settings.engine)
     base = dict(engine=settings.engine, engine_version=cls.version(), settings=settings,
@@ -107,11 +106,16 @@ def measure(settings: ProbeSettings, ev: Events) -> ProbeResult:
         t0 = time.perf_counter()
         backend.load(model, fmt, settings)
         base["load_time_s"] = round(time.perf_counter() - t0, 3)
+        try:
+            prompts, warm_prompts, workload_notes = _workload(settings, backend, ev)
+        except WorkloadError as err:
+            backend.close()
+            return ProbeResult(status="error", reason=str(err), device=backend.device,
+                               backend_settings=backend.backend_settings, notes=backend.notes, **base)
         if settings.warmup:
             ev.phase("warmup", f"{settings.warmup} warm-up request(s), excluded from the figures")
-            warm = settings.model_copy(update={"concurrency": 1, "max_tokens": min(8, settings.max_tokens)})
-            backend.run(build_prompts(settings.warmup, "short", settings.seed + 99), warm, lambda n: None)
-        prompts = build_prompts(settings.requests, settings.prompt_mix, settings.seed)
+            warm = settings.model_copy(update={"concurrency": 1})
+            backend.run(warm_prompts, warm, lambda n: None)
         ev.emit({"type": "progress", "phase": "run", "done": 0, "total": len(prompts)})
         records = backend.run(prompts, settings,
                               lambda n: ev.emit({"type": "progress", "phase": "run", "done": n,
@@ -122,7 +126,7 @@ def measure(settings: ProbeSettings, ev: Events) -> ProbeResult:
                                                           "no request finished" if records else "no requests ran")
         res = ProbeResult(status=status, reason=reason, device=backend.device,
                           backend_settings=backend.backend_settings, serving=backend.serving,
-                          notes=backend.notes, requests=records, **base, **figures)
+                          notes=workload_notes + backend.notes, requests=records, **base, **figures)
         backend.close()
         return res
     except Unavailable as err:
@@ -133,6 +137,81 @@ def measure(settings: ProbeSettings, ev: Events) -> ProbeResult:
         tb = traceback.extract_tb(err.__traceback__)[-1]
         return ProbeResult(status="error", reason=f"{type(err).__name__}: {err} (at {tb.filename}:{tb.lineno})",
                            **base)
+
+
+class WorkloadError(Exception):
+    """The workload cannot run on this model (a prompt longer than its context, an unreadable prompts file)."""
+
+
+def _workload(settings: ProbeSettings, backend, ev: Events) -> tuple[list, list, list[str]]:
+    """The measured prompts, the warm-up prompts, and notes saying what the workload was.
+
+    Warm-up prompts never repeat a measured one (an engine's prefix cache would then serve that request)."""
+    import hashlib
+
+    from probes import workload as wl
+
+    out = wl.output_tokens(settings)
+    warm_out = min(8, out)
+    notes: list[str] = []
+    short = [wl.Prompt(t, warm_out) for t in wl.build_prompts(settings.warmup, "short", settings.seed + 99)]
+    if settings.prompts_file:
+        try:
+            lines = wl.read_prompts_file(settings.prompts_file)
+        except ValueError as err:
+            raise WorkloadError(str(err)) from None
+        prompts = wl.file_prompts(lines, settings.requests, out)
+        digest = hashlib.sha256(Path(settings.prompts_file).read_bytes()).hexdigest()[:12]
+        what = f"prompts: {len(lines)} from {Path(settings.prompts_file).name} (sha256 {digest}…), in order"
+        if settings.requests > len(lines):
+            what += (f"; {settings.requests} requests cycle through them, so later requests repeat earlier prompts "
+                     "(an engine with a prefix cache may serve the repeats faster)")
+        elif settings.requests < len(lines):
+            what += f"; the first {settings.requests} of them"
+        notes.append(what)
+        if any(m for _, m in lines):
+            notes.append(f"output: exactly each line's max_tokens (else {out}) tokens per request "
+                         f"({backend.output_rule})")
+        else:
+            notes.append(f"output: exactly {out} tokens per request ({backend.output_rule})")
+        return prompts, short, notes
+    if settings.input_tokens:
+        ctx = backend.context_tokens
+        upper = (ctx if ctx else wl.MAX_INPUT_TOKENS) - out - wl.CONTEXT_MARGIN
+        where = f"the model's context of {ctx} tokens" if ctx else f"the limit of {wl.MAX_INPUT_TOKENS:,} tokens"
+        if upper < 1 or (not settings.input_tokens_sd and settings.input_tokens > upper):
+            raise WorkloadError(f"{settings.input_tokens} input + {out} output tokens (+{wl.CONTEXT_MARGIN}) do not "
+                                f"fit in {where}")
+        if backend.count_prompt_tokens(wl.opening(0, settings.seed)) is None:
+            raise WorkloadError(f"{settings.engine} cannot count tokens, so it cannot fit prompts to input_tokens")
+        lengths = wl.input_lengths(settings.requests, settings.input_tokens, settings.input_tokens_sd,
+                                   settings.seed, upper)
+        ev.phase("prompts", f"fitting {len(lengths)} prompt(s) to {settings.input_tokens} tokens in the engine's "
+                            "own tokenizer")
+        prompts, got = wl.fitted_prompts(backend.count_prompt_tokens, lengths, out, settings.seed)
+        if settings.input_tokens_sd:
+            clipped = sum(1 for a, b in zip(lengths, wl.planned_lengths(settings) or []) if a != b)
+            notes.append(f"prompts: {len(prompts)} synthetic, normal(mean {settings.input_tokens}, stddev "
+                         f"{settings.input_tokens_sd}) tokens seeded by {settings.seed}, clipped to "
+                         f"[{wl.MIN_INPUT_TOKENS}, {upper}]: {min(lengths)}-{max(lengths)} tokens after the chat "
+                         "template, counted in the engine's own tokenizer"
+                         + (f"; {clipped} clipped to fit {where}" if clipped else ""))
+        else:
+            notes.append(f"prompts: {len(prompts)} synthetic, {settings.input_tokens} tokens each after the chat "
+                         "template (±1), counted in the engine's own tokenizer; each opens differently "
+                         "(\"Request i of run seed: …\") so no prefix cache serves one from another")
+        over = [(n, g) for n, g in zip(lengths, got) if g > n + 1]
+        if over:
+            notes.append(f"the chat template and the shortest opening alone are {over[0][1]} tokens, more than the "
+                         f"{over[0][0]} asked: {len(over)} prompt(s) are longer than asked")
+        warm, _ = wl.fitted_prompts(backend.count_prompt_tokens, [lengths[0]] * settings.warmup, warm_out,
+                                    settings.seed, "Warm-up") if settings.warmup else ([], [])
+        notes.append(f"output: exactly {out} tokens per request ({backend.output_rule})")
+        return prompts, warm, notes
+    prompts = [wl.Prompt(t, out) for t in wl.build_prompts(settings.requests, settings.prompt_mix, settings.seed)]
+    if settings.output_tokens:
+        notes.append(f"output: exactly {out} tokens per request ({backend.output_rule})")
+    return prompts, short, notes
 
 
 def _memory_refusal(need_mb: float, model) -> str | None:

@@ -10,9 +10,11 @@ import signal
 import subprocess
 import sys
 import threading
+from pathlib import Path
 from typing import Sequence
 
 from probes.registry import BACKENDS, get_backend, python_for
+from probes.workload import PRESETS
 
 EXIT = {"ok": 0, "unavailable": 3, "error": 1, "cancelled": 130}
 
@@ -50,8 +52,20 @@ def _parser() -> _Parser:
     src.add_argument("--endpoint", metavar="URL", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8000")
     r.add_argument("--requests", type=_positive(int), default=8)
     r.add_argument("--concurrency", type=_positive(int), default=1)
-    r.add_argument("--max-tokens", type=_positive(int), default=32)
-    r.add_argument("--prompt-mix", choices=["short", "long", "mixed"], default="mixed")
+    r.add_argument("--max-tokens", type=_positive(int), default=32,
+                   help="output tokens per request for the legacy prompt mix (--output-tokens wins)")
+    r.add_argument("--prompt-mix", choices=["short", "long", "mixed"], default=None,
+                   help="the legacy synthetic prompts without token counts (default: mixed)")
+    w = r.add_argument_group("the workload in tokens (counted in the engine's own tokenizer)")
+    w.add_argument("--input-tokens", metavar="N[:SD]",
+                   help="prompt tokens per request after the chat template (±1); MEAN:STDDEV for a seeded spread")
+    w.add_argument("--output-tokens", metavar="N", type=int, help="exact output tokens per request")
+    w.add_argument("--preset", metavar="NAME", help="a named workload: " + ", ".join(
+        f"{k} ({v['input_tokens']}:{v['input_tokens_sd']} in, {v['output_tokens']} out)" for k, v in PRESETS.items())
+                   + "; --input-tokens / --output-tokens override its numbers")
+    w.add_argument("--prompts", metavar="FILE.jsonl",
+                   help='your own prompts, one {"prompt": "...", "max_tokens": N} per line, in order (cycled)')
+    r.add_argument("--seed", type=int, default=1234, help="seeds the synthetic prompts and the spread")
     r.add_argument("--ttft-target-ms", type=_positive(float), default=1000.0)
     r.add_argument("--timeout", type=_positive(float), default=600.0, metavar="S")
     r.add_argument("--threads", type=_positive(int), default=None)
@@ -155,7 +169,7 @@ def cmd_run(args) -> int:
     from probes.result import ProbeSettings
     from probes.runner import run_probe
 
-    from probes.validation import settings_error
+    from probes.validation import parse_input_tokens, settings_error, workload_error
 
     if args.engine == "endpoint" and not args.endpoint:
         raise UsageError("--engine endpoint needs --endpoint URL")
@@ -164,10 +178,25 @@ def cmd_run(args) -> int:
     err = settings_error(args.engine, args.endpoint, args.requests, args.concurrency, args.max_tokens, args.timeout)
     if err:
         raise UsageError(err)
+    mean = sd = None
+    if args.input_tokens is not None:
+        try:
+            mean, sd = parse_input_tokens(args.input_tokens)
+        except ValueError as bad:
+            raise UsageError(str(bad)) from None
+    if args.prompt_mix is not None and (mean is not None or args.prompts or args.preset):
+        raise UsageError("--prompt-mix is the legacy workload: it goes with neither --input-tokens, --preset "
+                         "nor --prompts")
+    err = workload_error(mean, sd, args.output_tokens, args.prompts, args.preset)
+    if err:
+        raise UsageError(err)
+    prompts = str(Path(args.prompts).resolve()) if args.prompts else None
     settings = ProbeSettings(engine=args.engine, model=args.model, endpoint=args.endpoint, requests=args.requests,
-                             concurrency=args.concurrency, max_tokens=args.max_tokens, prompt_mix=args.prompt_mix,
-                             ttft_target_ms=args.ttft_target_ms, timeout_s=args.timeout, threads=args.threads,
-                             warmup=max(0, args.warmup))
+                             concurrency=args.concurrency, max_tokens=args.max_tokens,
+                             prompt_mix=args.prompt_mix or "mixed", ttft_target_ms=args.ttft_target_ms,
+                             timeout_s=args.timeout, threads=args.threads, warmup=max(0, args.warmup),
+                             seed=args.seed, input_tokens=mean, input_tokens_sd=sd, output_tokens=args.output_tokens,
+                             prompts_file=prompts, preset=args.preset)
     cancel = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGHUP):  # as Ctrl-C: run_probe kills the engine's process group
         signal.signal(sig, _interrupted)

@@ -65,6 +65,26 @@ class ProbeSettings(BaseModel):
     seed: int = 1234
     threads: int | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
+    # the user's workload in tokens (probes/workload.py); all None = the legacy `prompt_mix` and `max_tokens`
+    input_tokens: int | None = None  # each prompt's length after the engine's chat template, in its tokens (±1)
+    input_tokens_sd: int | None = None  # a spread: normal(input_tokens, sd) seeded by `seed`, clipped
+    output_tokens: int | None = None  # the exact output length per request; wins over max_tokens
+    prompts_file: str | None = None  # JSONL of {"prompt": ..., "max_tokens": ...}, taken in order (cycled)
+    preset: str | None = None  # a named workload (workload.PRESETS); fills the token fields left None
+
+    @model_validator(mode="after")
+    def _preset_fills_the_rest(self) -> "ProbeSettings":
+        from probes.workload import PRESETS
+
+        p = PRESETS.get(self.preset or "")
+        if p and self.prompts_file is None:
+            if self.input_tokens is None:
+                self.input_tokens = p["input_tokens"]
+                if self.input_tokens_sd is None:
+                    self.input_tokens_sd = p["input_tokens_sd"]
+            if self.output_tokens is None:
+                self.output_tokens = p["output_tokens"]
+        return self
 
 
 class ProbeResult(BaseModel):

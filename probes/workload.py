@@ -1,12 +1,55 @@
-"""A fixed, seeded synthetic prompt set with a prompt-length mix.
+"""The probe's workload: which prompts go to the engine, how long each is, and how many tokens come back.
 
-Prompts differ from each other (identical prompts hit prompt caches and make TTFT lie) but are the
-same for every engine and every run with the same seed.
+Two ways to describe it:
+
+- the legacy prompt mix (`prompt_mix` short / long / mixed, `max_tokens` out): a fixed, seeded synthetic
+  prompt set with no token counts (`build_prompts`);
+- the user's workload in tokens: `input_tokens` (optionally spread as mean:stddev), `output_tokens`, a named
+  `preset` (PRESETS), or the user's own prompts from a JSONL file (`prompts_file`).
+
+With `input_tokens`, every prompt is synthetic text fitted in the engine's own tokenizer so that, after the
+engine applies its chat template, it is `input_tokens` tokens long (±1; see `fit_prompt`). Every prompt opens
+differently ("Request 17 of run 1234: …"), so no prefix cache serves one request from another's prefill:
+identical prompts hit prompt caches and make TTFT lie. Prompts are the same for every engine and every run
+with the same seed, up to each engine's tokenizer.
+
+The output length is exact on every backend: `output_tokens` (or, when it is None, `max_tokens`) tokens per
+request, with the end-of-sequence token banned (each backend says how in its notes).
 """
 from __future__ import annotations
 
+import math
 import random
+from dataclasses import dataclass
+from typing import Callable
 
+# ------------------------------------------------------------------------------------------ bounds
+MIN_INPUT_TOKENS = 16  # the low clip of a spread
+MAX_INPUT_TOKENS = 131_072
+MAX_OUTPUT_TOKENS = 8_192
+CONTEXT_MARGIN = 8  # tokens kept free between prompt + output and the model's context
+
+# ------------------------------------------------------------------------------------------ presets
+#: Named workloads: prompt tokens (mean and spread) and exact output tokens per request.
+#: The means come from the use-case profiles that the AI on EKS project recommends for GuideLLM's synthetic
+#: data ("Model Testing and Evaluation", github.com/awslabs/ai-on-eks, website/docs/blueprints/inference/ai/
+#: llm/model-testing.md): Chat prompt_tokens=512,output_tokens=256; RAG 4096/512; Summarization 1024/256;
+#: Code Generation 512/512. The spreads (stddev) are our choice: a quarter of the mean, an eighth for RAG,
+#: whose prompts fill a fixed budget of retrieved chunks. Real chat traffic is far more varied and shorter
+#: (LMSYS-Chat-1M, arXiv:2309.11998, reports 69.5 prompt / 214.5 response tokens on average per turn): a
+#: preset is a starting point, the user's own numbers or prompts file are better.
+PRESETS: dict[str, dict] = {
+    "chat": {"input_tokens": 512, "input_tokens_sd": 128, "output_tokens": 256,
+             "about": "an assistant conversation turn: a question with some context, a few paragraphs back"},
+    "rag": {"input_tokens": 4096, "input_tokens_sd": 512, "output_tokens": 512,
+            "about": "retrieval-augmented answers: retrieved passages plus a question, a focused answer"},
+    "summarize": {"input_tokens": 1024, "input_tokens_sd": 256, "output_tokens": 256,
+                  "about": "a document in, a summary out"},
+    "code": {"input_tokens": 512, "input_tokens_sd": 128, "output_tokens": 512,
+             "about": "code generation: an instruction with surrounding code, a longer block of code back"},
+}
+
+# ------------------------------------------------------------------------------------------ legacy prompt mix
 _TOPICS = ["why the sky is blue", "how a bicycle stays upright", "what a hash table is", "how tides work",
            "why bread rises", "how vaccines train the immune system", "what inflation means",
            "how a compiler works", "why leaves change colour", "how GPS finds a position",
@@ -33,3 +76,191 @@ def build_prompts(n: int, mix: str = "mixed", seed: int = 1234) -> list[str]:
 
 def messages(prompt: str) -> list[dict]:
     return [{"role": "user", "content": prompt}]
+
+
+# ------------------------------------------------------------------------------------------ one request
+@dataclass(frozen=True)
+class Prompt:
+    """One request: its text (a single user turn, before the chat template), its exact output length, and the
+    prompt length it was fitted to (None for free text: the legacy mix or the user's prompts file)."""
+
+    text: str
+    max_tokens: int
+    target_tokens: int | None = None
+
+
+def as_prompt(p: "Prompt | str", max_tokens: int) -> Prompt:
+    return p if isinstance(p, Prompt) else Prompt(str(p), max_tokens)
+
+
+def output_tokens(settings) -> int:
+    """The exact output length per request: `output_tokens` wins over `max_tokens`."""
+    return settings.output_tokens or settings.max_tokens
+
+
+def uses_tokens(settings) -> bool:
+    """Whether the workload is described in tokens (or by a prompts file) rather than by the legacy mix."""
+    return bool(settings.input_tokens or settings.prompts_file or settings.output_tokens or settings.preset)
+
+
+# ------------------------------------------------------------------------------------------ spread
+def input_lengths(n: int, mean: int, sd: int | None, seed: int, upper: int = MAX_INPUT_TOKENS) -> list[int]:
+    """`n` prompt lengths: all `mean`, or normal(mean, sd) seeded by `seed`, rounded and clipped to
+    [MIN_INPUT_TOKENS, upper]. The same seed gives the same lengths on every machine."""
+    if not sd:
+        return [mean] * n
+    rng = random.Random(f"probe-input-tokens:{seed}")  # its own stream: independent of the prompt text
+    hi = max(MIN_INPUT_TOKENS, upper)
+    return [min(hi, max(MIN_INPUT_TOKENS, round(rng.gauss(mean, sd)))) for _ in range(n)]
+
+
+def planned_lengths(settings) -> list[int] | None:
+    """The measured requests' prompt lengths before the model's context is known (None without input_tokens)."""
+    if not settings.input_tokens:
+        return None
+    return input_lengths(settings.requests, settings.input_tokens, settings.input_tokens_sd, settings.seed,
+                         MAX_INPUT_TOKENS - output_tokens(settings) - CONTEXT_MARGIN)
+
+
+def context_needed(settings) -> int | None:
+    """Tokens of context the run needs (longest prompt + longest output + margin), for backends that size their
+    context (llama.cpp n_ctx, vLLM max_model_len) before loading; None when the legacy mix fits the defaults.
+
+    For a prompts file the prompt lengths are not known before a tokenizer is loaded: half a token per byte
+    is assumed, which over-counts ordinary text (about 4 characters per token in English)."""
+    out = output_tokens(settings)
+    lengths = planned_lengths(settings)
+    if lengths:
+        return max(lengths) + out + CONTEXT_MARGIN
+    if settings.prompts_file:
+        try:
+            lines = read_prompts_file(settings.prompts_file)
+        except (OSError, ValueError):
+            return None
+        return max(len(p.encode("utf-8")) // 2 + 16 + (m or out) for p, m in lines) + CONTEXT_MARGIN
+    if settings.output_tokens:
+        return 1024 + out + CONTEXT_MARGIN  # the legacy mix's prompts stay well under 1024 tokens
+    return None
+
+
+# ------------------------------------------------------------------------------------------ fitting
+_FILLER_WORDS = (
+    "The notes below are background for the question above. They describe the setting of the project, the "
+    "people involved in it, the budget and the deadlines that constrain it, and the earlier attempts that did "
+    "not work as planned. The first attempt used a single server in one region and ran out of memory during "
+    "the busiest hour of the day. The second attempt split the traffic across three machines, which helped, "
+    "but the queue in front of them grew whenever a long document arrived. A later review found that most "
+    "requests were short questions, while a few carried whole reports, contracts or logs. The team then "
+    "measured how long each step took, wrote the numbers in a shared table, and compared them week by week. "
+    "Some weeks were calm and others were not; holidays, product launches and the end of each quarter all "
+    "changed the pattern. Every change to the system was written down with its date, its reason and its "
+    "effect, so that anyone could follow the history later and check the conclusions for themselves. "
+).split()
+_PAD_PIECES = (" a", " I", " 1", ".", ",", " x", " and")
+MIN_OPENING_WORDS = 5  # "Request 17 of run 1234:" is never cut: it keeps the opening distinct
+
+
+def opening(index: int, seed: int, kind: str = "Request") -> str:
+    """A distinct first sentence per request (the request number and the run's seed come first)."""
+    topic = _TOPICS[(index * 7 + seed) % len(_TOPICS)]
+    return f"{kind} {index} of run {seed}: explain {topic}, using the notes below."
+
+
+def _words(head: list[str], k: int) -> str:
+    if k <= len(head):
+        return " ".join(head[:k])
+    n = len(_FILLER_WORDS)
+    rest = [_FILLER_WORDS[j % n] for j in range(k - len(head))]
+    return " ".join(head + rest)
+
+
+@dataclass
+class Fit:
+    text: str
+    tokens: int  # the count the tokenizer gave for `text` (after the chat template)
+    words: int
+    rate: float  # tokens per filler word, a hint for the next fit
+
+
+def fit_prompt(count: Callable[[str], int], head: str, n_tokens: int, rate: float | None = None) -> Fit:
+    """Text that opens with `head` and counts `n_tokens` by `count` (the engine's tokens after its chat
+    template), ±1 where no whole-token padding lands exactly.
+
+    A search on the number of filler words (interpolation, falling back to bisection: the count grows with the
+    words) finds the longest text that is not over; whole tokens of padding (" a", " 1", "." …, each kept only
+    if it adds exactly one token) close the gap a multi-token word leaves. Where even the shortest opening is
+    over `n_tokens` (the chat template alone can be longer than a tiny target), that opening is returned and
+    `tokens` says how long it is."""
+    words = head.split()
+    seen: dict[int, int] = {}
+
+    def c(k: int) -> int:
+        if k not in seen:
+            seen[k] = count(_words(words, k))
+        return seen[k]
+
+    kmin = min(MIN_OPENING_WORDS, len(words))
+    if c(kmin) >= n_tokens:
+        return Fit(_words(words, kmin), c(kmin), kmin, rate or 1.3)
+    lo, hi = kmin, None
+    guess = rate or 1.3
+    k = kmin + max(1, round((n_tokens - c(kmin)) / guess))
+    bisect = False
+    for _ in range(200):
+        v = c(k)
+        if v == n_tokens:
+            lo = k
+            break
+        if v < n_tokens:
+            lo = max(lo, k)
+        else:
+            hi = k if hi is None else min(hi, k)
+        if hi is not None and hi - lo <= 1:
+            break
+        if hi is None:  # no upper bound yet: extrapolate from the rate seen so far, with some overshoot
+            per = max(0.05, (c(lo) - c(kmin)) / (lo - kmin)) if lo > kmin else guess
+            k = lo + max(1, math.ceil((n_tokens - c(lo)) / per * 1.02))
+        elif bisect:
+            k = (lo + hi) // 2
+        else:  # interpolate between the bracket's ends
+            k = lo + round((n_tokens - c(lo)) * (hi - lo) / max(1, c(hi) - c(lo)))
+            k = min(hi - 1, max(lo + 1, k))
+        bisect = not bisect
+    text, got = _words(words, lo), c(lo)
+    tries = 0
+    while got < n_tokens and tries < 4 * (n_tokens - got) + len(_PAD_PIECES):
+        for piece in _PAD_PIECES:
+            tries += 1
+            v = count(text + piece)
+            if v == got + 1:
+                text, got = text + piece, v
+                break
+        else:
+            break
+    per = (c(lo) - c(kmin)) / (lo - kmin) if lo > kmin else (rate or 1.3)
+    return Fit(text, got, lo, per)
+
+
+def fitted_prompts(count: Callable[[str], int], lengths: list[int], out_tokens: int, seed: int,
+                   kind: str = "Request") -> tuple[list[Prompt], list[int]]:
+    """One fitted prompt per length, each with its own opening; and the count each one got."""
+    prompts, got, rate = [], [], None
+    for i, n in enumerate(lengths):
+        f = fit_prompt(count, opening(i, seed, kind), n, rate)
+        rate = f.rate
+        prompts.append(Prompt(f.text, out_tokens, n))
+        got.append(f.tokens)
+    return prompts, got
+
+
+# ------------------------------------------------------------------------------------------ prompts file
+def read_prompts_file(path: str) -> list[tuple[str, int | None]]:
+    """(prompt, max_tokens or None) per line of a validated JSONL file; ValueError with one line if invalid."""
+    from probes.validation import parse_prompts_jsonl, read_prompts_bytes
+
+    return parse_prompts_jsonl(read_prompts_bytes(path))
+
+
+def file_prompts(lines: list[tuple[str, int | None]], n: int, out_tokens: int) -> list[Prompt]:
+    """`n` requests from the file's prompts in order, cycling when `n` is larger."""
+    return [Prompt(lines[i % len(lines)][0], lines[i % len(lines)][1] or out_tokens) for i in range(n)]

@@ -3,20 +3,21 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any, AsyncIterator, Callable
 
-from probes.backends.base import Backend
+from probes.backends.base import Backend, prompts_of
 from probes.result import ProbeSettings, RequestRecord
 
 
-async def drive(prompts: list[str], settings: ProbeSettings,
-                start: Callable[[int, str], AsyncIterator[int]], on_done: Callable[[int], None],
-                prompt_tokens: Callable[[str], int | None]) -> list[RequestRecord]:
+async def drive(prompts: list[Any], settings: ProbeSettings,
+                start: Callable[[int, Any], AsyncIterator[int]], on_done: Callable[[int], None],
+                prompt_tokens: Callable[[Any], int | None]) -> list[RequestRecord]:
     """`start(i, prompt)` yields the number of new tokens each time the engine emits some."""
     sem = asyncio.Semaphore(max(1, settings.concurrency))
     done: list[RequestRecord] = []
 
-    async def one(i: int, prompt: str) -> None:
+    async def one(i: int, prompt: Any) -> None:
         async with sem:
             rec = RequestRecord(index=i, prompt_tokens=prompt_tokens(prompt), submitted_s=time.perf_counter())
             try:
@@ -39,27 +40,47 @@ async def drive(prompts: list[str], settings: ProbeSettings,
 
 
 class BatchingBackend(Backend):
-    """An engine with its own scheduler: prompts go in chat-templated, up to `concurrency` in flight.
+    """An engine with its own scheduler: prompts go in as the token ids of their chat-templated text (so the
+    engine prefills exactly the counted tokens: no second BOS from its own tokenizer), up to `concurrency` in
+    flight.
 
     Subclasses set `self.tok` (an HF tokenizer) and `self.loop` in load(), and provide new_tokens()
     and shutdown().
     """
 
-    def new_tokens(self, text: str, settings: ProbeSettings) -> AsyncIterator[int]:
+    def new_tokens(self, ids: list[int], max_tokens: int, settings: ProbeSettings) -> AsyncIterator[int]:
         raise NotImplementedError
 
     def shutdown(self) -> None:
         pass
 
-    def run(self, prompts, settings, on_done):
-        from probes.backends._chat import hf_chat_text, hf_token_count
+    def prompt_ids(self, text: str) -> list[int]:
+        from probes.backends._chat import hf_chat_text
 
-        texts = [hf_chat_text(self.tok, p) for p in prompts]
-        return self.loop.run_until_complete(drive(texts, settings, lambda i, t: self.new_tokens(t, settings),
-                                                  on_done, lambda t: hf_token_count(self.tok, t)))
+        return list(self.tok(hf_chat_text(self.tok, text), add_special_tokens=False)["input_ids"])
+
+    def count_prompt_tokens(self, text: str) -> int:
+        return len(self.prompt_ids(text))
+
+    def run(self, prompts, settings, on_done):
+        items = [(self.prompt_ids(p.text), p.max_tokens) for p in prompts_of(prompts, settings)]
+        return self.loop.run_until_complete(drive(items, settings, lambda i, it: self.new_tokens(*it, settings),
+                                                  on_done, lambda it: len(it[0])))
 
     def close(self) -> None:
         try:
             self.shutdown()
         except Exception:  # the child exits next; a failed shutdown must not lose the measured result
             pass
+
+
+def model_max_len(model) -> int | None:
+    """The model's own position limit from its config.json (vLLM refuses a max_model_len beyond it)."""
+    import json
+
+    try:
+        cfg = json.loads((Path(model) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    v = cfg.get("max_position_embeddings") if isinstance(cfg, dict) else None
+    return v if isinstance(v, int) and v > 0 else None

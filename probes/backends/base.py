@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterator
 
 from probes.result import ProbeSettings, RequestRecord
+from probes.workload import Prompt, as_prompt, output_tokens
+
 
 class Unavailable(Exception):
     """The engine cannot run here; str() is the reason."""
@@ -36,6 +38,10 @@ class Backend:
         self.backend_settings: dict[str, Any] = {}
         self.serving = "one request at a time (no batching); concurrent requests queue in the client"
         self.notes: list[str] = []
+        #: tokens of context a request may use (prompt + output), known after load(); None when unknown
+        self.context_tokens: int | None = None
+        #: how this backend keeps every request's output at exactly its max_tokens (said in the notes)
+        self.output_rule = "the end-of-sequence token is banned until the request's output length"
 
     # ------------------------------------------------------------------ availability
     @classmethod
@@ -81,21 +87,41 @@ class Backend:
     def load(self, model: Path, fmt: str, settings: ProbeSettings) -> None:
         raise NotImplementedError
 
-    def stream(self, prompt: str, settings: ProbeSettings) -> Iterator[tuple[str, Any]]:
-        """Yield ("prompt_tokens", n) once, then ("token", token_id_or_text) per output token."""
+    def stream(self, prompt: str, settings: ProbeSettings, max_tokens: int | None = None
+               ) -> Iterator[tuple[str, Any]]:
+        """Yield ("prompt_tokens", n) once, then ("token", token_id_or_text) per output token: exactly
+        `max_tokens` of them (default: the settings' output length), the end-of-sequence token banned."""
         raise NotImplementedError
+
+    # ------------------------------------------------------------------ the prompt in the engine's tokens
+    def count_prompt_tokens(self, text: str) -> int | None:
+        """Tokens of `text` as one user turn after this engine's chat template, in its own tokenizer, as the
+        engine will see them; None when this backend cannot count (then prompts are not fitted)."""
+        return None
+
+    def fit_prompt(self, head: str, n_tokens: int, rate: float | None = None):
+        """Synthetic text opening with `head` that is `n_tokens` tokens after the chat template (±1), see
+        probes.workload.fit_prompt."""
+        from probes.workload import fit_prompt
+
+        return fit_prompt(self.count_prompt_tokens, head, n_tokens, rate)
 
     def close(self) -> None:
         pass
 
     # ------------------------------------------------------------------ serving
-    def run(self, prompts: list[str], settings: ProbeSettings, on_done: Callable[[int], None]
+    def run(self, prompts: list[Prompt | str], settings: ProbeSettings, on_done: Callable[[int], None]
             ) -> list[RequestRecord]:
         """Default: `concurrency` client threads submit at once; the engine serves one at a time."""
         return run_serialised(self, prompts, settings, on_done)
 
 
-def _one(backend: Backend, index: int, prompt: str, settings: ProbeSettings, lock: threading.Lock | None
+def prompts_of(prompts: list[Prompt | str], settings: ProbeSettings) -> list[Prompt]:
+    """Plain strings (the legacy mix) become Prompts with the settings' output length."""
+    return [as_prompt(p, output_tokens(settings)) for p in prompts]
+
+
+def _one(backend: Backend, index: int, prompt: Prompt, settings: ProbeSettings, lock: threading.Lock | None
          ) -> RequestRecord:
     # plain locals in the hot loop: the harness must cost < 3% of decode time
     submitted = time.perf_counter()
@@ -106,7 +132,7 @@ def _one(backend: Backend, index: int, prompt: str, settings: ProbeSettings, loc
         if lock is not None:
             lock.acquire()
         try:
-            for kind, value in backend.stream(prompt, settings):
+            for kind, value in backend.stream(prompt.text, settings, prompt.max_tokens):
                 if kind == "token":
                     times.append(clock())
                 else:
@@ -123,10 +149,10 @@ def _one(backend: Backend, index: int, prompt: str, settings: ProbeSettings, loc
                          error=error)
 
 
-def run_clients(prompts: list[str], concurrency: int, one: Callable[[int, str], RequestRecord],
+def run_clients(prompts: list[Prompt], concurrency: int, one: Callable[[int, Prompt], RequestRecord],
                 on_done: Callable[[int], None]) -> list[RequestRecord]:
     """`concurrency` client threads take prompts from one queue and submit them as soon as they are free."""
-    todo: queue.Queue[tuple[int, str]] = queue.Queue()
+    todo: queue.Queue[tuple[int, Prompt]] = queue.Queue()
     for i, p in enumerate(prompts):
         todo.put((i, p))
     out: list[RequestRecord] = []
@@ -151,8 +177,9 @@ def run_clients(prompts: list[str], concurrency: int, one: Callable[[int, str], 
     return sorted(out, key=lambda r: r.index)
 
 
-def run_serialised(backend: Backend, prompts: list[str], settings: ProbeSettings,
+def run_serialised(backend: Backend, prompts: list[Prompt | str], settings: ProbeSettings,
                    on_done: Callable[[int], None]) -> list[RequestRecord]:
+    prompts = prompts_of(prompts, settings)
     lock = threading.Lock()
     out = run_clients(prompts, settings.concurrency, lambda i, p: _one(backend, i, p, settings, lock), on_done)
     workers = max(1, min(settings.concurrency, len(prompts)))

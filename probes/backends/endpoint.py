@@ -13,6 +13,14 @@ long it waits:
   deadline (`request_timeout_s`, extra, default 120 s) and every request at the run's deadline, which
   comes before the parent's hard kill at `timeout_s`, so what was measured still comes back;
 - tokens: the client stops a stream itself once it has `max_tokens` chunks and the server sends more.
+
+The output length is asked for with `max_tokens`, `ignore_eos` and `min_tokens` (vLLM and llama-cpp-python's
+server honour the last two; servers that do not may stop early). With a workload in tokens (`output_tokens`,
+`input_tokens`, a preset or a prompts file) a request whose stream finishes before its output length is
+`incomplete`; with the legacy `max_tokens` alone a finished stream is ok whatever its length.
+
+Prompts fitted to `input_tokens` are counted in the server's own tokenizer where the server has one to ask
+(see `_find_tokenizer`); otherwise they are approximated from two calibration requests and the notes say so.
 """
 from __future__ import annotations
 
@@ -23,9 +31,10 @@ import time
 from typing import TYPE_CHECKING, Iterable, Iterator
 from urllib.parse import urlparse
 
-from probes.backends.base import Backend, run_clients
+from probes.backends.base import Backend, prompts_of, run_clients
 from probes.models import ModelError
 from probes.result import ProbeSettings, RequestRecord
+from probes.workload import Prompt, uses_tokens
 
 if TYPE_CHECKING:
     import httpx
@@ -38,6 +47,7 @@ MAX_ERROR_BYTES = 300
 EXCERPT_CHARS = 80
 DEFAULT_STALL_S = 30.0
 DEFAULT_REQUEST_TIMEOUT_S = 120.0
+MAX_TOKENIZE_BYTES = 16 * MiB  # a /tokenize answer: a token list of a long prompt
 
 
 def _size(n: int) -> str:
@@ -302,6 +312,13 @@ class EndpointBackend(Backend):
         self.model_name = settings.extra.get("model_name") or (models[0] if models else None)
         if not self.model_name:
             raise ModelError(f"{where} serves no model")
+        entry = next((m for m in data if isinstance(m, dict) and m.get("id") == self.model_name), {})
+        ctx = entry.get("max_model_len") if isinstance(entry, dict) else None  # vLLM says it; others do not
+        self.context_tokens = ctx if isinstance(ctx, int) and not isinstance(ctx, bool) and ctx > 0 else None
+        self.exact = uses_tokens(settings)  # a workload in tokens: a stream that stops early is incomplete
+        self.tokenizer: dict | None = None  # found on the first count (only a fitted workload needs one)
+        self.output_rule = ("the request asks for max_tokens, ignore_eos=true and min_tokens=the output length; "
+                            "a request that ends before it is incomplete")
         self.device = f"remote server {self.url.netloc}"
         self.backend_settings = {"url": settings.endpoint, "model": self.model_name, "api": "/v1/chat/completions",
                                  "stream": True, "stall_timeout_s": self.stall_s, "request_timeout_s": self.request_s}
@@ -320,7 +337,131 @@ class EndpointBackend(Backend):
                 self._noted.add(key)
                 self.notes.append(text)
 
-    def _request(self, client: httpx.Client, index: int, prompt: str, settings: ProbeSettings) -> RequestRecord:
+    # ------------------------------------------------------------------ the server's tokenizer
+    def _post_json(self, path: str, payload: dict, cap: int = MAX_TOKENIZE_BYTES) -> tuple[int, object]:
+        """POST JSON, read at most `cap` bytes of the answer → (HTTP status, parsed JSON or None)."""
+        with self._client(1) as client, client.stream(
+                "POST", f"{self.origin}{self.base}{path}", content=json.dumps(payload),
+                headers={"Content-Type": "application/json", "Accept": "application/json",
+                         "Accept-Encoding": "identity"}) as r:
+            body = bytearray()
+            for chunk in r.iter_bytes():
+                body += chunk
+                if len(body) > cap:
+                    raise ModelError(f"endpoint: {path} answered more than {_size(cap)}")
+            try:
+                return r.status_code, json.loads(bytes(body))
+            except ValueError:
+                return r.status_code, None
+
+    def _tokens_of(self, answer: object) -> int | None:
+        """The token count in a /tokenize answer: {"count": n} or {"tokens": [...]}; None if neither."""
+        if not isinstance(answer, dict):
+            return None
+        n = answer.get("count")
+        if isinstance(n, int) and not isinstance(n, bool) and n >= 0:
+            return n
+        toks = answer.get("tokens")
+        return len(toks) if isinstance(toks, list) else None
+
+    def _usage_prompt_tokens(self, content: str) -> int | None:
+        """usage.prompt_tokens of one short non-streamed request with `content` as its user turn."""
+        status, ans = self._post_json("/v1/chat/completions", {
+            "model": self.model_name, "messages": [{"role": "user", "content": content}], "max_tokens": 1,
+            "temperature": 0, "stream": False}, cap=MiB)
+        usage = ans.get("usage") if status == 200 and isinstance(ans, dict) else None
+        n = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+        return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
+
+    def _find_tokenizer(self) -> dict:
+        """How to count a prompt in the server's own tokens, tried in this order:
+
+        - vLLM: POST /tokenize {"model", "messages", "add_generation_prompt": true} → {"count", "max_model_len",
+          …}: the chat-templated count itself;
+        - llama.cpp's llama-server: POST /tokenize {"content"} → {"tokens"};
+        - llama-cpp-python's server: POST /extras/tokenize {"input"} → {"tokens"};
+        the last two count the text alone: the chat template's own tokens are measured once as usage.prompt_tokens
+        of a calibration request minus the count of its text;
+        - none of them: approximated from two calibration requests (tokens per word of the filler text)."""
+        import httpx
+
+        from probes.workload import _words, opening
+
+        probe_text = "Calibration of the prompt length: how many tokens is this text?"
+        msgs = [{"role": "user", "content": probe_text}]
+        try:
+            status, ans = self._post_json("/tokenize", {"model": self.model_name, "messages": msgs,
+                                                        "add_generation_prompt": True})
+            if status == 200 and isinstance(ans, dict) and isinstance(ans.get("count"), int) \
+                    and "max_model_len" in ans and (self._tokens_of(ans) or 0) > 0:
+                ctx = ans.get("max_model_len")
+                if isinstance(ctx, int) and ctx > 0 and self.context_tokens is None:
+                    self.context_tokens = ctx
+                return {"mode": "chat", "how": "the server's POST /tokenize with the chat messages (vLLM): the "
+                                               "chat-templated count itself"}
+            for path, key, who in (("/tokenize", "content", "llama.cpp's llama-server"),
+                                   ("/extras/tokenize", "input", "llama-cpp-python's server")):
+                status, ans = self._post_json(path, {key: probe_text, "model": self.model_name})
+                n = self._tokens_of(ans) if status == 200 else None
+                if n:
+                    total = self._usage_prompt_tokens(probe_text)
+                    if total is None:
+                        return {"mode": "content", "path": path, "key": key, "overhead": 0, "exact": False,
+                                "how": f"the server's POST {path} ({who}) counts the text; the server reports no "
+                                       "usage, so the chat template's own tokens are not counted (approximate)"}
+                    return {"mode": "content", "path": path, "key": key, "overhead": total - n, "exact": True,
+                            "how": f"the server's POST {path} ({who}) counts the text; the chat template adds "
+                                   f"{total - n} tokens, measured once from usage.prompt_tokens of a calibration "
+                                   "request"}
+            head = opening(0, 0, "Calibration").split()
+            short, long_ = len(head) + 40, len(head) + 400
+            a, b = self._usage_prompt_tokens(_words(head, short)), self._usage_prompt_tokens(_words(head, long_))
+        except (httpx.HTTPError, OSError) as err:
+            raise ModelError(f"endpoint: counting prompt tokens failed: {_http_error(err)}") from None
+        if a is None or b is None or b <= a:
+            return {"mode": "words", "per_word": 1.3, "overhead": 0,
+                    "how": "the server has no tokenize endpoint and reports no usage: prompt lengths are a guess "
+                           "of 1.3 tokens per word"}
+        per = (b - a) / (long_ - short)
+        return {"mode": "words", "per_word": per, "overhead": a - per * short,
+                "how": f"the server has no tokenize endpoint: prompt lengths are approximated from two calibration "
+                       f"requests ({per:.3f} tokens per word, {a - per * short:.0f} tokens of chat template); the "
+                       "records' prompt_tokens are the server's usage.prompt_tokens"}
+
+    def count_prompt_tokens(self, text: str) -> int | None:
+        import httpx
+
+        if self.tokenizer is None:
+            self.tokenizer = self._find_tokenizer()
+            self.notes.append(f"prompt tokens: {self.tokenizer['how']}")
+        t = self.tokenizer
+        if t["mode"] == "words":
+            return round(t["overhead"] + t["per_word"] * len(text.split()))
+        try:
+            if t["mode"] == "chat":
+                status, ans = self._post_json("/tokenize", {
+                    "model": self.model_name, "messages": [{"role": "user", "content": text}],
+                    "add_generation_prompt": True})
+            else:
+                status, ans = self._post_json(t["path"], {t["key"]: text, "model": self.model_name})
+        except (httpx.HTTPError, OSError) as err:
+            raise ModelError(f"endpoint: counting prompt tokens failed: {_http_error(err)}") from None
+        n = self._tokens_of(ans) if status == 200 else None
+        if n is None:
+            raise ModelError(f"endpoint: the server's tokenizer answered HTTP {status} without a token count")
+        return n + (t.get("overhead") or 0)
+
+    def exact_count(self, text: str) -> int | None:
+        """The prompt's tokens when the server's own tokenizer counted them exactly, else None."""
+        if self.tokenizer is None:
+            self.count_prompt_tokens(text)  # finds the tokenizer (and says which in the notes)
+        t = self.tokenizer
+        if t["mode"] == "words" or not t.get("exact", True):
+            return None
+        return self.count_prompt_tokens(text)
+
+    def _request(self, client: httpx.Client, index: int, prompt: Prompt, settings: ProbeSettings
+                 ) -> RequestRecord:
         """One streamed request → its record; never raises (a client thread must not die silently)."""
         import httpx
 
@@ -334,11 +475,11 @@ class EndpointBackend(Backend):
         left = max(0.001, deadline - time.monotonic())
         flight = _Flight(deadline)
         self.cutter.add(flight)
-        want = settings.max_tokens
+        want = prompt.max_tokens
         state = {"done": False, "finished": False, "usage": None}
-        body = json.dumps({"model": self.model_name, "messages": [{"role": "user", "content": prompt}],
+        body = json.dumps({"model": self.model_name, "messages": [{"role": "user", "content": prompt.text}],
                            "max_tokens": want, "temperature": 0, "stream": True,
-                           "stream_options": {"include_usage": True}, "ignore_eos": True})
+                           "stream_options": {"include_usage": True}, "ignore_eos": True, "min_tokens": want})
 
         def cut_text() -> str:
             if which == "run":
@@ -380,6 +521,11 @@ class EndpointBackend(Backend):
                 raise _Fail("the server streamed no tokens")
             if not complete():
                 raise _Ended("the stream closed", closed=True)
+            got = (state["usage"] or {}).get("completion_tokens") or len(times)
+            if self.exact and got < want:  # the server stopped early: an output of the wrong length
+                self._note("early", "the server ended some streams before their output length (it may ignore "
+                                    "ignore_eos and min_tokens); those requests are incomplete")
+                raise _Ended("the server finished the stream")
         except _Fail as err:
             status, cause = "error", str(err)
         except _Ended as err:
@@ -454,9 +600,22 @@ class EndpointBackend(Backend):
                 times.append(clock())
 
     def run(self, prompts, settings, on_done):
+        prompts = prompts_of(prompts, settings)
         with self._client(max(1, settings.concurrency)) as client:
             out = run_clients(prompts, settings.concurrency, lambda i, p: self._request(client, i, p, settings),
                               on_done)
+        if self.exact and any(r.prompt_tokens is None for r in out):  # after the timed run: no usage streamed
+            counted = 0
+            try:
+                for r in out:
+                    if r.prompt_tokens is None and (n := self.exact_count(prompts[r.index].text)) is not None:
+                        r.prompt_tokens = n
+                        counted += 1
+            except ModelError as err:  # the measured records stand; their prompt length stays unknown
+                self.notes.append(f"prompt_tokens not counted after the run: {err}")
+            if counted:
+                self.notes.append(f"the server streamed no usage for {counted} request(s): their prompt_tokens "
+                                  "were counted after the run with the server's own tokenizer")
         mismatched = [(c, u) for c, u in self.chunk_tokens if c != u]
         if mismatched:
             self.notes.append(f"{len(mismatched)} request(s) streamed fewer chunks than the server's token count "

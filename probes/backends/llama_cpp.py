@@ -48,8 +48,12 @@ class LlamaCppBackend(Backend):
 
         import llama_cpp
 
+        from probes.workload import context_needed
+
         threads = settings.threads or len(os.sched_getaffinity(0))
-        n_ctx = int(settings.extra.get("n_ctx", 2048))
+        # the workload's longest prompt + output, rounded up to 256, when it needs more than the default 2048
+        need = context_needed(settings) or 0
+        n_ctx = int(settings.extra.get("n_ctx") or max(2048, -(-need // 256) * 256))
         n_batch = int(settings.extra.get("n_batch", 512))
         gpu = gpu_settings(bool(llama_cpp.llama_supports_gpu_offload()), _system_info(llama_cpp), settings.extra)
         self.llm = Llama(model_path=str(model), n_ctx=n_ctx, n_threads=threads, n_batch=n_batch, verbose=False,
@@ -72,6 +76,13 @@ class LlamaCppBackend(Backend):
                 self.notes.append("this llama-cpp-python build has no GPU backend (CPU only); rebuild it with "
                                   "CMAKE_ARGS=-DGGML_CUDA=on pip install --force-reinstall --no-cache-dir "
                                   "llama-cpp-python to offload to an NVIDIA GPU")
+        n_train = int(self.llm._model.n_ctx_train() or 0)
+        self.context_tokens = min(self.llm.n_ctx(), n_train) if n_train > 0 else self.llm.n_ctx()
+        if n_train and n_ctx > n_train:
+            self.notes.append(f"n_ctx {n_ctx} is beyond the model's trained context ({n_train}); requests are "
+                              f"limited to {n_train} tokens")
+        self.output_rule = ("a logits processor bans the end-of-sequence token (logit -inf) at every step; "
+                            "generation stops at the request's output length")
         template = meta.get("tokenizer.chat_template")
         self.eos = {self.llm.token_eos()}
         self.formatter = None
@@ -87,8 +98,14 @@ class LlamaCppBackend(Backend):
             return self.llm.tokenize(text.encode(), add_bos=False, special=True)
         return self.llm.tokenize(prompt.encode(), add_bos=True)
 
-    def stream(self, prompt: str, settings: ProbeSettings) -> Iterator[tuple[str, Any]]:
+    def count_prompt_tokens(self, text: str) -> int:
+        return len(self._tokens(text))
+
+    def stream(self, prompt: str, settings: ProbeSettings, max_tokens: int | None = None
+               ) -> Iterator[tuple[str, Any]]:
         import numpy as np
+
+        want = max_tokens or settings.max_tokens
 
         tokens = self._tokens(prompt)
         yield "prompt_tokens", len(tokens)
@@ -103,5 +120,5 @@ class LlamaCppBackend(Backend):
         for tok in self.llm.generate(tokens, top_k=1, temp=0.0, reset=True, logits_processor=[no_eos]):
             yield "token", tok
             n += 1
-            if n >= settings.max_tokens:
+            if n >= want:
                 break

@@ -75,6 +75,10 @@ class OnnxRuntimeBackend(Backend):
             self.device = cuda_device(0)
         else:
             self.device = "/".join(names)
+        ctx = cfg.get("model", {}).get("context_length") or cfg.get("search", {}).get("max_length")
+        self.context_tokens = int(ctx) if isinstance(ctx, int) and ctx > 0 else None
+        self.output_rule = ("min_length = max_length = prompt + the request's output length (onnxruntime-genai "
+                            "masks the end-of-sequence token until min_length)")
         eos = cfg.get("model", {}).get("eos_token_id")
         self.eos = eos if isinstance(eos, list) else [eos] if eos is not None else []
         self.backend_settings = {"execution_provider": names, "model_dir": str(model),
@@ -82,19 +86,26 @@ class OnnxRuntimeBackend(Backend):
                                  "loop": "onnxruntime-genai Generator, greedy"}
         self.og = og
 
-    def stream(self, prompt: str, settings: ProbeSettings) -> Iterator[tuple[str, Any]]:
+    def count_prompt_tokens(self, text: str) -> int:
         from probes.backends._chat import render
 
+        return len(self.tok.encode(render(self.template, text)))
+
+    def stream(self, prompt: str, settings: ProbeSettings, max_tokens: int | None = None
+               ) -> Iterator[tuple[str, Any]]:
+        from probes.backends._chat import render
+
+        want = max_tokens or settings.max_tokens
         tokens = self.tok.encode(render(self.template, prompt))
         n_prompt = len(tokens)
         yield "prompt_tokens", n_prompt
         params = self.og.GeneratorParams(self.model)
-        total = n_prompt + settings.max_tokens
+        total = n_prompt + want
         params.set_search_options(max_length=total, min_length=total, do_sample=False)
         gen = self.og.Generator(self.model, params)
         gen.append_tokens(tokens)
         n = 0
-        while not gen.is_done() and n < settings.max_tokens:
+        while not gen.is_done() and n < want:
             gen.generate_next_token()
             yield "token", int(gen.get_next_tokens()[0])
             n += 1

@@ -39,26 +39,36 @@ class PyTorchBackend(Backend):
         self.model.to(self.dev).eval()
         eos = self.model.generation_config.eos_token_id
         self.eos = [eos] if isinstance(eos, int) else list(eos or [])
+        ctx = getattr(self.model.config, "max_position_embeddings", None)
+        self.context_tokens = int(ctx) if isinstance(ctx, int) and ctx > 0 else None
+        self.output_rule = "the end-of-sequence token(s) get logit -inf at every step of the greedy loop"
         self.backend_settings = {"torch": torch.__version__, "dtype": str(dtype).replace("torch.", ""),
                                  "threads": threads, "device": str(self.dev),
                                  "loop": "manual KV-cache greedy loop (one forward per token)"}
 
-    def stream(self, prompt: str, settings: ProbeSettings) -> Iterator[tuple[str, Any]]:
+    def count_prompt_tokens(self, text: str) -> int:
+        from probes.backends._chat import hf_chat_text, hf_token_count
+
+        return hf_token_count(self.tok, hf_chat_text(self.tok, text))
+
+    def stream(self, prompt: str, settings: ProbeSettings, max_tokens: int | None = None
+               ) -> Iterator[tuple[str, Any]]:
         import torch
 
         from probes.backends._chat import hf_chat_text
 
+        want = max_tokens or settings.max_tokens
         ids = self.tok(hf_chat_text(self.tok, prompt), return_tensors="pt", add_special_tokens=False)["input_ids"].to(self.dev)
         yield "prompt_tokens", int(ids.shape[1])
         with torch.inference_mode():
             out = self.model(input_ids=ids, use_cache=True, logits_to_keep=1)  # as generate() does
-            for i in range(settings.max_tokens):
+            for i in range(want):
                 logits = out.logits[:, -1, :]
                 if self.eos:
                     logits[:, self.eos] = float("-inf")
                 nxt = logits.argmax(-1, keepdim=True)
                 yield "token", int(nxt[0, 0])  # int() waits for the device
-                if i + 1 == settings.max_tokens:
+                if i + 1 == want:
                     break
                 out = self.model(input_ids=nxt, past_key_values=out.past_key_values, use_cache=True)
 

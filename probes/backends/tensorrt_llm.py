@@ -5,7 +5,7 @@ import asyncio
 import importlib.util
 from pathlib import Path
 
-from probes.backends._async import BatchingBackend
+from probes.backends._async import BatchingBackend, model_max_len
 from probes.result import ProbeSettings
 
 
@@ -47,16 +47,18 @@ class TensorRTLLMBackend(BatchingBackend):
         self.llm = LLM(model=str(model), trust_remote_code=False)
         self.tok = AutoTokenizer.from_pretrained(model, trust_remote_code=False)
         self.loop = asyncio.new_event_loop()
+        self.context_tokens = model_max_len(model)
+        self.output_rule = "SamplingParams(ignore_eos=True, max_tokens=the request's output length)"
         self.device = "cuda"
         self.backend_settings = {"api": "tensorrt_llm.LLM (PyTorch backend)", "max_batch": settings.concurrency}
         self.serving = f"in-flight batching by TensorRT-LLM's executor ({settings.concurrency} concurrent requests)"
 
-    async def new_tokens(self, text, settings):
+    async def new_tokens(self, ids, max_tokens, settings):
         from tensorrt_llm import SamplingParams
 
-        sp = SamplingParams(max_tokens=settings.max_tokens, temperature=0.0, ignore_eos=True)
+        sp = SamplingParams(max_tokens=max_tokens, temperature=0.0, ignore_eos=True)
         seen = 0
-        async for out in self.llm.generate_async(text, sampling_params=sp, streaming=True):
+        async for out in self.llm.generate_async(ids, sampling_params=sp, streaming=True):  # token ids
             n = len(out.outputs[0].token_ids)  # cumulative
             yield n - seen
             seen = n

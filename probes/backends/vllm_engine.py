@@ -10,7 +10,7 @@ import itertools
 import os
 from pathlib import Path
 
-from probes.backends._async import BatchingBackend
+from probes.backends._async import BatchingBackend, model_max_len
 from probes.result import ProbeSettings
 
 
@@ -38,9 +38,14 @@ class VllmBackend(BatchingBackend):
         from vllm import AsyncEngineArgs
         from vllm.v1.engine.async_llm import AsyncLLM
 
+        from probes.workload import context_needed
+
         cuda = torch.cuda.is_available()
         dtype = settings.extra.get("dtype") or ("bfloat16" if cuda else "float32")
-        max_len = int(settings.extra.get("max_model_len", 2048))
+        # the workload's longest prompt + output when it needs more than 2048, up to the model's own limit
+        need = context_needed(settings) or 0
+        max_len = int(settings.extra.get("max_model_len") or min(max(2048, -(-need // 256) * 256),
+                                                                 model_max_len(model) or 2**31))
         seqs = max(1, settings.concurrency)
         util = float(settings.extra.get("gpu_memory_utilization", 0.9))  # the plan's memory budget (vLLM's default)
         gpu_kw = {"gpu_memory_utilization": util} if cuda else {}
@@ -51,6 +56,8 @@ class VllmBackend(BatchingBackend):
         self.tok = AutoTokenizer.from_pretrained(model, trust_remote_code=False)
         self.device = "cuda:0 " + torch.cuda.get_device_name(0) if cuda else "cpu"
         self.ids = itertools.count()
+        self.context_tokens = max_len
+        self.output_rule = "SamplingParams(ignore_eos=True, max_tokens=the request's output length)"
         self.backend_settings = {"dtype": dtype, "max_model_len": max_len, "max_num_seqs": seqs,
                                  "enforce_eager": not cuda, "gpu_memory_utilization": util if cuda else None,
                                  "VLLM_CPU_KVCACHE_SPACE_GiB": None if cuda else os.environ["VLLM_CPU_KVCACHE_SPACE"],
@@ -63,14 +70,15 @@ class VllmBackend(BatchingBackend):
     async def _make(cls, args):
         return cls.from_engine_args(args)
 
-    async def new_tokens(self, text, settings):
+    async def new_tokens(self, ids, max_tokens, settings):
         from vllm import SamplingParams
         from vllm.sampling_params import RequestOutputKind
 
-        sp = SamplingParams(max_tokens=settings.max_tokens, temperature=0.0, ignore_eos=True,
+        sp = SamplingParams(max_tokens=max_tokens, temperature=0.0, ignore_eos=True,
                             output_kind=RequestOutputKind.DELTA)
-        async for out in self.engine.generate(text, sp, f"probe-{next(self.ids)}"):
+        async for out in self.engine.generate({"prompt_token_ids": ids}, sp, f"probe-{next(self.ids)}"):
             yield len(out.outputs[0].token_ids)
 
     def shutdown(self) -> None:
         self.engine.shutdown()
+
