@@ -189,17 +189,19 @@ def _workload(settings: ProbeSettings, backend, ev: Events) -> tuple[list, list,
         ev.phase("prompts", f"fitting {len(lengths)} prompt(s) to {settings.input_tokens} tokens in the engine's "
                             "own tokenizer")
         prompts, got = wl.fitted_prompts(backend.count_prompt_tokens, lengths, out, settings.seed)
+        counted = ("counted in the engine's own tokenizer" if backend.counts_exactly()
+                   else "approximated: the engine's tokenizer could not be asked (see the prompt tokens note)")
         if settings.input_tokens_sd:
             clipped = sum(1 for a, b in zip(lengths, wl.planned_lengths(settings) or []) if a != b)
             notes.append(f"prompts: {len(prompts)} synthetic, normal(mean {settings.input_tokens}, stddev "
                          f"{settings.input_tokens_sd}) tokens seeded by {settings.seed}, clipped to "
                          f"[{wl.MIN_INPUT_TOKENS}, {upper}]: {min(lengths)}-{max(lengths)} tokens after the chat "
-                         "template, counted in the engine's own tokenizer"
+                         f"template, {counted}"
                          + (f"; {clipped} clipped to fit {where}" if clipped else ""))
         else:
             notes.append(f"prompts: {len(prompts)} synthetic, {settings.input_tokens} tokens each after the chat "
-                         "template (±1), counted in the engine's own tokenizer; each opens differently "
-                         "(\"Request i of run seed: …\") so no prefix cache serves one from another")
+                         f"template (±1), {counted}; each opens differently (\"Request i of run seed: …\") so no "
+                         "prefix cache serves one from another")
         over = [(n, g) for n, g in zip(lengths, got) if g > n + 1]
         if over:
             notes.append(f"the chat template and the shortest opening alone are {over[0][1]} tokens, more than the "

@@ -99,6 +99,10 @@ class Backend:
         engine will see them; None when this backend cannot count (then prompts are not fitted)."""
         return None
 
+    def counts_exactly(self) -> bool:
+        """Whether count_prompt_tokens is the engine's own count (an endpoint without a tokenizer guesses)."""
+        return True
+
     def fit_prompt(self, head: str, n_tokens: int, rate: float | None = None):
         """Synthetic text opening with `head` that is `n_tokens` tokens after the chat template (±1), see
         probes.workload.fit_prompt."""

@@ -451,14 +451,15 @@ class EndpointBackend(Backend):
             raise ModelError(f"endpoint: the server's tokenizer answered HTTP {status} without a token count")
         return n + (t.get("overhead") or 0)
 
+    def counts_exactly(self) -> bool:
+        t = self.tokenizer
+        return t is not None and t["mode"] != "words" and t.get("exact", True)
+
     def exact_count(self, text: str) -> int | None:
         """The prompt's tokens when the server's own tokenizer counted them exactly, else None."""
         if self.tokenizer is None:
             self.count_prompt_tokens(text)  # finds the tokenizer (and says which in the notes)
-        t = self.tokenizer
-        if t["mode"] == "words" or not t.get("exact", True):
-            return None
-        return self.count_prompt_tokens(text)
+        return self.count_prompt_tokens(text) if self.counts_exactly() else None
 
     def _request(self, client: httpx.Client, index: int, prompt: Prompt, settings: ProbeSettings
                  ) -> RequestRecord:
@@ -614,8 +615,8 @@ class EndpointBackend(Backend):
             except ModelError as err:  # the measured records stand; their prompt length stays unknown
                 self.notes.append(f"prompt_tokens not counted after the run: {err}")
             if counted:
-                self.notes.append(f"the server streamed no usage for {counted} request(s): their prompt_tokens "
-                                  "were counted after the run with the server's own tokenizer")
+                self._note("counted-after", "the server streamed no usage: the records' prompt_tokens were counted "
+                                            "after the run with the server's own tokenizer")
         mismatched = [(c, u) for c, u in self.chunk_tokens if c != u]
         if mismatched:
             self.notes.append(f"{len(mismatched)} request(s) streamed fewer chunks than the server's token count "
