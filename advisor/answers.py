@@ -71,6 +71,9 @@ class Answers(_Strict):
     model: ModelBlock = Field(default_factory=ModelBlock)
     # optional extras (README documents them)
     deployment: Literal["server", "edge", "desktop", "batch"] = "server"
+    # your own prices (US$ per hour), instead of knowledge/prices.yaml's on-demand figures
+    gpu_usd_per_hour: float | None = Field(default=None, ge=0, le=10_000)  # per GPU
+    cpu_core_usd_per_hour: float | None = Field(default=None, ge=0, le=100)
     prompt_mix: Literal["short", "long", "mixed"] = "mixed"
 
 

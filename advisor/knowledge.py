@@ -67,6 +67,7 @@ class Knowledge:
     planner: ks.PlannerFile
     strings: dict[str, ks.Text]
     support: ks.SupportFile
+    prices: ks.PricesFile
 
     def s(self, key: str, lang: str = "en", **kw: object) -> str:
         """A UI/report string in the chosen language."""
@@ -111,6 +112,11 @@ def _cached(d: Path) -> Knowledge:
     _check_rule_facts(rules)
     support = _load(d / "support.yaml", ks.SupportFile)
     _check_need_facts(support)
+    prices = _load(d / "prices.yaml", ks.PricesFile)
+    gpus = _load(d / "gpus.yaml", ks.GpusFile)
+    unknown = set(prices.gpus) - {g.id for g in gpus.gpus}
+    if unknown:
+        raise KnowledgeError(f"prices.yaml: gpus: unknown GPU ids {sorted(unknown)} (not in gpus.yaml)")
     order = {e: i for i, e in enumerate(ks.ENGINE_IDS)}
     return Knowledge(
         engines={e.id: e for e in sorted(engines.engines, key=lambda e: order[e.id])},
@@ -122,4 +128,5 @@ def _cached(d: Path) -> Knowledge:
         planner=_load(d / "planner.yaml", ks.PlannerFile),
         strings=_load(d / "strings.yaml", ks.StringsFile).strings,
         support=support,
+        prices=prices,
     )

@@ -393,6 +393,29 @@ class SupportFile(Strict):
         return self
 
 
+# ---------------------------------------------------------------- prices (prices.yaml)
+
+class Price(Strict):
+    usd_per_hour: float | None = Field(default=None, ge=0, le=10_000)
+    what: str | None = None  # which offer the figure is (provider, instance, per-GPU division)
+    source: SourceStr | None = None
+    read: str | None = None
+    quote: str | None = None
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _sourced(self) -> "Price":
+        if self.usd_per_hour is not None and not (self.source and self.read and self.what):
+            raise ValueError("a price needs what it is, a source and the date it was read")
+        return self
+
+
+class PricesFile(Strict):
+    currency: Literal["USD"]
+    cpu_core_hour: Price
+    gpus: dict[str, Price]
+
+
 # ---------------------------------------------------------------- UI / report strings
 
 class StringsFile(Strict):

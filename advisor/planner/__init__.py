@@ -44,6 +44,19 @@ def workload_for(answers: Answers, knowledge: Knowledge) -> Workload:
                     prompt_tokens=prompt, kv_cache_dtype=m.kv_cache_dtype)
 
 
+def _price(plans, answers: Answers, hardware: Hardware | None, target, knowledge: Knowledge) -> None:
+    from advisor.planner.cost import hourly_usd, usd_per_million_tokens
+
+    cores = (answers.hardware.cpu_cores if answers.hardware is not None
+             else (hardware.cpu.usable_cores if hardware is not None else None))
+    for p in plans.values():
+        usd, why = hourly_usd(p, target, knowledge, cores, answers.gpu_usd_per_hour, answers.cpu_core_usd_per_hour)
+        p.usd_per_hour = None if usd is None else round(usd, 4)
+        p.cost_basis = why
+        best = usd_per_million_tokens(usd, p.decode_tps_total_upper_bound) if p.loads is not False else None
+        p.usd_per_m_tokens_at_least = None if best is None else round(best, 4)
+
+
 def make_plan(answers: Answers, hardware: Hardware | None, knowledge: Knowledge, spec: ModelSpec | None = None,
               machine: MachineBench | None = None, lang: str = "en", detail: bool = True) -> Plan:
     if spec is None:
@@ -53,6 +66,7 @@ def make_plan(answers: Answers, hardware: Hardware | None, knowledge: Knowledge,
     plans = {e: plan_engine(e, spec, target, wl, knowledge, lang, detail=detail) for e in ks.ENGINE_IDS}
     if detail:
         add_offload_option(plans, knowledge, lang)
+    _price(plans, answers, hardware, target, knowledge)
     notes = list(spec.notes)
     if wl.context_tokens > spec.max_context:
         notes.append(knowledge.s("plan_a_ctx_beyond", lang, ctx=f"{wl.context_tokens:,}", max=f"{spec.max_context:,}"))

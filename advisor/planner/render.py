@@ -45,6 +45,12 @@ def fold(text: str, limit: int = 300, token: int = 60) -> str:
                   lambda m: ZWSP.join(m.group(0)[i:i + token] for i in range(0, len(m.group(0)), token)), text)
 
 
+def _usd(x: float | None) -> str:
+    if x is None:
+        return "—"
+    return f"${x:,.2f}" if x >= 0.1 else f"${x:.3g}"
+
+
 def fits_word(p: EnginePlan, knowledge: Knowledge, lang: str) -> str:
     key = {True: "plan_fits_yes", False: "plan_fits_no", None: "plan_fits_unknown"}[p.fits]
     word = knowledge.s(key, lang)
@@ -64,14 +70,15 @@ def plan_rows(plan: Plan, knowledge: Knowledge, lang: str) -> tuple[list[str], l
     for e, p in plan.engines.items():
         fits = knowledge.s({True: "plan_fits_yes", False: "plan_fits_no", None: "plan_fits_unknown"}[p.fits], lang)
         rows.append([knowledge.engines[e].name, fits, _n(p.max_concurrency, "{:,}"), _sig(p.decode_tps_upper_bound),
-                     _sig(p.ttft_ms_lower_bound), _n(p.total_gib, "{:,.2f}"), _n(p.available_gib, "{:,.2f}"),
+                     _sig(p.ttft_ms_lower_bound), _usd(p.usd_per_m_tokens_at_least), _n(p.total_gib, "{:,.2f}"),
+                     _n(p.available_gib, "{:,.2f}"),
                      _n(p.max_context_tokens, "{:,}"), _n(p.weights_gib, "{:,.2f}"), _n(p.kv_gib, "{:,.2f}"),
                      _n(p.overhead_gib, "{:,.2f}"), device_label(p, knowledge, lang),
                      p.precision_label, p.parallelism or "—"])
     return header, rows
 
 
-PLAN_KEY_COLUMNS = 8  # plan_markdown prints the first 8 columns as one table, engine + the rest as a second
+PLAN_KEY_COLUMNS = 9  # plan_markdown prints the first 9 columns as one table, engine + the rest as a second
 
 
 def header_lines(plan: Plan, knowledge: Knowledge, lang: str) -> list[str]:

@@ -1,0 +1,53 @@
+"""Cost per hour and per million output tokens: prices from knowledge/prices.yaml (sourced, dated) or the user's."""
+import pytest
+
+from advisor.answers import parse_answers
+from advisor.knowledge import load_knowledge
+from advisor.planner.cost import usd_per_million_tokens
+from advisor.rules import recommend
+
+K = load_knowledge()
+H100x8 = {"gpu_vendor": "nvidia", "gpu_model": "H100 SXM", "gpu_count": 8, "gpu_memory_gb": 80, "os": "linux"}
+
+
+def test_a_million_tokens_at_a_rate():
+    assert usd_per_million_tokens(1.0, 1000.0) == pytest.approx(1 / 3.6)
+    assert usd_per_million_tokens(None, 1000.0) is None and usd_per_million_tokens(1.0, 0) is None
+
+
+def test_every_price_is_sourced_and_every_gpu_id_is_known():
+    ids = {g.id for g in K.gpus.gpus}
+    assert set(K.prices.gpus) <= ids
+    for gid, p in K.prices.gpus.items():
+        if p.usd_per_hour is not None:
+            assert p.source.startswith("https://") and p.read and p.what, gid
+    assert K.prices.cpu_core_hour.usd_per_hour > 0
+
+
+def test_the_plan_prices_the_gpus_it_uses_and_the_cost_is_a_lower_bound():
+    rec = recommend(parse_answers({"concurrency": 16, "hardware": H100x8, "model": {"name": "llama-3-8b"}}), None, K,
+                    with_flips=False)
+    vllm = rec.plan.engines["vllm"]
+    per_gpu = K.prices.gpus["h100-sxm"].usd_per_hour
+    assert vllm.usd_per_hour == pytest.approx(per_gpu * vllm.gpus_used)
+    assert vllm.usd_per_m_tokens_at_least == pytest.approx(
+        usd_per_million_tokens(vllm.usd_per_hour, vllm.decode_tps_total_upper_bound), rel=1e-3)
+    assert "read" in vllm.cost_basis
+
+
+def test_the_users_own_prices_win():
+    a = parse_answers({"concurrency": 4, "hardware": {**H100x8, "gpu_count": 1}, "gpu_usd_per_hour": 2.0,
+                       "model": {"name": "llama-3-8b"}})
+    p = recommend(a, None, K, with_flips=False).plan.engines["vllm"]
+    assert p.usd_per_hour == 2.0 and p.cost_basis.startswith("your price")
+    cpu = parse_answers({"hardware": {"gpu_vendor": "none", "cpu_cores": 32, "ram_gb": 128},
+                         "cpu_core_usd_per_hour": 0.01, "model": {"params_b": 1}})
+    assert recommend(cpu, None, K, with_flips=False).plan.engines["llama.cpp"].usd_per_hour == pytest.approx(0.32)
+
+
+def test_a_bought_machine_has_no_rental_price_and_says_why():
+    a = parse_answers({"hardware": {"gpu_vendor": "apple", "gpu_model": "M2 Ultra", "gpu_count": 1,
+                                    "gpu_memory_gb": 192, "os": "macos", "cpu_arch": "arm64"},
+                       "model": {"params_b": 7}})
+    p = recommend(a, None, K, with_flips=False).plan.engines["llama.cpp"]
+    assert p.usd_per_hour is None and "no on-demand price" in p.cost_basis
