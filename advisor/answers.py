@@ -57,6 +57,9 @@ class ModelBlock(_Strict):
     precision: Precision = "fp16"
     context_tokens: int = Field(default=4096, ge=128, le=1_048_576)
     kv_cache_dtype: Literal["auto", "fp16", "bf16", "fp8", "int8"] = "auto"  # auto = the engine's default
+    # the typical request, in tokens (None = from the prompt mix): the planner's TTFT bound and the probe use them
+    input_tokens: int | None = Field(default=None, ge=1, le=1_048_576)
+    output_tokens: int | None = Field(default=None, ge=1, le=65_536)
 
 
 class Answers(_Strict):

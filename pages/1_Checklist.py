@@ -83,6 +83,13 @@ else:
     c4.number_input(T("ui_context_tokens"), min_value=128, max_value=1_048_576, step=1024,
                     key=seed("m_ctx", int(m.get("context_tokens", 4096))),
                     on_change=on_change("m_ctx", ("model", "context_tokens"), int))
+    c5, c6 = st.columns(2)
+    c5.number_input(T("ui_input_tokens"), min_value=0, max_value=1_048_576, step=128,
+                    key=seed("m_in", int(m.get("input_tokens") or 0)), help=T("ui_tokens_help"),
+                    on_change=on_change("m_in", ("model", "input_tokens"), lambda v: int(v) or None))
+    c6.number_input(T("ui_output_tokens"), min_value=0, max_value=65_536, step=64,
+                    key=seed("m_out", int(m.get("output_tokens") or 0)), help=T("ui_tokens_help"),
+                    on_change=on_change("m_out", ("model", "output_tokens"), lambda v: int(v) or None))
     kvs = ["auto", "fp16", "bf16", "fp8", "int8"]
     st.selectbox(T("ui_kv_cache_dtype"), kvs, key=seed("m_kv", m.get("kv_cache_dtype", "auto")),
                  format_func={x: T(f"ui_kv_{x}") for x in kvs}.get,

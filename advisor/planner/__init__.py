@@ -39,7 +39,7 @@ __all__ = ["EnginePlan", "MachineBench", "ModelSpec", "ModelSpecError", "Plan", 
 
 def workload_for(answers: Answers, knowledge: Knowledge) -> Workload:
     m = answers.model
-    prompt = min(knowledge.planner.prompt_tokens[answers.prompt_mix], m.context_tokens)
+    prompt = min(m.input_tokens or knowledge.planner.prompt_tokens[answers.prompt_mix], m.context_tokens)
     return Workload(precision=m.precision, context_tokens=m.context_tokens, concurrency=answers.concurrency,
                     prompt_tokens=prompt, kv_cache_dtype=m.kv_cache_dtype)
 

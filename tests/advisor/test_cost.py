@@ -51,3 +51,13 @@ def test_a_bought_machine_has_no_rental_price_and_says_why():
                        "model": {"params_b": 7}})
     p = recommend(a, None, K, with_flips=False).plan.engines["llama.cpp"]
     assert p.usd_per_hour is None and "no on-demand price" in p.cost_basis
+
+
+def test_the_typical_input_length_drives_the_ttft_bound():
+    base = {"concurrency": 1, "hardware": {**H100x8, "gpu_count": 1}, "model": {"name": "llama-3-8b"}}
+    short = recommend(parse_answers({**base, "model": {"name": "llama-3-8b", "input_tokens": 256}}), None, K,
+                      with_flips=False).plan.engines["vllm"]
+    long = recommend(parse_answers({**base, "model": {"name": "llama-3-8b", "input_tokens": 4096}}), None, K,
+                     with_flips=False).plan.engines["vllm"]
+    assert short.prompt_tokens == 256 and long.prompt_tokens == 4096
+    assert long.ttft_ms_lower_bound > short.ttft_ms_lower_bound
