@@ -40,18 +40,13 @@ def _positive(kind):
     return conv
 
 
-def _parser() -> _Parser:
-    p = _Parser(prog="python -m probes", description="Live probes of inference engines.")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    ls = sub.add_parser("list", help="each backend, whether it can run here, and why not")
-    ls.add_argument("--format", choices=["json", "text"], default="text")
-    r = sub.add_parser("run", help="measure one engine")
+def _common(r) -> None:
+    """The arguments `run` and `sweep` share: the engine, the model or endpoint, and the workload."""
     r.add_argument("--engine", required=True, help=f"one of: {', '.join(BACKENDS)}")
     src = r.add_mutually_exclusive_group()
     src.add_argument("--model", metavar="PATH", help="GGUF file, HF directory or ONNX directory (default: bundled)")
     src.add_argument("--endpoint", metavar="URL", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8000")
     r.add_argument("--requests", type=_positive(int), default=8)
-    r.add_argument("--concurrency", type=_positive(int), default=1)
     r.add_argument("--max-tokens", type=_positive(int), default=32,
                    help="output tokens per request for the legacy prompt mix (--output-tokens wins)")
     r.add_argument("--prompt-mix", choices=["short", "long", "mixed"], default=None,
@@ -71,6 +66,26 @@ def _parser() -> _Parser:
     r.add_argument("--threads", type=_positive(int), default=None)
     r.add_argument("--warmup", type=int, default=1)
     r.add_argument("--format", choices=["json", "text"], default="json")
+
+
+def _parser() -> _Parser:
+    p = _Parser(prog="python -m probes", description="Live probes of inference engines.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    ls = sub.add_parser("list", help="each backend, whether it can run here, and why not")
+    ls.add_argument("--format", choices=["json", "text"], default="text")
+    r = sub.add_parser("run", help="measure one engine")
+    _common(r)
+    r.add_argument("--concurrency", type=_positive(int), default=1)
+    sw = sub.add_parser("sweep", help="measure one engine at rising concurrency, up to the SLA's knee")
+    _common(sw)
+    sw.add_argument("--concurrency", metavar="1,2,4,…", default=None,
+                    help="the levels (default 1,2,4,8,16,32,64)")
+    sw.add_argument("--until-sla", action="store_true",
+                    help="stop once p95 TTFT exceeds the target or goodput falls below the share")
+    sw.add_argument("--goodput-share", type=_positive(float), default=0.9,
+                    help="the share of requests within the TTFT target a level must reach (default 0.9)")
+    sw.add_argument("--max-concurrency", type=_positive(int), default=None,
+                    help="the plan's memory-bound maximum: no level above it")
     return p
 
 
@@ -165,17 +180,15 @@ def _interrupted(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
-def cmd_run(args) -> int:
+def _settings(args, concurrency: int):
     from probes.result import ProbeSettings
-    from probes.runner import run_probe
-
     from probes.validation import parse_input_tokens, settings_error, workload_error
 
     if args.engine == "endpoint" and not args.endpoint:
         raise UsageError("--engine endpoint needs --endpoint URL")
     if args.endpoint and args.engine != "endpoint":
         raise UsageError("--endpoint goes with --engine endpoint")
-    err = settings_error(args.engine, args.endpoint, args.requests, args.concurrency, args.max_tokens, args.timeout)
+    err = settings_error(args.engine, args.endpoint, args.requests, concurrency, args.max_tokens, args.timeout)
     if err:
         raise UsageError(err)
     mean = sd = None
@@ -191,12 +204,18 @@ def cmd_run(args) -> int:
     if err:
         raise UsageError(err)
     prompts = str(Path(args.prompts).resolve()) if args.prompts else None
-    settings = ProbeSettings(engine=args.engine, model=args.model, endpoint=args.endpoint, requests=args.requests,
-                             concurrency=args.concurrency, max_tokens=args.max_tokens,
-                             prompt_mix=args.prompt_mix or "mixed", ttft_target_ms=args.ttft_target_ms,
-                             timeout_s=args.timeout, threads=args.threads, warmup=max(0, args.warmup),
-                             seed=args.seed, input_tokens=mean, input_tokens_sd=sd, output_tokens=args.output_tokens,
-                             prompts_file=prompts, preset=args.preset)
+    return ProbeSettings(engine=args.engine, model=args.model, endpoint=args.endpoint, requests=args.requests,
+                         concurrency=concurrency, max_tokens=args.max_tokens,
+                         prompt_mix=args.prompt_mix or "mixed", ttft_target_ms=args.ttft_target_ms,
+                         timeout_s=args.timeout, threads=args.threads, warmup=max(0, args.warmup),
+                         seed=args.seed, input_tokens=mean, input_tokens_sd=sd, output_tokens=args.output_tokens,
+                         prompts_file=prompts, preset=args.preset)
+
+
+def cmd_run(args) -> int:
+    from probes.runner import run_probe
+
+    settings = _settings(args, args.concurrency)
     cancel = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGHUP):  # as Ctrl-C: run_probe kills the engine's process group
         signal.signal(sig, _interrupted)
@@ -210,10 +229,64 @@ def cmd_run(args) -> int:
     return EXIT[res.status]
 
 
+def _sweep_text(r) -> str:
+    p = lambda x: "-" if x is None else f"{x:g}"  # noqa: E731
+    lines = [f"{r.engine} on {r.device or '?'} — {r.model or ''}: {r.status}" + (f": {r.reason}" if r.reason else ""),
+             f"  {'conc':>5} {'ok':>4} {'err':>4} {'TTFT p50':>9} {'TTFT p95':>9} {'ITL p50':>8} {'tok/s':>8} "
+             f"{'goodput':>8}"]
+    for lv in r.levels:
+        lines.append(f"  {lv.concurrency:>5} {lv.requests_ok:>4} {lv.errors:>4} {p(lv.ttft_ms.p50):>9} "
+                     f"{p(lv.ttft_ms.p95):>9} {p(lv.itl_ms.p50):>8} {p(lv.output_tps_total):>8} "
+                     f"{'-' if lv.goodput is None else f'{lv.goodput:.0%}':>8}")
+    cap = "none (not even 1)" if r.capacity is None else str(r.capacity)
+    lines.append(f"  SLA capacity (goodput ≥ {r.goodput_share:.0%} within TTFT p95 ≤ {p(r.ttft_target_ms)} ms): "
+                 f"{cap} concurrent requests")
+    if r.plan_max_concurrency:
+        lines.append(f"  the plan's memory-bound maximum: {r.plan_max_concurrency}")
+    lines.append(f"  stopped: {r.stop_reason}")
+    return "\n".join(lines)
+
+
+def cmd_sweep(args) -> int:
+    from probes.sweep import levels_for, run_sweep
+
+    try:
+        levels = levels_for(args.concurrency, args.max_concurrency)
+    except ValueError:
+        raise UsageError(f"--concurrency must be a comma-separated list of whole numbers, got {args.concurrency!r}") \
+            from None
+    if not levels or levels[0] < 1 or levels[-1] > 1024:
+        raise UsageError("--concurrency levels must be between 1 and 1024")
+    if args.goodput_share > 1:
+        raise UsageError(f"--goodput-share is a share between 0 and 1, got {args.goodput_share:g}")
+    base = _settings(args, levels[0])
+    cancel = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _interrupted)
+    try:
+        res = run_sweep(base, levels, until_sla=args.until_sla, goodput_share=args.goodput_share,
+                        plan_max=args.max_concurrency, on_event=_SweepBar(), cancel=cancel)
+    except KeyboardInterrupt:
+        cancel.set()
+        print("\nerror: interrupted; the engine process was stopped", file=sys.stderr)
+        return 130
+    print(res.model_dump_json(indent=2) if args.format == "json" else _sweep_text(res))
+    return EXIT.get(res.status, 1)
+
+
+class _SweepBar(_Bar):
+    def __call__(self, ev: dict) -> None:
+        if ev.get("type") == "sweep":
+            print(f"level {ev['level'] + 1}/{ev['levels']}: concurrency {ev['concurrency']}", file=sys.stderr,
+                  flush=True)
+            return
+        super().__call__(ev)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
-        return {"list": cmd_list, "run": cmd_run}[args.command](args)
+        return {"list": cmd_list, "run": cmd_run, "sweep": cmd_sweep}[args.command](args)
     except UsageError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

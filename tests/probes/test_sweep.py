@@ -58,3 +58,51 @@ def test_a_real_llama_cpp_sweep():
     assert [lv.concurrency for lv in r.levels] == [1, 2] and r.capacity == 2
     assert all(lv.requests_ok >= 8 for lv in r.levels) and r.levels[0].ttft_ms.p95 > 0
     assert len(r.results) == 2 and r.results[1].settings.concurrency == 2
+
+
+def _cli(*args, timeout=600):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    return subprocess.run([sys.executable, "-m", "probes", "sweep", *args], cwd=Path(__file__).resolve().parents[2],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["--concurrency", "1,x"], "comma-separated"),
+    (["--concurrency", "0,2"], "between 1 and 1024"),
+    (["--goodput-share", "1.5"], "share between 0 and 1"),
+    (["--input-tokens", "abc"], "input tokens must be"),
+])
+def test_bad_sweep_arguments_are_one_line_exit_2(args, fragment):
+    p = _cli("--engine", "llama.cpp", *args, timeout=60)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and fragment in p.stderr, p.stderr
+
+
+@pytest.mark.slow
+def test_the_cli_sweeps_llama_cpp_until_the_sla_and_names_a_capacity():
+    import json
+
+    p = _cli("--engine", "llama.cpp", "--until-sla", "--ttft-target-ms", "1000", "--input-tokens", "64",
+             "--output-tokens", "16")
+    assert p.returncode == 0, p.stderr[-500:]
+    r = json.loads(p.stdout)
+    assert r["levels"][0]["concurrency"] == 1 and r["stop_reason"]
+    # one request at a time here: at some level the queue pushes p95 TTFT over the target, or every level ran
+    assert r["capacity"] is None or r["capacity"] >= 1
+    for lv, res in zip(r["levels"], r["results"]):
+        assert all(q["prompt_tokens"] in (63, 64, 65) and q["output_tokens"] == 16 for q in res["requests"]
+                   if q["status"] == "ok")
+
+
+@pytest.mark.slow
+def test_a_sweep_of_a_local_server_through_the_endpoint(llama_server):
+    import json
+
+    p = _cli("--engine", "endpoint", "--endpoint", llama_server, "--concurrency", "1,2", "--requests", "4",
+             "--output-tokens", "8", "--input-tokens", "32", "--ttft-target-ms", "60000")
+    assert p.returncode == 0, p.stderr[-500:]
+    r = json.loads(p.stdout)
+    assert [lv["concurrency"] for lv in r["levels"]] == [1, 2] and r["capacity"] == 2
+    assert all(lv["requests_ok"] >= 8 for lv in r["levels"])
