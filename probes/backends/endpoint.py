@@ -330,6 +330,10 @@ class EndpointBackend(Backend):
         cutter = getattr(self, "cutter", None)
         if cutter is not None:
             cutter.stop()
+        aux = getattr(self, "_aux", None)
+        if aux is not None:
+            aux.close()
+            self._aux = None
 
     def _note(self, key: str, text: str) -> None:
         with self._note_lock:
@@ -339,8 +343,11 @@ class EndpointBackend(Backend):
 
     # ------------------------------------------------------------------ the server's tokenizer
     def _post_json(self, path: str, payload: dict, cap: int = MAX_TOKENIZE_BYTES) -> tuple[int, object]:
-        """POST JSON, read at most `cap` bytes of the answer → (HTTP status, parsed JSON or None)."""
-        with self._client(1) as client, client.stream(
+        """POST JSON, read at most `cap` bytes of the answer → (HTTP status, parsed JSON or None). One kept-alive
+        connection serves every such call (fitting a prompt asks the tokenizer a few times)."""
+        if getattr(self, "_aux", None) is None:
+            self._aux = self._client(1)
+        with self._aux.stream(
                 "POST", f"{self.origin}{self.base}{path}", content=json.dumps(payload),
                 headers={"Content-Type": "application/json", "Accept": "application/json",
                          "Accept-Encoding": "identity"}) as r:
@@ -606,11 +613,14 @@ class EndpointBackend(Backend):
             out = run_clients(prompts, settings.concurrency, lambda i, p: self._request(client, i, p, settings),
                               on_done)
         if self.exact and any(r.prompt_tokens is None for r in out):  # after the timed run: no usage streamed
-            counted = 0
+            counted, seen = 0, {}
             try:
                 for r in out:
-                    if r.prompt_tokens is None and (n := self.exact_count(prompts[r.index].text)) is not None:
-                        r.prompt_tokens = n
+                    text = prompts[r.index].text
+                    if r.prompt_tokens is None and text not in seen:
+                        seen[text] = self.exact_count(text)
+                    if r.prompt_tokens is None and seen[text] is not None:
+                        r.prompt_tokens = seen[text]
                         counted += 1
             except ModelError as err:  # the measured records stand; their prompt length stays unknown
                 self.notes.append(f"prompt_tokens not counted after the run: {err}")
