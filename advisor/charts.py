@@ -268,3 +268,41 @@ def to_png(fig: go.Figure, width: int = PNG_WIDTH, height: int | None = None) ->
         return fig.to_image(format="png", width=width, height=height or fig.layout.height or 400, scale=2)
     except Exception:
         return None
+
+
+def sweep_charts(sweeps, target_ms: float | None, share: float, lang: str = "en",
+                 names: dict[str, str] | None = None) -> dict[str, go.Figure]:
+    """The side-by-side sweep: TTFT p95, goodput and output tok/s against concurrency, one line per engine
+    (the TTFT target and the goodput share drawn as lines). `sweeps` are probes.sweep.SweepResult."""
+    names = names or {}
+    figs = {k: go.Figure() for k in ("ttft", "goodput", "tps")}
+    xs_all: list[int] = []
+    for n, s in enumerate(sweeps):
+        lv = [x for x in s.levels if x.status == "ok"]
+        xs = [x.concurrency for x in lv]
+        xs_all += xs
+        style = dict(mode="lines+markers", name=names.get(s.engine, s.engine),
+                     line=dict(color=COLORS[n % len(COLORS)], width=2),
+                     marker=dict(symbol=MARKERS[n % len(MARKERS)], size=9, color=COLORS[n % len(COLORS)]))
+        figs["ttft"].add_trace(go.Scatter(x=xs, y=[x.ttft_ms.p95 for x in lv], **style))
+        figs["goodput"].add_trace(go.Scatter(x=xs, y=[(x.goodput or 0) * 100 for x in lv], **style))
+        figs["tps"].add_trace(go.Scatter(x=xs, y=[x.output_tps_total for x in lv], **style))
+    if target_ms:
+        figs["ttft"].add_hline(y=target_ms, line=dict(color="#C00000", dash="dash", width=2),
+                               annotation_text=_t("chart_sweep_target", lang, ms=f"{target_ms:g}"),
+                               annotation_position="top left")
+    figs["goodput"].add_hline(y=share * 100, line=dict(color="#C00000", dash="dash", width=2),
+                              annotation_text=_t("chart_sweep_share", lang, pct=f"{share:.0%}"),
+                              annotation_position="bottom left")
+    ticks = sorted(set(xs_all)) or [1]
+    x = lambda: _axis(_t("chart_axis_concurrency", lang), lang, log=True, tickvals=ticks,  # noqa: E731
+                      ticktext=[str(t) for t in ticks])
+    for k, fig in figs.items():
+        if not xs_all:
+            _no_data(fig, lang)
+    _style(figs["ttft"], _t("chart_sweep_ttft_title", lang), x(), _axis(_t("chart_axis_ms", lang), lang), height=360)
+    _style(figs["goodput"], _t("chart_sweep_goodput_title", lang), x(),
+           _axis(_t("chart_axis_goodput_pct", lang), lang, range=[0, 105]), height=340)
+    _style(figs["tps"], _t("chart_sweep_tps_title", lang), x(), _axis(_t("chart_axis_tps_total", lang), lang),
+           height=340)
+    return figs

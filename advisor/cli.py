@@ -41,6 +41,8 @@ def _parser() -> _Parser:
     rp = command("report", "write the decision report (.md or .pdf, by the extension of --out)", fmt=False,
                  probes="a result from `python -m probes run --format json` (repeatable)")
     rp.add_argument("--out", required=True, metavar="report.md|report.pdf")
+    rp.add_argument("--sweep", action="append", default=[], metavar="SWEEP.json",
+                    help="a `python -m probes sweep` result (repeatable: engines side by side)")
     return p
 
 
@@ -147,6 +149,25 @@ def _write(out, data: bytes) -> None:
         raise UsageError(f"--out: cannot write {str(out)!r} ({err.strerror or type(err).__name__})") from None
 
 
+def _load_sweep(path: str):
+    from pathlib import Path
+
+    from pydantic import ValidationError
+
+    from probes.sweep import SweepResult
+
+    p = Path(path)
+    if not p.is_file():
+        raise UsageError(f"sweep result not found (or not a regular file): {p}")
+    if p.stat().st_size > MAX_PROBE_BYTES:
+        raise UsageError(f"{p}: too large for a sweep result (at most {MAX_PROBE_BYTES >> 20} MB)")
+    try:
+        return SweepResult.model_validate_json(p.read_bytes())
+    except (ValidationError, ValueError) as err:
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise UsageError(f"{p}: not a sweep result JSON ({first})") from None
+
+
 def _load_probe(path: str):
     from pathlib import Path
 
@@ -175,13 +196,19 @@ def cmd_report(args, knowledge) -> int:
     out = _out_path(args.out)
     answers = load_answers(args.answers)
     results = [_load_probe(p) for p in args.probe]
+    sweeps = [_load_sweep(p) for p in args.sweep]
     hardware = _hardware_for(answers, knowledge)
     spec, machine = _inputs(answers, knowledge)
     rec = recommend(answers, hardware, knowledge, lang=args.lang, spec=spec, machine=machine)
     checks = _checks(results, knowledge, args.lang)
-    images, files = chart_images(rec, results, args.lang, checks) if out.suffix.lower() == ".pdf" else ({}, {})
+    images, files = (chart_images(rec, results, args.lang, checks, sweeps=sweeps,
+                                  ttft_target_ms=float(answers.ttft_p95_ms))
+                     if out.suffix.lower() == ".pdf" else ({}, {}))
+    from advisor.hardware import detect
+
     md = build_markdown(answers, hardware, rec, results, knowledge, args.lang, images=images,
-                        answers_file=args.answers, probe_files=args.probe, checks=checks)
+                        answers_file=args.answers, probe_files=args.probe, checks=checks, sweeps=sweeps,
+                        cores=detect(knowledge).cpu.usable_cores if sweeps else None)
     try:
         data = md.encode("utf-8") if out.suffix.lower() == ".md" else markdown_to_pdf(md, files)
     except ReportError as err:

@@ -12,9 +12,12 @@ from contextlib import closing
 from pathlib import Path
 
 from probes.result import ProbeResult
+from probes.sweep import SweepResult
 
 SCHEMA = ("CREATE TABLE IF NOT EXISTS runs (id INTEGER PRIMARY KEY AUTOINCREMENT, created REAL, "
           "engine TEXT, status TEXT, result TEXT)")
+SWEEP_SCHEMA = ("CREATE TABLE IF NOT EXISTS sweeps (id INTEGER PRIMARY KEY AUTOINCREMENT, created REAL, "
+                "grp TEXT, engine TEXT, result TEXT)")
 COLUMNS = {"id", "created", "engine", "status", "result"}
 MAX_RESULT_BYTES = 16 * 2**20  # a row larger than this was not written by us
 
@@ -55,6 +58,7 @@ def _open(path: Path | None = None, retry: bool = True) -> sqlite3.Connection:
         c = sqlite3.connect(p, timeout=10)
         try:
             c.execute(SCHEMA)
+            c.execute(SWEEP_SCHEMA)
             cols = {row[1] for row in c.execute("PRAGMA table_info(runs)")}
             if not COLUMNS <= cols:
                 raise sqlite3.DatabaseError(f"table 'runs' has other columns: {', '.join(sorted(cols))}")
@@ -103,4 +107,35 @@ def list_runs(limit: int = 50, path: Path | None = None) -> list[tuple[int, floa
             out.append((int(rid), float(created or 0), ProbeResult.model_validate_json(blob)))
         except (ValueError, TypeError):
             continue  # a row from an incompatible version: skip, don't crash the page
+    return out
+
+
+def save_sweep(sweep: SweepResult, group: str, path: Path | None = None) -> int:
+    """A sweep's summary (its levels' full results are runs of their own, named by `run_ids`); one group per job."""
+    try:
+        with closing(_open(path)) as c, c:
+            blob = sweep.model_copy(update={"results": []}).model_dump_json()
+            cur = c.execute("INSERT INTO sweeps (created, grp, engine, result) VALUES (?, ?, ?, ?)",
+                            (time.time(), group, sweep.engine, blob))
+            return int(cur.lastrowid)
+    except sqlite3.Error as err:
+        raise HistoryError(f"the sweep could not be saved: {err}") from None
+
+
+def list_sweeps(limit: int = 50, path: Path | None = None) -> list[tuple[int, str, SweepResult]]:
+    """Newest first, as (id, group, sweep). Never raises, like list_runs."""
+    try:
+        with closing(_open(path)) as c:
+            rows = c.execute("SELECT id, grp, result FROM sweeps ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
+    except (sqlite3.Error, HistoryError) as err:
+        NOTICES.append(str(err))
+        return []
+    out = []
+    for sid, grp, blob in rows:
+        if not isinstance(blob, (str, bytes)) or len(blob) > MAX_RESULT_BYTES:
+            continue
+        try:
+            out.append((int(sid), str(grp), SweepResult.model_validate_json(blob)))
+        except (ValueError, TypeError):
+            continue
     return out

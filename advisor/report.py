@@ -128,7 +128,8 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendation, results: list[ProbeResult],
                    knowledge: Knowledge, lang: str = "en", images: dict[str, ChartImage] | None = None,
                    answers_file: str = "answers.yaml", probe_files: list[str] | None = None,
-                   checks: list | None = None, run_ids: list[int] | None = None) -> str:
+                   checks: list | None = None, run_ids: list[int] | None = None, sweeps: list | None = None,
+                   cores: int | None = None) -> str:
     """checks: advisor.planner.probe_check results (predicted vs measured) for local probes.
     run_ids: the history id of each result (same order): runs are labelled "#<id> <engine>" and the reproduce line
     names them probe-<id>.json (the Probe page's download names); without it runs are #1, #2, … and the reproduce
@@ -232,6 +233,22 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
         out += [f"- {_txt(e.engine)}: {_txt(e.text)}" for e in v.engines if e.measured]
         out.append("")
     # caveats
+    if sweeps:
+        from advisor.capacity_check import check_capacity
+
+        v = check_capacity(sweeps, answers.concurrency, rec.top.engine if rec.top else None, knowledge, lang,
+                           cores=cores, gpu_price=answers.gpu_usd_per_hour, core_price=answers.cpu_core_usd_per_hour)
+        out += ["", f"## {s('cap_title')}", "", f"**{_txt(v.summary)}**", ""]
+        out += [f"- {_txt(line)}" for line in v.lines] + [""]
+        r1 = lambda x: "—" if x is None else f"{x:,.1f}"  # noqa: E731
+        out += _table(s("cap_cols").split("|"), [
+            [_cell(r.name), "—" if r.capacity is None else str(r.capacity), str(answers.concurrency),
+             r1(r.ttft_p95_ms), r1(r.output_tps), "—" if r.usd_per_m_tokens is None else f"${r.usd_per_m_tokens:,.3f}",
+             "—" if r.plan_max_concurrency is None else str(r.plan_max_concurrency), _cell(r.stop_reason or "")]
+            for r in v.rows])
+        out += ["", s("ui_sweep_cost_note"), ""]
+        for key in ("sweep_ttft", "sweep_goodput", "sweep_tps"):
+            out += _figure(images, key)
     out += [f"## {s('report_caveats')}", "", f"- {s('report_caveat_scores')}", f"- {s('report_caveat_model')}",
             f"- {s('report_caveat_claims')}"]
     out += ["", f"### {s('report_claims')}", ""]
@@ -449,7 +466,8 @@ def _place_image(pdf, data: bytes) -> None:
 
 
 def chart_figures(rec: Recommendation, results: list[ProbeResult], lang: str, checks: list | None = None,
-                  names: dict[str, str] | None = None, run_ids: list[int] | None = None) -> dict:
+                  names: dict[str, str] | None = None, run_ids: list[int] | None = None, sweeps: list | None = None,
+                  ttft_target_ms: float | None = None) -> dict:
     """The report's charts as Plotly figures, by name (the same figures the browser shows)."""
     from advisor.charts import (concurrency_chart, latency_chart, memory_chart, ranking_chart, roofline_chart,
                                 throughput_chart)
@@ -465,12 +483,18 @@ def chart_figures(rec: Recommendation, results: list[ProbeResult], lang: str, ch
         rs, labs = [r for r, _ in ok], [lab for _, lab in ok]
         figs.update(ttft=latency_chart(rs, "ttft", lang, labels=labs), itl=latency_chart(rs, "itl", lang, labels=labs),
                     throughput=throughput_chart(rs, lang, labels=labs))
+    if sweeps:
+        from advisor.charts import sweep_charts
+
+        names = names or {r.engine: r.name for r in [*rec.ranking, *rec.excluded]}
+        sw = sweep_charts(sweeps, ttft_target_ms, sweeps[0].goodput_share, lang, names)
+        figs.update({f"sweep_{k}": f for k, f in sw.items()})
     return figs
 
 
 def chart_images(rec: Recommendation, results: list[ProbeResult], lang: str, checks: list | None = None,
-                 names: dict[str, str] | None = None,
-                 run_ids: list[int] | None = None) -> tuple[dict[str, ChartImage], dict[str, bytes]]:
+                 names: dict[str, str] | None = None, run_ids: list[int] | None = None, sweeps: list | None = None,
+                 ttft_target_ms: float | None = None) -> tuple[dict[str, ChartImage], dict[str, bytes]]:
     """The report's charts as PNG: ({name: ChartImage} for build_markdown, {file name: bytes} for the PDF).
     A chart that cannot be exported (no headless browser) is left out. run_ids: as for build_markdown."""
     from advisor.charts import to_png
@@ -478,7 +502,7 @@ def chart_images(rec: Recommendation, results: list[ProbeResult], lang: str, che
 
     k = load_knowledge()
     images, files = {}, {}
-    for name, fig in chart_figures(rec, results, lang, checks, names, run_ids).items():
+    for name, fig in chart_figures(rec, results, lang, checks, names, run_ids, sweeps, ttft_target_ms).items():
         png = to_png(fig)
         if png:
             x, y = (_TAG.sub(" ", ax.title.text or "").strip() for ax in (fig.layout.xaxis, fig.layout.yaxis))

@@ -92,6 +92,11 @@ else:
     for key, value in (("probe_mode", mode), drawn, ("probe_requests", reqs), ("probe_concurrency", conc),
                        ("probe_tokens", toks)):
         ss[f"{key}_v"] = value
+    sweep_on = st.checkbox(T("ui_sweep_mode"), key=kept("probe_sweep", False))
+    ss["probe_sweep_v"] = sweep_on
+    if sweep_on:
+        levels_text = st.text_input(T("ui_sweep_levels"), key=kept("probe_levels", "1,2,4,8"), max_chars=100)
+        ss["probe_levels_v"] = levels_text
     target, here = target_device(a, hw, k, L), target_device(a.model_copy(update={"hardware": None}), hw, k, L)
     if mode == "local" and target and here and (target.kind != here.kind or target.gpu_id != here.gpu_id):
         st.info(T("ui_probe_elsewhere", here=here.label, target=target.label), icon="ℹ️")
@@ -99,15 +104,29 @@ else:
         problems = [settings_error(e, endpoint.strip() or None, int(reqs), int(conc), int(toks), 600.0)
                     for e in engines] if engines else [T("ui_pick_an_engine")]
         problems = [p for p in problems if p]
+        levels = None
+        if sweep_on:
+            try:
+                levels = sorted({int(x) for x in levels_text.split(",") if x.strip()})
+                if not levels or levels[0] < 1 or levels[-1] > 256:
+                    raise ValueError
+            except ValueError:
+                problems.append(T("ui_sweep_levels_bad", got=levels_text[:100]))
         if problems:
             for p in dict.fromkeys(problems):
                 st.error(p)
         else:
             settings = [ProbeSettings(engine=e, model=model.strip() or None, endpoint=endpoint.strip() or None,
                                       requests=int(reqs), concurrency=int(conc), max_tokens=int(toks),
-                                      prompt_mix=a.prompt_mix, ttft_target_ms=float(a.ttft_p95_ms), timeout_s=600)
+                                      prompt_mix=a.prompt_mix, ttft_target_ms=float(a.ttft_p95_ms), timeout_s=600,
+                                      input_tokens=a.model.input_tokens, output_tokens=a.model.output_tokens)
                         for e in engines]
-            started = board.start(settings, on_result=history.save)
+            sweep = None
+            if levels:
+                plan_max = {e: p.max_concurrency for e, p in rec.plan.engines.items()
+                            if p.max_concurrency and a.hardware is None}  # the plan is for this machine only then
+                sweep = {"levels": levels, "until_sla": True, "goodput_share": 0.9, "plan_max": plan_max}
+            started = board.start(settings, on_result=history.save, sweep=sweep, on_sweep=history.save_sweep)
             if started is None:
                 st.warning(T("ui_probe_running"))
             else:
@@ -127,6 +146,42 @@ if done is not None and not done.running:
             st.download_button(T("ui_download_json", run=run_label(None, r.engine)), r.model_dump_json(indent=2),
                                file_name=f"probe-{r.engine}-unsaved.json", mime="application/json",
                                key=f"dl_unsaved_{done.id}_{i}")
+def _sweep_section() -> None:
+    """The measured capacity: the latest (or chosen) group of sweeps, side by side, against Q1 and with cost."""
+    from advisor.capacity_check import check_capacity
+    from advisor.charts import sweep_charts
+
+    sweeps = history.list_sweeps()
+    if not sweeps:
+        return
+    groups = list(dict.fromkeys(g for _, g, _ in sweeps))
+    st.subheader(T("cap_title"))
+    labels = {g: " + ".join(sorted({sw.engine for _, gg, sw in sweeps if gg == g})) + f" · {g.split('-')[1]}"
+              for g in groups}
+    grp = st.selectbox(T("ui_sweep_pick"), groups, format_func=labels.get, key="sweep_group")
+    ss["report_sweep"] = grp
+    chosen = [sw for _, g, sw in reversed(sweeps) if g == grp]
+    names = {e.id: e.name for e in k.engines.values()}
+    share = chosen[0].goodput_share if chosen else 0.9
+    figs = sweep_charts(chosen, float(a.ttft_p95_ms), share, L, names)
+    st.plotly_chart(figs["ttft"], key="sweep_ttft")
+    c1, c2 = st.columns(2)
+    c1.plotly_chart(figs["goodput"], key="sweep_goodput")
+    c2.plotly_chart(figs["tps"], key="sweep_tps")
+    v = check_capacity(chosen, a.concurrency, rec.top.engine if rec.top else None, k, L,
+                       cores=hw.cpu.usable_cores, gpu_price=a.gpu_usd_per_hour, core_price=a.cpu_core_usd_per_hour)
+    (st.warning if v.changes_advice else st.info)(v.summary)
+    for line in v.lines:
+        st.markdown(f"- {line}")
+    cols = T("cap_cols").split("|")
+    r1 = lambda x: None if x is None else round(x, 1)  # noqa: E731
+    st.dataframe([dict(zip(cols, [r.name, r.capacity, a.concurrency, r1(r.ttft_p95_ms), r1(r.output_tps),
+                                  None if r.usd_per_m_tokens is None else round(r.usd_per_m_tokens, 3),
+                                  r.plan_max_concurrency, r.stop_reason or ""])) for r in v.rows],
+                 hide_index=True, key="sweep_table")
+    st.caption(T("ui_sweep_cost_note"))
+
+
 # ---------------------------------------------------------------- results
 runs = history.list_runs()  # first: what it finds wrong with the database is shown just below
 for note in dict.fromkeys(history.NOTICES):
@@ -185,6 +240,8 @@ if runs:
                 for e in v.engines:
                     if e.measured:
                         st.markdown(f"- **{e.engine}**: {e.text}")
+    if job is None:  # the plan (rec) is only built when no probe is running
+        _sweep_section()
     with st.expander(T("ui_history")):
         st.dataframe([{T("col_run"): run_label(rid, r.engine), T("col_status"): status_label(r.status),
                        T("col_started"): (r.started_at or "")[:19], T("col_ttft_p95"): None if r.ttft_ms.p95 is None

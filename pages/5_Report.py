@@ -27,7 +27,11 @@ history.NOTICES.clear()
 run_ids = [rid for rid in picked if rid in by_id]
 results = [by_id[rid] for rid in run_ids]
 checks = [c for c in (check_probe(r, k, hardware(), machine(), L) for r in results) if c is not None]
-md = build_markdown(a, hw, rec, results, k, L, answers_file="answers.yaml", checks=checks, run_ids=run_ids)
+grp = ss.get("report_sweep")  # the sweep group picked on the Probe page (the latest one there by default)
+sweeps = [sw for _, g, sw in reversed(history.list_sweeps()) if g == grp] if grp else []
+cores = hardware().cpu.usable_cores
+md = build_markdown(a, hw, rec, results, k, L, answers_file="answers.yaml", checks=checks, run_ids=run_ids,
+                    sweeps=sweeps, cores=cores)
 
 c1, c2, c3 = st.columns(3)
 c1.download_button(T("ui_download_md"), md.encode("utf-8"), file_name=f"report-{L}.md", mime="text/markdown",
@@ -35,17 +39,18 @@ c1.download_button(T("ui_download_md"), md.encode("utf-8"), file_name=f"report-{
 c3.download_button(T("ui_download_answers"), dump_answers(a), file_name="answers.yaml", mime="application/x-yaml",
                    key="dl_answers_r")
 # what the report depends on (not the Markdown itself: its "generated at" minute changes between reruns)
-pdf_key = (L, a.model_dump_json(), tuple(run_ids), spec_error)
+pdf_key = (L, a.model_dump_json(), tuple(run_ids), spec_error, grp)
 if ss.get("pdf_for") == pdf_key and ss.get("pdf_bytes"):
     c2.download_button(T("ui_download_pdf"), ss["pdf_bytes"], file_name=f"report-{L}.pdf", mime="application/pdf",
                        key="dl_pdf", type="primary")
 elif c2.button(T("ui_build_pdf"), key="build_pdf"):
     with st.spinner(T("ui_building_pdf")):
         try:
-            images, files = chart_images(rec, results, L, checks, run_ids=run_ids)
+            images, files = chart_images(rec, results, L, checks, run_ids=run_ids, sweeps=sweeps,
+                                         ttft_target_ms=float(a.ttft_p95_ms))
             ss["pdf_bytes"] = markdown_to_pdf(build_markdown(a, hw, rec, results, k, L, images=images,
                                                              answers_file="answers.yaml", checks=checks,
-                                                             run_ids=run_ids), files)
+                                                             run_ids=run_ids, sweeps=sweeps, cores=cores), files)
             ss["pdf_for"] = pdf_key
             ss.pop("pdf_error", None)
         except ReportError as err:

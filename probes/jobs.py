@@ -15,16 +15,22 @@ from typing import Callable
 
 from probes.result import ProbeResult, ProbeSettings
 from probes.runner import run_probe
+from probes.sweep import SweepResult
 
 _IDS = itertools.count(1)
 
 
 class ProbeJob:
     def __init__(self, settings: list[ProbeSettings],
-                 on_result: Callable[[ProbeResult], int | None] | None = None) -> None:
+                 on_result: Callable[[ProbeResult], int | None] | None = None, sweep: dict | None = None,
+                 on_sweep: Callable[[SweepResult, str], int | None] | None = None) -> None:
         self.id = next(_IDS)
         self.settings = settings
         self.on_result = on_result
+        self.sweep = sweep  # {"levels": [...], "until_sla": bool, "goodput_share": float}: a sweep per engine
+        self.on_sweep = on_sweep
+        self.sweeps: list[SweepResult] = []
+        self.group = f"job-{self.id}-{int(time.time())}"
         self.cancel = threading.Event()
         self.results: list[ProbeResult] = []
         self.run_ids: list[int | None] = []  # what on_result returned (a history id), per result
@@ -57,23 +63,51 @@ class ProbeJob:
                     break
                 self.index, self.current, self.phase, self.message = i, s.engine, "start", ""
                 self.done_requests, self.total_requests = 0, s.requests
-                try:
-                    res = run_probe(s, on_event=self._event, cancel=self.cancel)
-                except Exception as err:  # noqa: BLE001 (a job must always end and say why)
-                    res = ProbeResult(engine=s.engine, status="error", settings=s,
-                                      reason=f"the probe could not start: {type(err).__name__}: {err}"[:500])
-                self.results.append(res)
-                rid = None
-                if self.on_result is not None:
-                    try:
-                        rid = self.on_result(res)
-                    except Exception as err:  # noqa: BLE001 (the result stays in the job, downloadable)
-                        self.save_errors.append(f"{type(err).__name__}: {err}"[:300])
-                self.run_ids.append(rid)
+                if self.sweep is not None:
+                    self._sweep_one(s)
+                    continue
+                self._probe(s)
         finally:
             self.phase = "done"
             self.ended = time.time()
             self.finished.set()
+
+    def _probe(self, s: ProbeSettings, on_event=None, cancel=None) -> ProbeResult:
+        try:
+            res = run_probe(s, on_event=on_event or self._event, cancel=cancel or self.cancel)
+        except Exception as err:  # noqa: BLE001 (a job must always end and say why)
+            res = ProbeResult(engine=s.engine, status="error", settings=s,
+                              reason=f"the probe could not start: {type(err).__name__}: {err}"[:500])
+        self.results.append(res)
+        rid = None
+        if self.on_result is not None:
+            try:
+                rid = self.on_result(res)
+            except Exception as err:  # noqa: BLE001 (the result stays in the job, downloadable)
+                self.save_errors.append(f"{type(err).__name__}: {err}"[:300])
+        self.run_ids.append(rid)
+        return res
+
+    def _sweep_one(self, s: ProbeSettings) -> None:
+        from probes.sweep import run_sweep
+
+        sw = self.sweep or {}
+        first = len(self.run_ids)
+        try:
+            out = run_sweep(s, list(sw.get("levels") or [1, 2, 4, 8]), until_sla=bool(sw.get("until_sla", True)),
+                            goodput_share=float(sw.get("goodput_share", 0.9)), plan_max=sw.get("plan_max", {}).get(
+                                s.engine) if isinstance(sw.get("plan_max"), dict) else None,
+                            on_event=self._event, cancel=self.cancel,
+                            runner=lambda st, on_event=None, cancel=None: self._probe(st, on_event, cancel))
+        except Exception as err:  # noqa: BLE001
+            out = SweepResult(engine=s.engine, status="error", reason=f"{type(err).__name__}: {err}"[:500])
+        out.run_ids = self.run_ids[first:]
+        self.sweeps.append(out)
+        if self.on_sweep is not None:
+            try:
+                self.on_sweep(out, self.group)
+            except Exception as err:  # noqa: BLE001
+                self.save_errors.append(f"{type(err).__name__}: {err}"[:300])
 
     @property
     def running(self) -> bool:
@@ -85,7 +119,8 @@ class ProbeJob:
         if self.finished.is_set():
             return 1.0
         part = self.done_requests / self.total_requests if self.total_requests else 0.0
-        return min(1.0, (len(self.results) + part) / n)
+        done = len(self.sweeps) if self.sweep is not None else len(self.results)
+        return min(1.0, (done + part) / n)
 
 
 class JobBoard:
@@ -106,12 +141,13 @@ class JobBoard:
         return self.current is not None
 
     def start(self, settings: list[ProbeSettings],
-              on_result: Callable[[ProbeResult], int | None] | None = None) -> ProbeJob | None:
-        """None when a job is running (the caller says so)."""
+              on_result: Callable[[ProbeResult], int | None] | None = None, sweep: dict | None = None,
+              on_sweep: Callable[[SweepResult, str], int | None] | None = None) -> ProbeJob | None:
+        """None when a job is running (the caller says so). With `sweep`, each engine is swept over its levels."""
         with self._lock:
             if self.busy():
                 return None
-            job = ProbeJob(settings, on_result)
+            job = ProbeJob(settings, on_result, sweep, on_sweep)
             self.jobs = [*self.jobs[-(self.KEEP - 1):], job]
             job._thread.start()
             return job

@@ -55,6 +55,7 @@ class SweepResult(BaseModel):
     started_at: str | None = None
     duration_s: float | None = None
     results: list[ProbeResult] = Field(default_factory=list)  # every level's full result (raw timestamps)
+    run_ids: list[int | None] = Field(default_factory=list)  # where the UI saved each level's result (history)
 
 
 def levels_for(spec: str | None, plan_max: int | None = None) -> list[int]:
