@@ -352,3 +352,46 @@ def test_an_open_tab_on_every_page_costs_no_cpu(browser, server):
     used = (after.user - before.user) + (after.system - before.system)
     ctx.close()
     assert used / 10 < 0.05, f"the idle server used {used / 10:.1%} of a core with {len(tabs)} tabs open"
+
+
+def test_a_two_engine_sweep_side_by_side_and_in_the_report(page, server):
+    """Two engines swept over concurrency 1 and 2 (small settings): the side-by-side charts, the capacity against
+    Q1, and the report's sweep section in the downloaded Markdown."""
+    from playwright.sync_api import expect
+
+    url, _ = server
+    page.goto(url + "/probe")
+    _settle(page)
+    box = page.get_by_role("combobox", name="Engines to measure")
+    for engine in ("llama.cpp", "onnxruntime"):
+        box.click()
+        page.wait_for_timeout(500)
+        option = page.get_by_role("option", name=engine, exact=True)
+        if option.count():  # not yet chosen (a chosen engine is no longer offered)
+            option.first.click()
+            _settle(page, 300)
+        page.keyboard.press("Escape")
+    for label, value in (("Output tokens per request", "8"),):
+        f = page.get_by_label(label)
+        f.fill(value)
+        f.press("Enter")
+        _settle(page, 200)
+    page.get_by_text("Sweep concurrency up to the SLA").click()
+    _settle(page, 300)
+    levels = page.get_by_label("Concurrency levels")
+    levels.fill("1,2")
+    levels.press("Enter")
+    _settle(page, 300)
+    page.get_by_role("button", name="Run the live probe").click()
+    expect(page.get_by_role("heading", name="Measured capacity (concurrency sweep)")).to_be_visible(timeout=480_000)
+    expect(page.get_by_text(re.compile(r"llama\.cpp meets p95|llama\.cpp does not meet"))).to_be_visible()
+    expect(page.get_by_text(re.compile(r"ONNX Runtime meets p95|ONNX Runtime does not meet"))).to_be_visible()
+    page.wait_for_timeout(800)
+    page.screenshot(path=str(ARTIFACTS / "j9-sweep.png"), full_page=True)
+    page.get_by_role("button", name="Go to the report").click()
+    _settle(page)
+    with page.expect_download() as d:
+        page.get_by_role("button", name="Download report (.md)").click()
+    md = Path(d.value.path()).read_text(encoding="utf-8")
+    assert "## Measured capacity (concurrency sweep)" in md
+    assert "| llama.cpp |" in md and "| ONNX Runtime |" in md
