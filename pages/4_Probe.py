@@ -125,7 +125,10 @@ else:
             if levels:
                 plan_max = {e: p.max_concurrency for e, p in rec.plan.engines.items()
                             if p.max_concurrency and a.hardware is None}  # the plan is for this machine only then
-                sweep = {"levels": levels, "until_sla": True, "goodput_share": 0.9, "plan_max": plan_max}
+                plan_total = {e: p.decode_tps_total_upper_bound for e, p in rec.plan.engines.items()
+                              if p.decode_tps_total_upper_bound and a.hardware is None}
+                sweep = {"levels": levels, "until_sla": True, "goodput_share": 0.9, "plan_max": plan_max,
+                         "plan_total": plan_total}
             started = board.start(settings, on_result=history.save, sweep=sweep, on_sweep=history.save_sweep)
             if started is None:
                 st.warning(T("ui_probe_running"))

@@ -102,6 +102,8 @@ class ProbeJob:
         except Exception as err:  # noqa: BLE001
             out = SweepResult(engine=s.engine, status="error", reason=f"{type(err).__name__}: {err}"[:500])
         out.run_ids = self.run_ids[first:]
+        totals = sw.get("plan_total") if isinstance(sw.get("plan_total"), dict) else {}
+        out.plan_decode_total_bound = totals.get(s.engine)
         self.sweeps.append(out)
         if self.on_sweep is not None:
             try:
