@@ -154,7 +154,7 @@ def _load_sweep(path: str):
 
     from pydantic import ValidationError
 
-    from probes.sweep import SweepResult
+    from probes.sweep_result import SweepResult
 
     p = Path(path)
     if not p.is_file():

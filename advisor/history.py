@@ -12,7 +12,7 @@ from contextlib import closing
 from pathlib import Path
 
 from probes.result import ProbeResult
-from probes.sweep import SweepResult
+from probes.sweep_result import SweepResult
 
 SCHEMA = ("CREATE TABLE IF NOT EXISTS runs (id INTEGER PRIMARY KEY AUTOINCREMENT, created REAL, "
           "engine TEXT, status TEXT, result TEXT)")

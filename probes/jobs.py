@@ -15,7 +15,7 @@ from typing import Callable
 
 from probes.result import ProbeResult, ProbeSettings
 from probes.runner import run_probe
-from probes.sweep import SweepResult
+from probes.sweep_result import SweepResult
 
 _IDS = itertools.count(1)
 

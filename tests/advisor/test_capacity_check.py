@@ -10,7 +10,7 @@ import pytest
 from advisor.capacity_check import check_capacity
 from advisor.knowledge import load_knowledge
 from probes.result import Percentiles
-from probes.sweep import SweepLevel, SweepResult
+from probes.sweep_result import SweepLevel, SweepResult
 
 K = load_knowledge()
 ROOT = Path(__file__).resolve().parents[2]

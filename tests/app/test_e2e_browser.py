@@ -240,7 +240,7 @@ def _start_probe(page, url: str, requests: int, tokens: int) -> None:
     page.goto(url + "/probe")
     _settle(page)
     for label, value in (("Requests", str(requests)), ("Output tokens per request", str(tokens)), ("Concurrency", "1")):
-        f = page.get_by_label(label)
+        f = page.get_by_label(label, exact=True)
         f.fill(value)
         f.press("Enter")
         _settle(page, 200)
@@ -372,7 +372,7 @@ def test_a_two_engine_sweep_side_by_side_and_in_the_report(page, server):
             _settle(page, 300)
         page.keyboard.press("Escape")
     for label, value in (("Output tokens per request", "8"),):
-        f = page.get_by_label(label)
+        f = page.get_by_label(label, exact=True)
         f.fill(value)
         f.press("Enter")
         _settle(page, 200)
