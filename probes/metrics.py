@@ -18,6 +18,22 @@ count the other two.
 - goodput: share of all measured requests (ok, incomplete and error alike) that finished ok and whose
   TTFT ≤ target.
 Percentiles use linear interpolation between closest ranks (numpy's default "linear" method).
+
+Against GuideLLM (0.8.1, checked in its source; `bench/guidellm_compare.py` runs both on one server):
+- TTFT: the same span up to where it starts: GuideLLM's `request_start` is the first write of the request's
+  headers, ours the moment the request goes to the HTTP client (connection set-up included; nil on a kept-alive
+  loopback connection), both → the first streamed chunk with text.
+- ITL: GuideLLM takes one value per request, (t_last − t_first) / (n − 1), and its percentiles are over those
+  per-request means (weighted by n − 1); ours pool every gap. Under jitter the pooled median sits below the
+  mean gap. Our figure closest to GuideLLM's ITL median is 1000 / decode tokens/s per request p50.
+- TPOT (GuideLLM only): (t_last − request start) / n, so it includes TTFT; it is not our ITL.
+- output tokens/s: GuideLLM's "mean" of `output_tokens_per_second` is a time-weighted rate over its first
+  request start → last request end, i.e. our total output tokens/s; its "median" is a median of local rates
+  and has no counterpart here.
+- tokens: both count streamed chunks with text when the server reports no usage; GuideLLM uses the usage
+  count when there is one.
+- percentiles: GuideLLM's are the lower nearest rank (no interpolation): with an even count its median is the
+  lower of the two middle values, ours their mean.
 """
 from __future__ import annotations
 
