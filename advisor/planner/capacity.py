@@ -34,6 +34,11 @@ class Workload:
     kv_cache_dtype: str = "auto"  # answers model.kv_cache_dtype: auto (the engine's default) | fp16 | bf16 | fp8 | int8
 
 
+def _sig3(x: float | None) -> float | None:
+    """Three significant digits: a bound of 0.004 ms stays above 0 (two decimals would print it as 0.0)."""
+    return None if x is None else float(f"{x:.3g}")
+
+
 def _r(x: float | None, nd: int = 2) -> float | None:
     return None if x is None else round(x, nd)
 
@@ -558,7 +563,7 @@ def _plan(c: _Calc, options: list[PlanOption], detail: bool = True) -> EnginePla
         fits=c.fits, loads=c.loads(), headroom_gib=None if c.available_gib is None else _r(c.available_gib - c.total_gib, 3),
         max_concurrency=c.max_concurrency(), max_context_tokens=c.max_context(), offload_layers=c.offload_layers,
         decode_tps_upper_bound=_r(one, 1), decode_tps_total_upper_bound=_r(c.decode_total_bound(one), 1),
-        ttft_ms_lower_bound=_r(c.ttft_bound(), 2), prompt_tokens=c.wl.prompt_tokens, options=options,
+        ttft_ms_lower_bound=_sig3(c.ttft_bound()), prompt_tokens=c.wl.prompt_tokens, options=options,
         assumptions=_assumptions(c) if detail else [])
 
 
