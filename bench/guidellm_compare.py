@@ -57,6 +57,7 @@ GUIDELLM_VERSION = "0.8.1"
 MODEL_ALIAS = "smollm2-135m"
 SERVER_CORE, CLIENT_CORE = "0", "1"
 EOG_BIAS = {"0": -100, "2": -100, "4": -100}  # SmolLM2: <|endoftext|>, <|im_end|>, <reponame> (end-of-generation)
+SEED = 1234  # our probe's prompts (their openings decide how much of each prompt the server reuses)
 OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
 
 
@@ -107,7 +108,7 @@ def tokenizer_dir(venv: Path, gguf: Path) -> Path:
     return out
 
 
-def chat_shared_prefix(venv: Path, tok: Path, requests: int, seed: int = 1234) -> int:
+def chat_shared_prefix(venv: Path, tok: Path, requests: int, seed: int = SEED) -> int:
     """Tokens that each of our probe's chat prompts shares with the one before it (the chat template's system
     turn and the opening's first words), which llama-cpp-python's server reuses from its KV cache: the median over
     consecutive openings, counted in the GGUF's own tokenizer after its chat template."""
@@ -152,7 +153,7 @@ def start_server(gguf: Path, log_path: Path) -> tuple[subprocess.Popen, str]:
 
 def warm_up(url: str, n_in: int) -> None:
     """One untimed request with a prompt of about `n_in` tokens, as our probe sends before its own run: the
-    server's first long prompt after a short one is slow (about 2× TTFT and decode here)."""
+    server's first long prompt after a short one was slow here (TTFT and decode ms/token about 2×)."""
     prompt = "Warm-up. " + " ".join(["the cat sat on the mat"] * max(1, n_in // 6))
     body = json.dumps({"model": MODEL_ALIAS, "prompt": prompt, "max_tokens": 8, "temperature": 0}).encode()
     req = urllib.request.Request(url + "/v1/completions", data=body, headers={"Content-Type": "application/json"})
@@ -241,7 +242,7 @@ def run_guidellm(venv: Path, tok: Path, url: str, concurrency: int, requests: in
 def run_ours(url: str, concurrency: int, requests: int, n_in: int, n_out: int) -> dict:
     cmd = ["taskset", "-c", CLIENT_CORE, sys.executable, "-m", "probes", "run", "--engine", "endpoint",
            "--endpoint", url, "--input-tokens", str(n_in), "--output-tokens", str(n_out), "--concurrency",
-           str(concurrency), "--requests", str(requests), "--format", "json"]
+           str(concurrency), "--requests", str(requests), "--seed", str(SEED), "--format", "json"]
     p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     try:
         r = json.loads(p.stdout)
