@@ -343,9 +343,9 @@ def llama_cpu_build_on_gpu_machine(hw) -> str | None:
     offload = _llama_offload()
     if offload is not False:
         return None
-    from probes.cli import REBUILD_LLAMA_CUDA
+    from probes.install_plan import REBUILD_LLAMA
 
-    return T("ui_llama_cpu_build", cmd=REBUILD_LLAMA_CUDA)
+    return T("ui_llama_cpu_build", cmd=REBUILD_LLAMA)
 
 
 @st.cache_resource(show_spinner=False)

@@ -32,17 +32,16 @@ class CapacityVerdict(BaseModel):
 def machine_usd_per_hour(device: str | None, cores: int | None, knowledge: Knowledge,
                          gpu_price: float | None = None, core_price: float | None = None) -> float | None:
     """What an hour of the machine a sweep ran on costs: its GPU (by the name the result gives) or its cores."""
+    from advisor.planner.cost import core_hour, gpu_hour
     from advisor.planner.target import find_gpu
+    from probes.result import device_kind
 
-    d = (device or "").lower()
-    if d.startswith("cuda"):
-        if gpu_price is not None:
-            return gpu_price
-        g = find_gpu(device.split(" ", 1)[1] if " " in device else None, knowledge)
-        p = knowledge.prices.gpus.get(g.id) if g else None
-        return p.usd_per_hour if p else None
-    if "cpu" in d and cores:
-        rate = core_price if core_price is not None else knowledge.prices.cpu_core_hour.usd_per_hour
+    kind, name = device_kind(device)
+    if kind == "gpu":
+        g = find_gpu(name, knowledge)
+        return gpu_hour(g.id if g else None, knowledge, gpu_price)[0]
+    if kind == "cpu" and cores:
+        rate = core_hour(knowledge, core_price)[0]
         return rate * cores if rate is not None else None
     return None
 

@@ -136,56 +136,41 @@ def _write(out, data: bytes) -> None:
     import os
     import tempfile
 
+    tmp = None
     try:
         fd, tmp = tempfile.mkstemp(dir=out.parent if str(out.parent) else ".", prefix=".report-", suffix=out.suffix)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, out)
     except OSError as err:
-        try:
-            os.unlink(tmp)
-        except (OSError, UnboundLocalError):
-            pass
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
         raise UsageError(f"--out: cannot write {str(out)!r} ({err.strerror or type(err).__name__})") from None
 
 
-def _load_sweep(path: str):
-    from pathlib import Path
-
-    from pydantic import ValidationError
-
-    from probes.sweep_result import SweepResult
-
-    p = Path(path)
-    if not p.is_file():
-        raise UsageError(f"sweep result not found (or not a regular file): {p}")
-    if p.stat().st_size > MAX_PROBE_BYTES:
-        raise UsageError(f"{p}: too large for a sweep result (at most {MAX_PROBE_BYTES >> 20} MB)")
-    try:
-        return SweepResult.model_validate_json(p.read_bytes())
-    except (ValidationError, ValueError) as err:
-        first = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise UsageError(f"{p}: not a sweep result JSON ({first})") from None
-
-
-def _load_probe(path: str):
+def _load_result(path: str, what: str):
+    """A probe or sweep result file (what: "probe" | "sweep"), size-capped; a bad one is a one-line usage error."""
     from pathlib import Path
 
     from pydantic import ValidationError
 
     from probes.result import ProbeResult
+    from probes.sweep_result import SweepResult
 
     p = Path(path)
     if not p.is_file():
-        raise UsageError(f"probe result not found (or not a regular file): {p}")
+        raise UsageError(f"{what} result not found (or not a regular file): {p}")
     if p.stat().st_size > MAX_PROBE_BYTES:
-        raise UsageError(f"{p}: {p.stat().st_size / 2**20:.0f} MB is too large for a probe result "
+        raise UsageError(f"{p}: {p.stat().st_size / 2**20:.0f} MB is too large for a {what} result "
                          f"(at most {MAX_PROBE_BYTES >> 20} MB)")
     try:
-        return ProbeResult.model_validate_json(p.read_bytes())
+        return {"probe": ProbeResult, "sweep": SweepResult}[what].model_validate_json(p.read_bytes())
     except (ValidationError, ValueError, UnicodeDecodeError) as err:
         first = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise UsageError(f"{p}: not a probe result JSON ({first})") from None
+        raise UsageError(f"{p}: not a {what} result JSON ({first})") from None
 
 
 def cmd_report(args, knowledge) -> int:
@@ -195,8 +180,8 @@ def cmd_report(args, knowledge) -> int:
 
     out = _out_path(args.out)
     answers = load_answers(args.answers)
-    results = [_load_probe(p) for p in args.probe]
-    sweeps = [_load_sweep(p) for p in args.sweep]
+    results = [_load_result(p, "probe") for p in args.probe]
+    sweeps = [_load_result(p, "sweep") for p in args.sweep]
     hardware = _hardware_for(answers, knowledge)
     spec, machine = _inputs(answers, knowledge)
     rec = recommend(answers, hardware, knowledge, lang=args.lang, spec=spec, machine=machine)
@@ -208,7 +193,7 @@ def cmd_report(args, knowledge) -> int:
 
     md = build_markdown(answers, hardware, rec, results, knowledge, args.lang, images=images,
                         answers_file=args.answers, probe_files=args.probe, checks=checks, sweeps=sweeps,
-                        cores=detect(knowledge).cpu.usable_cores if sweeps else None)
+                        cores=(hardware or detect(knowledge)).cpu.usable_cores if sweeps else None)
     try:
         data = md.encode("utf-8") if out.suffix.lower() == ".md" else markdown_to_pdf(md, files)
     except ReportError as err:
@@ -238,7 +223,7 @@ def cmd_plan(args, knowledge) -> int:
     from advisor.planner.render import plan_text
 
     answers = load_answers(args.answers)
-    results = [_load_probe(p) for p in args.probe]
+    results = [_load_result(p, "probe") for p in args.probe]
     hardware = _hardware_for(answers, knowledge)
     spec, machine = _inputs(answers, knowledge)
     plan = make_plan(answers, hardware, knowledge, spec, machine, args.lang)

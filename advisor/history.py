@@ -80,62 +80,54 @@ def _open(path: Path | None = None, retry: bool = True) -> sqlite3.Connection:
         return _open(path, retry=False)
 
 
-def save(result: ProbeResult, path: Path | None = None) -> int:
-    """The new run's id; HistoryError (one line) when it cannot be stored, so the caller keeps the result."""
+def _insert(sql: str, values: tuple, what: str, path: Path | None) -> int:
     try:
         with closing(_open(path)) as c, c:
-            cur = c.execute("INSERT INTO runs (created, engine, status, result) VALUES (?, ?, ?, ?)",
-                            (time.time(), result.engine, result.status, result.model_dump_json()))
-            return int(cur.lastrowid)
+            return int(c.execute(sql, values).lastrowid)
     except sqlite3.Error as err:
-        raise HistoryError(f"the probe result could not be saved: {err}") from None
+        raise HistoryError(f"the {what} could not be saved: {err}") from None
 
 
-def list_runs(limit: int = 50, path: Path | None = None) -> list[tuple[int, float, ProbeResult]]:
-    """Newest first. Never raises: an unreadable history is an empty one (see NOTICES / HistoryError text)."""
+def _rows(sql: str, limit: int, model, path: Path | None) -> list[tuple]:
+    """(id, the second column, model) per row, newest first. Never raises: an unreadable history is an empty one
+    (see NOTICES); a row too large, or from an incompatible version, is skipped rather than crash a page."""
     try:
         with closing(_open(path)) as c:
-            rows = c.execute("SELECT id, created, result FROM runs ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
+            rows = c.execute(sql, (limit,)).fetchall()
     except (sqlite3.Error, HistoryError) as err:
         NOTICES.append(str(err))
         return []
     out = []
-    for rid, created, blob in rows:
+    for rid, second, blob in rows:
         if not isinstance(blob, (str, bytes)) or len(blob) > MAX_RESULT_BYTES:
             continue
         try:
-            out.append((int(rid), float(created or 0), ProbeResult.model_validate_json(blob)))
+            out.append((int(rid), second, model.model_validate_json(blob)))
         except (ValueError, TypeError):
-            continue  # a row from an incompatible version: skip, don't crash the page
+            continue
     return out
+
+
+def save(result: ProbeResult, path: Path | None = None) -> int:
+    """The new run's id; HistoryError (one line) when it cannot be stored, so the caller keeps the result."""
+    return _insert("INSERT INTO runs (created, engine, status, result) VALUES (?, ?, ?, ?)",
+                   (time.time(), result.engine, result.status, result.model_dump_json()), "probe result", path)
+
+
+def list_runs(limit: int = 50, path: Path | None = None) -> list[tuple[int, float, ProbeResult]]:
+    """Newest first, as (id, created, result)."""
+    return [(rid, float(created or 0), r) for rid, created, r in
+            _rows("SELECT id, created, result FROM runs ORDER BY id DESC LIMIT ?", limit, ProbeResult, path)]
 
 
 def save_sweep(sweep: SweepResult, group: str, path: Path | None = None) -> int:
     """A sweep's summary (its levels' full results are runs of their own, named by `run_ids`); one group per job."""
-    try:
-        with closing(_open(path)) as c, c:
-            blob = sweep.model_copy(update={"results": []}).model_dump_json()
-            cur = c.execute("INSERT INTO sweeps (created, grp, engine, result) VALUES (?, ?, ?, ?)",
-                            (time.time(), group, sweep.engine, blob))
-            return int(cur.lastrowid)
-    except sqlite3.Error as err:
-        raise HistoryError(f"the sweep could not be saved: {err}") from None
+    return _insert("INSERT INTO sweeps (created, grp, engine, result) VALUES (?, ?, ?, ?)",
+                   (time.time(), group, sweep.engine, sweep.model_copy(update={"results": []}).model_dump_json()),
+                   "sweep", path)
 
 
 def list_sweeps(limit: int = 50, path: Path | None = None) -> list[tuple[int, str, SweepResult]]:
-    """Newest first, as (id, group, sweep). Never raises, like list_runs."""
-    try:
-        with closing(_open(path)) as c:
-            rows = c.execute("SELECT id, grp, result FROM sweeps ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
-    except (sqlite3.Error, HistoryError) as err:
-        NOTICES.append(str(err))
-        return []
-    out = []
-    for sid, grp, blob in rows:
-        if not isinstance(blob, (str, bytes)) or len(blob) > MAX_RESULT_BYTES:
-            continue
-        try:
-            out.append((int(sid), str(grp), SweepResult.model_validate_json(blob)))
-        except (ValueError, TypeError):
-            continue
-    return out
+    """Newest first, as (id, group, sweep)."""
+    return [(sid, str(grp), sw) for sid, grp, sw in
+            _rows("SELECT id, grp, result FROM sweeps ORDER BY id DESC LIMIT ?", limit, SweepResult, path)]

@@ -124,7 +124,7 @@ def _cached(d: Path) -> Knowledge:
         rules=rules,
         claims=_load(d / "claims.yaml", ks.ClaimsFile),
         models=_load(d / "models.yaml", ks.ModelsFile),
-        gpus=_load(d / "gpus.yaml", ks.GpusFile),
+        gpus=gpus,
         planner=_load(d / "planner.yaml", ks.PlannerFile),
         strings=_load(d / "strings.yaml", ks.StringsFile).strings,
         support=support,

@@ -67,7 +67,7 @@ def markdown(table: list[Row], knowledge: Knowledge, lang: str, coloured: bool =
 
     if not table:
         return []
-    engines = [e for e in ks.ENGINE_IDS]
+    engines = ks.ENGINE_IDS
     head = [knowledge.s("sup_col_row", lang)] + [knowledge.engines[e].name for e in engines]
     lines = ["| " + " | ".join(md_escape(h) for h in head) + " |", "|" + "---|" * len(head)]
     for r in table:

@@ -6,7 +6,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from advisor.recommendation import Recommendation
-from probes.result import ProbeResult
+from probes.result import ProbeResult, device_kind
 
 
 class EngineVerdict(BaseModel):
@@ -64,23 +64,9 @@ def target_device(answers, hardware, knowledge, lang: str = "en") -> TargetDevic
     return TargetDevice(kind="cpu", label=_t(lang, "this machine's CPU", "本机 CPU"))
 
 
-_GPU_WORDS = ("cuda", "gpu", "rocm", "hip", "metal", "mps", "xpu", "dml", "webgpu")
-
-
 def measured_on(res: ProbeResult) -> tuple[str | None, str | None]:
     """("cpu" | "gpu" | "remote" | None, the GPU's name when the result names it) from what the probe recorded."""
-    d = (res.device or "").strip()
-    low = d.lower()
-    if not d:
-        return None, None
-    if low.startswith("remote"):
-        return "remote", None
-    if any(w in low for w in _GPU_WORDS):
-        name = d.split(" ", 1)[1].strip() if low.startswith("cuda:") and " " in d else None
-        return "gpu", name
-    if "cpu" in low:
-        return "cpu", None
-    return None, None
+    return device_kind(res.device)
 
 
 def mismatch(res: ProbeResult, target: TargetDevice | None, knowledge=None, lang: str = "en") -> str | None:

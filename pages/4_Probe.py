@@ -74,8 +74,9 @@ else:
         for e in engines:
             if avail.get(e):
                 st.caption(f"**{e}**: {avail[e]}")
-        if "llama.cpp" in engines and llama_cpu_build_on_gpu_machine(hw):
-            st.caption(llama_cpu_build_on_gpu_machine(hw))
+        cpu_llama = llama_cpu_build_on_gpu_machine(hw) if "llama.cpp" in engines else None
+        if cpu_llama:
+            st.caption(cpu_llama)
         model = st.text_input(T("ui_model_path"), key=kept("probe_model", a.model.path or ""), max_chars=4096)
         if not model.strip() and hw.gpus:
             st.caption(T("ui_small_model_on_gpu"))

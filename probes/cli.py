@@ -115,8 +115,6 @@ def llama_gpu_offload() -> bool | None:
     return {"True": True, "False": False}.get(p.stdout.strip().splitlines()[-1] if p.stdout.strip() else "")
 
 
-REBUILD_LLAMA_CUDA = ('CMAKE_ARGS="-DGGML_CUDA=on" .venv/bin/pip install --force-reinstall --no-cache-dir --no-deps '
-                      '"llama-cpp-python==0.3.36"')
 
 
 def cmd_list(args) -> int:

@@ -89,21 +89,20 @@ class ProbeJob:
         return res
 
     def _sweep_one(self, s: ProbeSettings) -> None:
-        from probes.sweep import run_sweep
+        from probes.sweep import levels_for, run_sweep
 
         sw = self.sweep or {}
+        plan_max = (sw.get("plan_max") or {}).get(s.engine)
         first = len(self.run_ids)
         try:
-            out = run_sweep(s, list(sw.get("levels") or [1, 2, 4, 8]), until_sla=bool(sw.get("until_sla", True)),
-                            goodput_share=float(sw.get("goodput_share", 0.9)), plan_max=sw.get("plan_max", {}).get(
-                                s.engine) if isinstance(sw.get("plan_max"), dict) else None,
+            out = run_sweep(s, levels_for(sw.get("levels"), plan_max),
+                            until_sla=bool(sw.get("until_sla", True)), goodput_share=float(sw.get("goodput_share", 0.9)),
+                            plan_max=plan_max, plan_total_bound=(sw.get("plan_total") or {}).get(s.engine),
                             on_event=self._event, cancel=self.cancel,
                             runner=lambda st, on_event=None, cancel=None: self._probe(st, on_event, cancel))
         except Exception as err:  # noqa: BLE001
             out = SweepResult(engine=s.engine, status="error", reason=f"{type(err).__name__}: {err}"[:500])
         out.run_ids = self.run_ids[first:]
-        totals = sw.get("plan_total") if isinstance(sw.get("plan_total"), dict) else {}
-        out.plan_decode_total_bound = totals.get(s.engine)
         self.sweeps.append(out)
         if self.on_sweep is not None:
             try:

@@ -128,3 +128,23 @@ class ProbeResult(BaseModel):
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+
+_GPU_WORDS = ("cuda", "gpu", "rocm", "hip", "metal", "mps", "xpu", "dml", "webgpu")
+
+
+def device_kind(device: str | None) -> tuple[str | None, str | None]:
+    """Read a result's `device` ("cpu", "cuda:0 NVIDIA H200", "remote server host:port", an ORT provider list):
+    ("cpu" | "gpu" | "remote" | None, the GPU's name when it is given)."""
+    d = (device or "").strip()
+    low = d.lower()
+    if not d:
+        return None, None
+    if low.startswith("remote"):
+        return "remote", None
+    if any(w in low for w in _GPU_WORDS):
+        return "gpu", (d.split(" ", 1)[1].strip() if low.startswith("cuda:") and " " in d else None)
+    if "cpu" in low:
+        return "cpu", None
+    return None, None
+

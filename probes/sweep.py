@@ -17,12 +17,12 @@ from probes.sweep_result import SweepLevel, SweepResult
 DEFAULT_LEVELS = (1, 2, 4, 8, 16, 32, 64)
 
 
-def levels_for(spec: str | None, plan_max: int | None = None) -> list[int]:
-    """"1,2,4,8" or None (the default doubling); never above the plan's memory-bound maximum when known."""
-    if spec:
+def levels_for(spec: str | list[int] | None, plan_max: int | None = None) -> list[int]:
+    """"1,2,4,8" or [1, 2, 4, 8] or None (the default doubling); never above the plan's memory-bound maximum."""
+    if isinstance(spec, str):
         out = sorted({int(x) for x in spec.split(",") if x.strip()})
     else:
-        out = list(DEFAULT_LEVELS)
+        out = sorted(set(spec)) if spec else list(DEFAULT_LEVELS)
     if plan_max:
         out = [c for c in out if c <= plan_max] or [1]
     return out
@@ -57,7 +57,7 @@ def run_sweep(base: ProbeSettings, levels: list[int], until_sla: bool = True, go
         out.model = out.model or res.model
         out.serving = out.serving or res.serving
         if res.status != "ok":
-            if i == 0:
+            if i == 0 or res.status == "cancelled":
                 out.status, out.reason = res.status, res.reason
             out.stop_reason = f"concurrency {c}: {res.status}: {res.reason}"
             break

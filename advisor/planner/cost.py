@@ -10,24 +10,38 @@ from advisor.knowledge import Knowledge
 from advisor.planner.types import EnginePlan, Target
 
 
+def gpu_hour(gpu_id: str | None, knowledge: Knowledge, override: float | None = None) -> tuple[float | None, str]:
+    """(US$ per GPU-hour, where it comes from): the user's price, else prices.yaml's for that gpus.yaml id."""
+    if override is not None:
+        return override, f"your price ${override:g}/h"
+    price = knowledge.prices.gpus.get(gpu_id or "")
+    if price is None or price.usd_per_hour is None:
+        return None, "no on-demand price for this GPU"
+    return price.usd_per_hour, f"${price.usd_per_hour:g}/h ({price.what}; read {price.read})"
+
+
+def core_hour(knowledge: Knowledge, override: float | None = None) -> tuple[float | None, str]:
+    if override is not None:
+        return override, "your price"
+    p = knowledge.prices.cpu_core_hour
+    return p.usd_per_hour, p.what or ""
+
+
 def hourly_usd(plan: EnginePlan, target: Target, knowledge: Knowledge, cpu_cores: int | None = None,
                gpu_override: float | None = None, cpu_override: float | None = None) -> tuple[float | None, str]:
     """(US$ per hour of what the plan uses, where the price comes from); (None, why) when it cannot be priced."""
     if plan.device in ("gpu", "gpu+cpu"):
         n = max(1, plan.gpus_used)
-        if gpu_override is not None:
-            return gpu_override * n, f"your price: {n} × ${gpu_override:g}/h"
-        price = knowledge.prices.gpus.get(target.gpu_id or "")
-        if price is None or price.usd_per_hour is None:
+        rate, what = gpu_hour(target.gpu_id, knowledge, gpu_override)
+        if rate is None:
             return None, f"no on-demand price for {target.gpu_name or 'this GPU'}"
-        return price.usd_per_hour * n, f"{n} × ${price.usd_per_hour:g}/h ({price.what}; read {price.read})"
+        return rate * n, (f"your price: {n} × ${rate:g}/h" if gpu_override is not None else f"{n} × {what}")
     if plan.device == "cpu":
         if not cpu_cores:
             return None, "CPU cores unknown"
-        rate = cpu_override if cpu_override is not None else knowledge.prices.cpu_core_hour.usd_per_hour
+        rate, what = core_hour(knowledge, cpu_override)
         if rate is None:
             return None, "no CPU price"
-        what = "your price" if cpu_override is not None else knowledge.prices.cpu_core_hour.what
         return rate * cpu_cores, f"{cpu_cores} cores × ${rate:g}/h ({what})"
     return None, "the engine cannot run on this target"
 

@@ -21,7 +21,7 @@ from advisor.planner.machine_bench import MachineBench
 from advisor.planner.spec import ModelSpec, ModelSpecError, read_model_path
 from advisor.planner.target import build_target
 from advisor.planner.types import EnginePlan
-from probes.result import ProbeResult
+from probes.result import ProbeResult, device_kind
 
 _DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "auto": "bf16"}
 
@@ -81,9 +81,9 @@ def check_probe(res: ProbeResult, knowledge: Knowledge, hardware: Hardware | Non
             spec = spec.model_copy(update={"weights_bytes": sum(
                 f.stat().st_size for f in d.iterdir() if f.name.endswith((".onnx", ".onnx.data"))),
                 "file_precision": precision})
-    on_gpu = bool(res.device and res.device.startswith("cuda"))
+    kind, gpu_named = device_kind(res.device)
+    on_gpu = kind == "gpu"
     answers = Answers()  # the local machine, as detected
-    gpu_named = res.device.split(" ", 1)[1] if on_gpu and " " in res.device else None
     if on_gpu and gpu_named and not (hardware and hardware.gpus):
         # a GPU result read where that GPU is not (a recorded result, a report made elsewhere): plan for the GPU
         # the result names, from gpus.yaml

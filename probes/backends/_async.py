@@ -32,6 +32,8 @@ async def drive(prompts: list[Any], settings: ProbeSettings,
             except Exception as err:
                 rec.error = f"{type(err).__name__}: {err}"
             rec.finished_s = time.perf_counter()
+            if rec.error is not None:  # the validator that derives status ran at construction, before this
+                rec.status = "error"
             done.append(rec)
             on_done(len(done))
 

@@ -103,13 +103,6 @@ class Backend:
         """Whether count_prompt_tokens is the engine's own count (an endpoint without a tokenizer guesses)."""
         return True
 
-    def fit_prompt(self, head: str, n_tokens: int, rate: float | None = None):
-        """Synthetic text opening with `head` that is `n_tokens` tokens after the chat template (±1), see
-        probes.workload.fit_prompt."""
-        from probes.workload import fit_prompt
-
-        return fit_prompt(self.count_prompt_tokens, head, n_tokens, rate)
-
     def close(self) -> None:
         pass
 

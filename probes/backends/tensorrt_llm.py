@@ -49,7 +49,9 @@ class TensorRTLLMBackend(BatchingBackend):
         self.loop = asyncio.new_event_loop()
         self.context_tokens = model_max_len(model)
         self.output_rule = "SamplingParams(ignore_eos=True, max_tokens=the request's output length)"
-        self.device = "cuda"
+        from probes.gpu import cuda_device
+
+        self.device = cuda_device(0)
         self.backend_settings = {"api": "tensorrt_llm.LLM (PyTorch backend)", "max_batch": settings.concurrency}
         self.serving = f"in-flight batching by TensorRT-LLM's executor ({settings.concurrency} concurrent requests)"
 

@@ -4,6 +4,7 @@
 Each journey is a test a person would take: pick a GPU and go back, switch language and move around, upload
 answers, reload, probe and reload mid-probe, refuse a bad endpoint, download the reports.
 """
+import contextlib
 import os
 import re
 import shutil
@@ -32,23 +33,32 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@contextlib.contextmanager
+def _serve(data_dir):
+    """The app started like `make run` (serve.py; the committed config sets address, watcher, usage stats and
+    toolbar), once its health check answers."""
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "serve.py", "--server.port", str(port)], cwd=ROOT,
+                            env=dict(os.environ, INFERENCE_ADVISOR_DATA=str(data_dir)),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            try:
+                if urllib.request.urlopen(url + "/_stcore/health", timeout=1).read() == b"ok":
+                    break
+            except OSError:
+                time.sleep(0.2)
+        yield url, proc
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    """Started like `make run` (serve.py; the committed config sets address, watcher, usage stats and toolbar)."""
-    port = _free_port()
-    env = dict(os.environ, INFERENCE_ADVISOR_DATA=str(tmp_path_factory.mktemp("data")))
-    proc = subprocess.Popen([sys.executable, "serve.py", "--server.port", str(port)],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(300):
-        try:
-            if urllib.request.urlopen(url + "/_stcore/health", timeout=1).read() == b"ok":
-                break
-        except OSError:
-            time.sleep(0.2)
-    yield url, proc
-    proc.terminate()
-    proc.wait(timeout=20)
+    with _serve(tmp_path_factory.mktemp("data")) as s:
+        yield s
 
 
 @pytest.fixture(scope="module")
@@ -105,27 +115,13 @@ def test_a_deep_link_to_a_fresh_server_opens_its_page(browser, tmp_path):
     """A reload on /recommendation right after `make run` (the server's first session) opens that page, with no
     "Page not found" dialog (Streamlit's legacy pages/ wrapper would run that first session; serve.py turns it
     off before the server starts)."""
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "serve.py", "--server.port", str(port)], cwd=ROOT,
-                            env=dict(os.environ, INFERENCE_ADVISOR_DATA=str(tmp_path)),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        url = f"http://127.0.0.1:{port}"
-        for _ in range(300):
-            try:
-                if urllib.request.urlopen(url + "/_stcore/health", timeout=1).read() == b"ok":
-                    break
-            except OSError:
-                time.sleep(0.2)
+    with _serve(tmp_path) as (url, _):
         pg = browser.new_page()
         pg.goto(url + "/recommendation")
         pg.get_by_role("heading", name="Ranking").wait_for(timeout=120_000)
         _settle(pg)
         assert pg.get_by_text("Page not found").count() == 0
         pg.close()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
 
 
 def test_gpu_chosen_at_step_3_survives_hardware_and_back(page, server):

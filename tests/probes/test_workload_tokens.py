@@ -111,7 +111,7 @@ def test_fitting_is_exact_across_lengths_and_openings_are_distinct(llama):
 
 
 def test_below_the_chat_template_the_shortest_opening_is_kept(llama):
-    f = llama.fit_prompt(wl.opening(3, 1234), 16)
+    f = wl.fit_prompt(llama.count_prompt_tokens, wl.opening(3, 1234), 16)
     assert f.text.startswith("Request 3 of run 1234:") and f.tokens > 16  # SmolLM2's template alone is ~30
 
 
