@@ -106,3 +106,27 @@ def test_a_sweep_of_a_local_server_through_the_endpoint(llama_server):
     r = json.loads(p.stdout)
     assert [lv["concurrency"] for lv in r["levels"]] == [1, 2] and r["capacity"] == 2
     assert all(lv["requests_ok"] >= 8 for lv in r["levels"])
+
+
+def test_a_sweep_cancelled_after_its_first_level_is_cancelled():
+    def runner(s, on_event=None, cancel=None):
+        status = "ok" if s.concurrency == 1 else "cancelled"
+        return ProbeResult(engine=s.engine, status=status, goodput=1.0, ttft_ms=Percentiles(p95=10.0),
+                           reason=None if status == "ok" else "cancelled by the user")
+    r = run_sweep(BASE, [1, 2, 4], runner=runner)
+    assert r.status == "cancelled" and r.capacity == 1 and len(r.levels) == 2
+
+
+def test_a_batching_engines_request_that_fails_after_a_token_is_an_error():
+    """The shared driver of vLLM and TensorRT-LLM (no engine: the token stream is a plain async generator)."""
+    import asyncio
+
+    from probes.backends._async import drive
+
+    async def start(i, prompt):
+        yield 1
+        if i == 1:
+            raise RuntimeError("engine died")
+
+    recs = asyncio.run(drive(["a", "b"], BASE, start, lambda n: None, lambda p: 3))
+    assert [r.status for r in recs] == ["ok", "error"] and recs[1].error == "RuntimeError: engine died"
