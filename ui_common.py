@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import streamlit as st
 
 if TYPE_CHECKING:
-    from advisor.answers import Answers
+    from advisor.inputs import Answers
 
 ANSWERS, LANG, STEP, NOTICE, RUNS = "answers", "lang", "wizard_step", "answers_notice", "report_runs"
 URL_MAX_CHARS = 8192  # the encoded answers in the URL; more is ignored (a hostile or mangled link)
@@ -49,7 +49,7 @@ def _strings() -> dict:
 
 @st.cache_resource(ttl=300)
 def hardware():
-    from advisor.hardware import detect
+    from advisor.inputs import detect
 
     return detect(knowledge())
 
@@ -92,7 +92,7 @@ def decode_answers(text: str) -> dict | None:
 
 def restore_state() -> None:
     """A new session (first visit or F5) takes its language, answers and step from the URL."""
-    from advisor.answers import Answers, AnswersError, parse_answers
+    from advisor.inputs import Answers, AnswersError, parse_answers
 
     ss, qp = st.session_state, st.query_params
     if LANG not in ss:
@@ -115,7 +115,7 @@ def restore_state() -> None:
 
 def sync_url() -> None:
     """Write the state into the query string (only what differs from the defaults, so links stay short)."""
-    from advisor.answers import Answers
+    from advisor.inputs import Answers
 
     want: dict[str, str] = {}
     if lang() == "zh":
@@ -144,7 +144,7 @@ def language_switch() -> None:
 # ---------------------------------------------------------------- answers
 
 def answers() -> Answers:
-    from advisor.answers import Answers, AnswersError, parse_answers
+    from advisor.inputs import Answers, AnswersError, parse_answers
 
     try:
         return parse_answers(st.session_state[ANSWERS])
@@ -158,7 +158,7 @@ def answers_data() -> dict:
 
 def set_answers(data: dict) -> str | None:
     """Validate with the same schema as the CLI; keep the old answers on error and return the message."""
-    from advisor.answers import AnswersError, parse_answers
+    from advisor.inputs import AnswersError, parse_answers
 
     try:
         a = parse_answers(data)
@@ -228,7 +228,7 @@ def target_editor(prefix: str) -> None:
              format_func={"this": T("ui_this_machine"), "other": T("ui_other_hw")}.get)
     if not hw:
         return
-    from advisor.planner.target import find_gpu
+    from advisor.planner import find_gpu
 
     gpus = {g.id: g for g in k.gpus.gpus}
     options = ["none"] + list(gpus)
@@ -303,7 +303,7 @@ def machine():
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def _spec(model_json: str):
-    from advisor.answers import ModelBlock
+    from advisor.inputs import ModelBlock
     from advisor.planner import resolve_model
 
     return resolve_model(ModelBlock.model_validate_json(model_json), knowledge(), read_files=True)
@@ -312,8 +312,7 @@ def _spec(model_json: str):
 def plan_inputs(a: Answers):
     """(model spec, machine bench, error) for recommend(): files are read here, at the edge. A model that
     cannot be resolved falls back to the generic architecture for its params_b, and the error is shown."""
-    from advisor.planner import ModelSpecError
-    from advisor.planner.spec import generic
+    from advisor.planner import ModelSpecError, generic
 
     try:
         spec, err = _spec(a.model.model_dump_json()), None

@@ -47,14 +47,14 @@ def _parser() -> _Parser:
 
 
 def _hardware_for(answers, knowledge):
-    from advisor.hardware import detect
+    from advisor.inputs import detect
 
     return None if answers.hardware is not None else detect(knowledge)
 
 
 def cmd_detect(args, knowledge) -> int:
-    from advisor.hardware import detect
-    from advisor.render import hardware_text
+    from advisor.inputs import detect
+    from advisor.report import hardware_text
 
     hw = detect(knowledge)
     print(hw.model_dump_json(indent=2) if args.format == "json" else hardware_text(hw, knowledge, args.lang))
@@ -87,9 +87,9 @@ def recommendation_json(rec, answers, hardware) -> dict:
 
 
 def cmd_recommend(args, knowledge) -> int:
-    from advisor.answers import load_answers
-    from advisor.render import recommendation_text
-    from advisor.rules import recommend
+    from advisor.decide import recommend
+    from advisor.inputs import load_answers
+    from advisor.report import recommendation_text
 
     answers = load_answers(args.answers)
     hardware = _hardware_for(answers, knowledge)
@@ -174,9 +174,9 @@ def _load_result(path: str, what: str):
 
 
 def cmd_report(args, knowledge) -> int:
-    from advisor.answers import load_answers
+    from advisor.decide import recommend
+    from advisor.inputs import load_answers
     from advisor.report import ReportError, build_markdown, chart_images, markdown_to_pdf
-    from advisor.rules import recommend
 
     out = _out_path(args.out)
     answers = load_answers(args.answers)
@@ -189,7 +189,7 @@ def cmd_report(args, knowledge) -> int:
     images, files = (chart_images(rec, results, args.lang, checks, sweeps=sweeps,
                                   ttft_target_ms=float(answers.ttft_p95_ms))
                      if out.suffix.lower() == ".pdf" else ({}, {}))
-    from advisor.hardware import detect
+    from advisor.inputs import detect
 
     md = build_markdown(answers, hardware, rec, results, knowledge, args.lang, images=images,
                         answers_file=args.answers, probe_files=args.probe, checks=checks, sweeps=sweeps,
@@ -206,9 +206,9 @@ def cmd_report(args, knowledge) -> int:
 
 def _checks(results, knowledge, lang):
     """Predicted vs measured for probes run on this machine (the plan is rebuilt for what each one ran)."""
-    from advisor.hardware import detect
+    from advisor.evidence import check_probe
+    from advisor.inputs import detect
     from advisor.planner import machine_bench
-    from advisor.planner.probe_check import check_probe
 
     local = [r for r in results if r.ok and r.engine != "endpoint"]
     if not local:
@@ -218,9 +218,9 @@ def _checks(results, knowledge, lang):
 
 
 def cmd_plan(args, knowledge) -> int:
-    from advisor.answers import load_answers
+    from advisor.inputs import load_answers
     from advisor.planner import make_plan
-    from advisor.planner.render import plan_text
+    from advisor.report import plan_text
 
     answers = load_answers(args.answers)
     results = [_load_result(p, "probe") for p in args.probe]
@@ -241,9 +241,9 @@ COMMANDS = {"detect": cmd_detect, "recommend": cmd_recommend, "plan": cmd_plan, 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from advisor.answers import AnswersError
+    from advisor.inputs import AnswersError
     from advisor.knowledge import KnowledgeError, load_knowledge
-    from advisor.planner.spec import ModelSpecError
+    from advisor.planner import ModelSpecError
 
     try:
         args = _parser().parse_args(argv)

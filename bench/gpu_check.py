@@ -2,7 +2,7 @@
 memory, and % of the bandwidth roofline. Run by bench/gpu_check.sh (under 8 minutes on one GPU).
 
 Each engine that can run here is probed on the bundled model through the same CLI a user runs
-(`python -m probes run`), then checked against the planner (advisor.planner.probe_check) on this machine.
+(`python -m probes run`), then checked against the planner (advisor.evidence.probe_check) on this machine.
 """
 from __future__ import annotations
 
@@ -18,14 +18,13 @@ ENGINES = ("pytorch", "llama.cpp", "onnxruntime", "vllm", "tensorrt-llm")
 
 
 def main() -> int:
-    from advisor.hardware import detect
-    from advisor.knowledge import load_knowledge
-    from advisor.planner.probe_check import check_probe
+    from advisor.evidence.probe_check import check_probe
+    from advisor.inputs.hardware import detect
+    from advisor.knowledge.load import load_knowledge
+    from advisor.planner import machine_bench
     from probes.cache import cache_dir
     from probes.cli import availability
     from probes.result import ProbeResult
-
-    from advisor.planner import machine_bench
 
     k = load_knowledge()
     hw = detect(k)

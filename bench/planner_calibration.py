@@ -65,10 +65,10 @@ def ort_weight_copies() -> str:
 
 
 def main() -> None:
-    from advisor.hardware import detect
-    from advisor.knowledge import load_knowledge
+    from advisor.evidence.probe_check import check_probe
+    from advisor.inputs.hardware import detect
+    from advisor.knowledge.load import load_knowledge
     from advisor.planner import machine_bench
-    from advisor.planner.probe_check import check_probe
     from probes.result import ProbeResult
 
     k = load_knowledge()

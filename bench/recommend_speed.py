@@ -6,9 +6,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from advisor.answers import load_answers  # noqa: E402
-from advisor.knowledge import load_knowledge  # noqa: E402
-from advisor.rules import recommend  # noqa: E402
+from advisor.decide.rules import recommend  # noqa: E402
+from advisor.inputs.answers import load_answers  # noqa: E402
+from advisor.knowledge.load import load_knowledge  # noqa: E402
 
 TARGET_MS = 5.0
 

@@ -70,7 +70,7 @@ def ui_probe(rounds: int) -> list[dict]:
         server.terminate()
         server.wait(timeout=20)
     os.environ["INFERENCE_ADVISOR_DATA"] = data
-    from advisor import history
+    from advisor.evidence import history
 
     return [json.loads(r.model_dump_json()) for _, _, r in reversed(history.list_runs())]
 

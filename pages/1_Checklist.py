@@ -7,9 +7,21 @@ from typing import get_args
 
 import streamlit as st
 
-from advisor.answers import Precision, dump_answers
-from ui_common import (ANSWERS, NOTICE, STEP, T, answers, knowledge, lang, on_change, seed, set_answers, show_notice,
-                       target_editor)
+from advisor.inputs import Precision, dump_answers
+from ui_common import (
+    ANSWERS,
+    NOTICE,
+    STEP,
+    T,
+    answers,
+    knowledge,
+    lang,
+    on_change,
+    seed,
+    set_answers,
+    show_notice,
+    target_editor,
+)
 
 k = knowledge()
 L = lang()
@@ -125,7 +137,7 @@ st.caption(" · ".join(f"{'**' if i == step else ''}{i + 1}{'**' if i == step el
 
 
 def uploaded() -> None:
-    from advisor.answers import AnswersError, answers_from_text
+    from advisor.inputs import AnswersError, answers_from_text
 
     up = ss.get("upload")
     if up is None:
@@ -144,7 +156,7 @@ with st.expander(T("ui_upload"), expanded=NOTICE in ss):
     st.download_button(T("ui_download_answers"), dump_answers(answers()), file_name="answers.yaml",
                        mime="application/x-yaml", key="dl_answers")
     if st.button(T("ui_reset_answers"), key="reset_answers"):
-        from advisor.answers import Answers
+        from advisor.inputs import Answers
 
         ss[ANSWERS] = Answers().model_dump(mode="json", exclude_none=True)
         ss[STEP] = 0

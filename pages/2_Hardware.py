@@ -2,9 +2,8 @@
 checklist step 3, over the same answer)."""
 import streamlit as st
 
-from advisor import support_table
-from advisor.planner.render import md_escape
-from advisor.rules import recommend
+from advisor.decide import recommend
+from advisor.report import md_escape, support_table
 from ui_common import T, answers, hardware, knowledge, lang, llama_cpu_build_on_gpu_machine, show_notice, target_editor
 
 hw = hardware()

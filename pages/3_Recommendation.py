@@ -1,11 +1,18 @@
 """The ranking as a chart, each engine's contributions with sources, exclusions, flips, and the seeds' claims."""
 import streamlit as st
 
-from advisor import support_table
-from advisor.mdtext import link_urls
-from advisor.charts import concurrency_chart, memory_chart, ranking_chart, roofline_chart
-from advisor.planner.render import header_lines, md_escape, plan_rows
-from advisor.rules import recommend
+from advisor.decide import recommend
+from advisor.report import (
+    concurrency_chart,
+    header_lines,
+    link_urls,
+    md_escape,
+    memory_chart,
+    plan_rows,
+    ranking_chart,
+    roofline_chart,
+    support_table,
+)
 from ui_common import T, answers, hardware, knowledge, lang, plan_inputs, show_notice
 
 lang = lang()

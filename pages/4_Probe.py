@@ -5,19 +5,25 @@ the moment it ends, and a reloaded or second tab finds it running, with its prog
 """
 import streamlit as st
 
-from advisor import history
-from advisor.charts import latency_chart, roofline_chart, throughput_chart
-from advisor.mdtext import link_urls
-from advisor.planner.probe_check import check_probe
-from advisor.report import run_label
-from advisor.rules import recommend
-from advisor.verdict import revisit, target_device
+from advisor.decide import recommend
+from advisor.evidence import check_capacity, check_probe, history, revisit, target_device
+from advisor.report import latency_chart, link_urls, roofline_chart, run_label, sweep_charts, throughput_chart
 from probes.registry import BACKENDS
 from probes.result import ProbeSettings
 from probes.validation import settings_error
-from ui_common import (T, answers, engine_availability, hardware, knowledge, lang, llama_cpu_build_on_gpu_machine,
-                       machine, plan_inputs, probe_board,
-                       seed)
+from ui_common import (
+    T,
+    answers,
+    engine_availability,
+    hardware,
+    knowledge,
+    lang,
+    llama_cpu_build_on_gpu_machine,
+    machine,
+    plan_inputs,
+    probe_board,
+    seed,
+)
 
 k = knowledge()
 L = lang()
@@ -152,9 +158,6 @@ if done is not None and not done.running:
                                key=f"dl_unsaved_{done.id}_{i}")
 def _sweep_section() -> None:
     """The measured capacity: the latest (or chosen) group of sweeps, side by side, against Q1 and with cost."""
-    from advisor.capacity_check import check_capacity
-    from advisor.charts import sweep_charts
-
     sweeps = history.list_sweeps()
     if not sweeps:
         return

@@ -2,12 +2,10 @@
 probe result as JSON, and the CLI line that reproduces it."""
 import streamlit as st
 
-from advisor import history
-from advisor.answers import dump_answers
-from advisor.mdtext import link_urls
-from advisor.planner.probe_check import check_probe
-from advisor.report import ReportError, build_markdown, chart_images, markdown_to_pdf, run_label
-from advisor.rules import recommend
+from advisor.decide import recommend
+from advisor.evidence import check_probe, history
+from advisor.inputs import dump_answers
+from advisor.report import ReportError, build_markdown, chart_images, link_urls, markdown_to_pdf, run_label
 from ui_common import T, answers, hardware, knowledge, lang, machine, plan_inputs
 
 L = lang()

@@ -6,6 +6,14 @@ import math
 from urllib.parse import urlparse
 
 from probes.registry import BACKENDS
+from probes.workload import (
+    MAX_INPUT_TOKENS,
+    MAX_OUTPUT_TOKENS,
+    PRESETS,
+    PromptsFileError,
+    parse_prompts_jsonl,
+    read_prompts_bytes,
+)
 
 MAX_REQUESTS = 10_000
 MAX_CONCURRENCY = 1_024
@@ -53,18 +61,6 @@ def settings_error(engine: str, endpoint: str | None = None, requests: int = 8, 
 
 
 # ------------------------------------------------------------------------------------------ the workload in tokens
-from probes.workload import MAX_INPUT_TOKENS, MAX_OUTPUT_TOKENS  # noqa: E402  (one source for the bounds)
-
-MAX_PROMPTS_BYTES = 8 * 2**20
-MAX_PROMPTS_LINES = 10_000
-MAX_PROMPT_CHARS = 200_000
-PROMPT_KEYS = ("prompt", "max_tokens")
-
-
-class PromptsFileError(ValueError):
-    """A prompts file that cannot be used; str() is one line naming the line number where there is one."""
-
-
 def parse_input_tokens(text: str) -> tuple[int, int | None]:
     """"1500" → (1500, None); "1500:300" → (1500, 300) (mean:stddev). ValueError with one line if malformed."""
     parts = text.strip().split(":")
@@ -80,8 +76,6 @@ def workload_error(input_tokens: int | None = None, input_tokens_sd: int | None 
                    output_tokens: int | None = None, prompts_file: str | None = None,
                    preset: str | None = None) -> str | None:
     """One line saying what is wrong with a workload in tokens, or None. Checks the prompts file too."""
-    from probes.workload import PRESETS
-
     if preset is not None and preset not in PRESETS:
         return f"unknown preset {preset!r}; known: {', '.join(PRESETS)}"
     if input_tokens is not None and not 1 <= input_tokens <= MAX_INPUT_TOKENS:
@@ -103,82 +97,3 @@ def workload_error(input_tokens: int | None = None, input_tokens_sd: int | None 
         except PromptsFileError as err:
             return str(err)
     return None
-
-
-def read_prompts_bytes(path: str) -> bytes:
-    """The file's bytes, refused (PromptsFileError) before reading when it is not a file or over the size cap."""
-    import os
-
-    shown = path if len(path) <= 80 else "…" + path[-79:]
-    try:
-        st = os.stat(path)
-    except OSError as err:
-        raise PromptsFileError(f"prompts file {shown!r}: {err.strerror or err}") from None
-    import stat
-
-    if not stat.S_ISREG(st.st_mode):
-        raise PromptsFileError(f"prompts file {shown!r}: not a regular file")
-    if st.st_size > MAX_PROMPTS_BYTES:
-        raise PromptsFileError(f"prompts file {shown!r}: {st.st_size:,} bytes, over the {MAX_PROMPTS_BYTES // 2**20} "
-                               "MiB limit")
-    try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_PROMPTS_BYTES + 1)
-    except OSError as err:
-        raise PromptsFileError(f"prompts file {shown!r}: {err.strerror or err}") from None
-    if len(data) > MAX_PROMPTS_BYTES:
-        raise PromptsFileError(f"prompts file {shown!r}: over the {MAX_PROMPTS_BYTES // 2**20} MiB limit")
-    return data
-
-
-def parse_prompts_jsonl(data: bytes) -> list[tuple[str, int | None]]:
-    """One `{"prompt": "...", "max_tokens": N}` per line (max_tokens optional) → [(prompt, max_tokens or None)].
-
-    Blank lines are skipped; anything else wrong raises PromptsFileError naming the line."""
-    import json
-
-    if len(data) > MAX_PROMPTS_BYTES:
-        raise PromptsFileError(f"prompts file: over the {MAX_PROMPTS_BYTES // 2**20} MiB limit")
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]  # a UTF-8 byte-order mark
-    lines = data.split(b"\n")
-    if len(lines) > MAX_PROMPTS_LINES + 1 or (len(lines) == MAX_PROMPTS_LINES + 1 and lines[-1].strip()):
-        raise PromptsFileError(f"prompts file: more than {MAX_PROMPTS_LINES:,} lines")
-    out: list[tuple[str, int | None]] = []
-    for no, raw in enumerate(lines, 1):
-        where = f"prompts file line {no}"
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as err:
-            raise PromptsFileError(f"{where}: not UTF-8 (byte {err.start + 1})") from None
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line, parse_constant=_no_constant)
-        except ValueError as err:
-            raise PromptsFileError(f"{where}: not valid JSON ({str(err).split(':')[0]})") from None
-        if not isinstance(obj, dict):
-            raise PromptsFileError(f"{where}: expected a JSON object like {{\"prompt\": \"...\"}}, got "
-                                   f"{type(obj).__name__ if obj is not None else 'null'}")
-        unknown = [k for k in obj if k not in PROMPT_KEYS]
-        if unknown:
-            raise PromptsFileError(f"{where}: unknown key {unknown[0][:40]!r} (allowed: {', '.join(PROMPT_KEYS)})")
-        prompt = obj.get("prompt")
-        if not isinstance(prompt, str) or not prompt.strip():
-            raise PromptsFileError(f"{where}: \"prompt\" must be a non-empty string")
-        if len(prompt) > MAX_PROMPT_CHARS:
-            raise PromptsFileError(f"{where}: the prompt has {len(prompt):,} characters, over the "
-                                   f"{MAX_PROMPT_CHARS:,} limit")
-        mt = obj.get("max_tokens")
-        if "max_tokens" in obj and (isinstance(mt, bool) or not isinstance(mt, int)
-                                    or not 1 <= mt <= MAX_OUTPUT_TOKENS):
-            raise PromptsFileError(f"{where}: \"max_tokens\" must be a whole number between 1 and "
-                                   f"{MAX_OUTPUT_TOKENS:,}, got {json.dumps(mt)[:40]}")
-        out.append((prompt, mt))
-    if not out:
-        raise PromptsFileError("prompts file: no prompts (one JSON object per line)")
-    return out
-
-
-def _no_constant(name: str):
-    raise ValueError(f"{name} is not JSON")

@@ -254,10 +254,99 @@ def fitted_prompts(count: Callable[[str], int], lengths: list[int], out_tokens: 
 
 
 # ------------------------------------------------------------------------------------------ prompts file
-def read_prompts_file(path: str) -> list[tuple[str, int | None]]:
-    """(prompt, max_tokens or None) per line of a validated JSONL file; ValueError with one line if invalid."""
-    from probes.validation import parse_prompts_jsonl, read_prompts_bytes
+# The one home of the prompts file's parsing: the settings check (probes.validation) and the run both read it here.
+MAX_PROMPTS_BYTES = 8 * 2**20
+MAX_PROMPTS_LINES = 10_000
+MAX_PROMPT_CHARS = 200_000
+PROMPT_KEYS = ("prompt", "max_tokens")
 
+
+class PromptsFileError(ValueError):
+    """A prompts file that cannot be used; str() is one line naming the line number where there is one."""
+
+
+def read_prompts_bytes(path: str) -> bytes:
+    """The file's bytes, refused (PromptsFileError) before reading when it is not a file or over the size cap."""
+    import os
+
+    shown = path if len(path) <= 80 else "…" + path[-79:]
+    try:
+        st = os.stat(path)
+    except OSError as err:
+        raise PromptsFileError(f"prompts file {shown!r}: {err.strerror or err}") from None
+    import stat
+
+    if not stat.S_ISREG(st.st_mode):
+        raise PromptsFileError(f"prompts file {shown!r}: not a regular file")
+    if st.st_size > MAX_PROMPTS_BYTES:
+        raise PromptsFileError(f"prompts file {shown!r}: {st.st_size:,} bytes, over the {MAX_PROMPTS_BYTES // 2**20} "
+                               "MiB limit")
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_PROMPTS_BYTES + 1)
+    except OSError as err:
+        raise PromptsFileError(f"prompts file {shown!r}: {err.strerror or err}") from None
+    if len(data) > MAX_PROMPTS_BYTES:
+        raise PromptsFileError(f"prompts file {shown!r}: over the {MAX_PROMPTS_BYTES // 2**20} MiB limit")
+    return data
+
+
+def parse_prompts_jsonl(data: bytes) -> list[tuple[str, int | None]]:
+    """One `{"prompt": "...", "max_tokens": N}` per line (max_tokens optional) → [(prompt, max_tokens or None)].
+
+    Blank lines are skipped; anything else wrong raises PromptsFileError naming the line."""
+    import json
+
+    if len(data) > MAX_PROMPTS_BYTES:
+        raise PromptsFileError(f"prompts file: over the {MAX_PROMPTS_BYTES // 2**20} MiB limit")
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]  # a UTF-8 byte-order mark
+    lines = data.split(b"\n")
+    if len(lines) > MAX_PROMPTS_LINES + 1 or (len(lines) == MAX_PROMPTS_LINES + 1 and lines[-1].strip()):
+        raise PromptsFileError(f"prompts file: more than {MAX_PROMPTS_LINES:,} lines")
+    out: list[tuple[str, int | None]] = []
+    for no, raw in enumerate(lines, 1):
+        where = f"prompts file line {no}"
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise PromptsFileError(f"{where}: not UTF-8 (byte {err.start + 1})") from None
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line, parse_constant=_no_constant)
+        except ValueError as err:
+            raise PromptsFileError(f"{where}: not valid JSON ({str(err).split(':')[0]})") from None
+        if not isinstance(obj, dict):
+            raise PromptsFileError(f"{where}: expected a JSON object like {{\"prompt\": \"...\"}}, got "
+                                   f"{type(obj).__name__ if obj is not None else 'null'}")
+        unknown = [k for k in obj if k not in PROMPT_KEYS]
+        if unknown:
+            raise PromptsFileError(f"{where}: unknown key {unknown[0][:40]!r} (allowed: {', '.join(PROMPT_KEYS)})")
+        prompt = obj.get("prompt")
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise PromptsFileError(f"{where}: \"prompt\" must be a non-empty string")
+        if len(prompt) > MAX_PROMPT_CHARS:
+            raise PromptsFileError(f"{where}: the prompt has {len(prompt):,} characters, over the "
+                                   f"{MAX_PROMPT_CHARS:,} limit")
+        mt = obj.get("max_tokens")
+        if "max_tokens" in obj and (isinstance(mt, bool) or not isinstance(mt, int)
+                                    or not 1 <= mt <= MAX_OUTPUT_TOKENS):
+            raise PromptsFileError(f"{where}: \"max_tokens\" must be a whole number between 1 and "
+                                   f"{MAX_OUTPUT_TOKENS:,}, got {json.dumps(mt)[:40]}")
+        out.append((prompt, mt))
+    if not out:
+        raise PromptsFileError("prompts file: no prompts (one JSON object per line)")
+    return out
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+def read_prompts_file(path: str) -> list[tuple[str, int | None]]:
+    """(prompt, max_tokens or None) per line of a validated JSONL file; PromptsFileError (a ValueError) with one
+    line if invalid."""
     return parse_prompts_jsonl(read_prompts_bytes(path))
 
 

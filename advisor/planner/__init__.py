@@ -2,26 +2,29 @@
 
 `make_plan` is pure given a resolved ModelSpec and the machine bench; the edges (CLI, UI) resolve the
 model from files (`spec.resolve_model`) and measure the CPU (`machine_bench.get`) before calling it.
+
+May import: advisor.inputs, advisor.knowledge, and the probes' cache dir (`probes.cache`, where the machine bench is
+kept beside the probes' own artefacts).
 """
 from __future__ import annotations
 
-from advisor import kschema as ks
-from advisor.answers import Answers
-from advisor.hardware import Hardware
-from advisor.knowledge import Knowledge
+from advisor.inputs.answers import Answers
+from advisor.inputs.hardware import Hardware
+from advisor.knowledge import schema as ks
+from advisor.knowledge.load import Knowledge
+from advisor.planner import machine_bench
 from advisor.planner.capacity import Workload, add_offload_option, plan_engine
 from advisor.planner.machine_bench import MachineBench
-from advisor.planner.spec import ModelSpec, ModelSpecError, resolve_model
-from advisor.planner.target import build_target
+from advisor.planner.spec import ModelSpec, ModelSpecError, generic, resolve_model
+from advisor.planner.target import build_target, find_gpu
 from advisor.planner.types import EnginePlan, Plan, PlanOption, Target
+
 
 def edge_inputs(answers: Answers, knowledge: Knowledge, measure: bool = True, on_measure=None
                 ) -> tuple[ModelSpec, MachineBench | None]:
     """What only the edge may do: read the user's model files, and measure this CPU (once, cached) when the
     plan is for this machine. Raises ModelSpecError (one line) for a model that cannot be resolved.
     on_measure() is called just before a measurement starts (to tell the user why they wait ~3 s)."""
-    from advisor.planner import machine_bench
-
     spec = resolve_model(answers.model, knowledge, read_files=True)
     machine = None
     if answers.hardware is None:
@@ -34,7 +37,7 @@ def edge_inputs(answers: Answers, knowledge: Knowledge, measure: bool = True, on
 
 
 __all__ = ["EnginePlan", "MachineBench", "ModelSpec", "ModelSpecError", "Plan", "PlanOption", "Target", "Workload",
-           "edge_inputs", "make_plan", "resolve_model", "workload_for"]
+           "edge_inputs", "find_gpu", "generic", "machine_bench", "make_plan", "resolve_model", "workload_for"]
 
 
 def workload_for(answers: Answers, knowledge: Knowledge) -> Workload:

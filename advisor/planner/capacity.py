@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from advisor import kschema as ks
-from advisor.knowledge import Knowledge
+from advisor.knowledge import schema as ks
+from advisor.knowledge.load import Knowledge
 from advisor.planner.spec import ModelSpec
 from advisor.planner.types import EnginePlan, PlanOption, Target
 
@@ -310,7 +310,7 @@ class _Calc:
         """(dtype, bytes per element, support status) for the KV cache: the asked dtype where the support matrix
         says the engine runs it on this target (supported or experimental), else the engine's default; a refusal
         is kept in self.kv_refused (asked, status, note) for the assumptions."""
-        from advisor.support import cc_value, effective
+        from advisor.knowledge.support import cc_value, effective
 
         self.kv_refused: tuple[str, str, ks.Text | None] | None = None
         self.kv_source = ""

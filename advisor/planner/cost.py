@@ -6,7 +6,7 @@ a cost from a sweep divides by the measured output tokens/s at the SLA capacity.
 """
 from __future__ import annotations
 
-from advisor.knowledge import Knowledge
+from advisor.knowledge.load import Knowledge
 from advisor.planner.types import EnginePlan, Target
 
 

@@ -9,13 +9,12 @@ import difflib
 import functools
 import math
 from pathlib import Path
-
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from advisor.answers import ModelBlock
-from advisor.knowledge import Knowledge
+from advisor.inputs.answers import ModelBlock
+from advisor.knowledge.load import Knowledge
 
 
 class ModelSpecError(ValueError):

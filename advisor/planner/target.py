@@ -1,12 +1,11 @@
 """The target hardware as numbers: from the answers' hardware block, else from what was detected."""
 from __future__ import annotations
 
-from advisor.answers import Answers
-from advisor.hardware import Hardware
-from advisor.knowledge import Knowledge
+from advisor.inputs.answers import Answers
+from advisor.inputs.hardware import Hardware
+from advisor.knowledge.load import Knowledge
 from advisor.planner.machine_bench import MachineBench
 from advisor.planner.types import Target
-
 
 _FOUND: dict[tuple[int, str], object] = {}
 

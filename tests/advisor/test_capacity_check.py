@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.capacity_check import check_capacity
-from advisor.knowledge import load_knowledge
+from advisor.evidence.capacity_check import check_capacity
+from advisor.knowledge.load import load_knowledge
 from probes.result import Percentiles
 from probes.sweep_result import SweepLevel, SweepResult
 

@@ -54,7 +54,7 @@ def test_gguf_body_bits_from_the_whole_file_figure():
 
 
 def test_gguf_types_of_the_embedding_and_output_tensors():
-    from advisor.knowledge import load_knowledge
+    from advisor.knowledge.load import load_knowledge
 
     pl = load_knowledge().planner
     types, fb = pl.gguf_types, pl.gguf_fallback

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.kschema import ENGINE_IDS
+from advisor.knowledge.schema import ENGINE_IDS
 
 ROOT = Path(__file__).resolve().parents[2]
 

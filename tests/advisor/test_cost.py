@@ -1,10 +1,10 @@
 """Cost per hour and per million output tokens: prices from knowledge/prices.yaml (sourced, dated) or the user's."""
 import pytest
 
-from advisor.answers import parse_answers
-from advisor.knowledge import load_knowledge
+from advisor.decide.rules import recommend
+from advisor.inputs.answers import parse_answers
+from advisor.knowledge.load import load_knowledge
 from advisor.planner.cost import usd_per_million_tokens
-from advisor.rules import recommend
 
 K = load_knowledge()
 H100x8 = {"gpu_vendor": "nvidia", "gpu_model": "H100 SXM", "gpu_count": 8, "gpu_memory_gb": 80, "os": "linux"}

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from advisor.answers import parse_answers
-from advisor.knowledge import load_knowledge
-from advisor.rules import recommend
+from advisor.decide.rules import recommend
+from advisor.inputs.answers import parse_answers
+from advisor.knowledge.load import load_knowledge
 
 K = load_knowledge()
 SCENARIOS = yaml.safe_load((Path(__file__).parent / "data" / "expert_scenarios.yaml").read_text(encoding="utf-8"))[

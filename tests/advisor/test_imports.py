@@ -10,10 +10,10 @@ ENGINES = ["torch", "vllm", "tensorrt_llm", "onnxruntime", "onnxruntime_genai", 
 def test_no_engine_imported_by_advisor():
     code = (
         "import sys, advisor\n"
-        "from advisor.knowledge import load_knowledge\n"
-        "from advisor.answers import load_answers\n"
-        "from advisor.hardware import detect\n"
-        "from advisor.rules import recommend\n"
+        "from advisor.knowledge.load import load_knowledge\n"
+        "from advisor.inputs.answers import load_answers\n"
+        "from advisor.inputs.hardware import detect\n"
+        "from advisor.decide.rules import recommend\n"
         "k = load_knowledge(); recommend(load_answers('examples/startup-chat-api.yaml'), detect(k), k)\n"
         f"print(','.join(m for m in {ENGINES!r} if m in sys.modules))\n"
     )

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from advisor.knowledge import KNOWLEDGE_DIR, KnowledgeError, load_knowledge
-from advisor.kschema import ENGINE_IDS
+from advisor.knowledge.load import KNOWLEDGE_DIR, KnowledgeError, load_knowledge
+from advisor.knowledge.schema import ENGINE_IDS
 
 
 def test_real_knowledge_loads():

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.answers import parse_answers
-from advisor.knowledge import load_knowledge
+from advisor.decide.rules import recommend
+from advisor.inputs.answers import parse_answers
+from advisor.knowledge.load import load_knowledge
 from advisor.planner import make_plan
-from advisor.rules import recommend
 
 K = load_knowledge()
 GIB = 2**30

@@ -11,11 +11,11 @@ import struct
 
 import pytest
 
-from advisor.answers import ModelBlock
-from advisor.hardware import detect
-from advisor.knowledge import load_knowledge
+from advisor.evidence.probe_check import check_probe
+from advisor.inputs.answers import ModelBlock
+from advisor.inputs.hardware import detect
+from advisor.knowledge.load import load_knowledge
 from advisor.planner import machine_bench
-from advisor.planner.probe_check import check_probe
 from advisor.planner.spec import ModelSpecError, read_model_path, resolve_model
 from probes.models import default_model
 from probes.result import ProbeSettings
@@ -110,7 +110,7 @@ def test_gguf_of_an_unlisted_type_plans_with_the_file_size(tmp_path):
     f.write_bytes(bytes(data))
     spec = read_model_path(f)
     assert spec.file_precision == "gguf_file" and spec.tied_embeddings  # SmolLM2 has no output.weight
-    from advisor.answers import parse_answers
+    from advisor.inputs.answers import parse_answers
     from advisor.planner import make_plan
 
     plan = make_plan(parse_answers({"model": {"path": str(f), "precision": "fp16"},
@@ -135,7 +135,7 @@ def test_quantized_hf_directory_is_read_as_int4(tmp_path):
 # ---------------------------------------------------------------- a GGUF planned by name (no file)
 
 def _by_name(name: str, precision: str):
-    from advisor.answers import parse_answers
+    from advisor.inputs.answers import parse_answers
     from advisor.planner import make_plan
 
     a = parse_answers({"model": {"name": name, "precision": precision}, "hardware": {"gpu_vendor": "none",

@@ -4,8 +4,8 @@ from typing import get_args
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from advisor.answers import Precision, parse_answers
-from advisor.knowledge import load_knowledge
+from advisor.inputs.answers import Precision, parse_answers
+from advisor.knowledge.load import load_knowledge
 from advisor.planner import make_plan
 
 K = load_knowledge()

@@ -2,10 +2,10 @@
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from advisor.answers import Answers, parse_answers
-from advisor.kschema import ENGINE_IDS
-from advisor.knowledge import load_knowledge
-from advisor.rules import recommend
+from advisor.decide.rules import recommend
+from advisor.inputs.answers import Answers, parse_answers
+from advisor.knowledge.load import load_knowledge
+from advisor.knowledge.schema import ENGINE_IDS
 
 KNOWLEDGE = load_knowledge()
 

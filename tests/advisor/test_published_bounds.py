@@ -13,11 +13,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from advisor.answers import parse_answers
-from advisor.knowledge import load_knowledge
+from advisor.inputs.answers import ModelBlock, parse_answers
+from advisor.knowledge.load import load_knowledge
 from advisor.planner import plan_engine
 from advisor.planner.capacity import Workload
-from advisor.answers import ModelBlock
 from advisor.planner.spec import ModelSpec, resolve_model
 from advisor.planner.target import build_target
 from advisor.planner.types import Target

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from advisor.answers import load_answers
-from advisor.knowledge import load_knowledge
-from advisor.report import build_markdown, markdown_to_pdf
-from advisor.rules import recommend
-from advisor.verdict import revisit
+from advisor.decide.rules import recommend
+from advisor.evidence.verdict import revisit
+from advisor.inputs.answers import load_answers
+from advisor.knowledge.load import load_knowledge
+from advisor.report.document import build_markdown, markdown_to_pdf
 from probes.result import Percentiles, ProbeResult
 
 ROOT = Path(__file__).resolve().parents[2]

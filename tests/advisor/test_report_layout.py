@@ -13,13 +13,13 @@ import pytest
 from PIL import Image
 from pypdf import PdfReader
 
-from advisor.answers import parse_answers
-from advisor.charts import latency_chart, throughput_chart
-from advisor.knowledge import load_knowledge
-from advisor.planner.probe_check import ProbeCheck
-from advisor.planner.render import plan_markdown, plan_rows
-from advisor.report import ReportError, build_markdown, chart_figures, markdown_to_pdf
-from advisor.rules import recommend
+from advisor.decide.rules import recommend
+from advisor.evidence.probe_check import ProbeCheck
+from advisor.inputs.answers import parse_answers
+from advisor.knowledge.load import load_knowledge
+from advisor.report.charts import latency_chart, throughput_chart
+from advisor.report.document import ReportError, build_markdown, chart_figures, markdown_to_pdf
+from advisor.report.plan import plan_markdown, plan_rows
 from probes.result import Percentiles, ProbeResult, RequestRecord, SystemLoad
 
 K = load_knowledge()

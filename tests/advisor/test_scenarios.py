@@ -4,9 +4,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from advisor.answers import load_answers, parse_answers
-from advisor.knowledge import load_knowledge
-from advisor.rules import recommend
+from advisor.decide.rules import recommend
+from advisor.inputs.answers import load_answers, parse_answers
+from advisor.knowledge.load import load_knowledge
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from advisor import kschema as ks
-from advisor.answers import parse_answers
-from advisor.knowledge import load_knowledge
-from advisor.rules import recommend
-from advisor.support import precision_key
+from advisor.decide.rules import recommend
+from advisor.inputs.answers import parse_answers
+from advisor.knowledge import schema as ks
+from advisor.knowledge.load import load_knowledge
+from advisor.knowledge.support import precision_key
 
 K = load_knowledge()
 GPU = {"nvidia_cuda": {"gpu_vendor": "nvidia", "gpu_model": "A100 80GB", "gpu_count": 1, "gpu_memory_gb": 80},

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from advisor.answers import parse_answers
-from advisor.knowledge import load_knowledge
-from advisor.report import build_markdown
-from advisor.rules import recommend
-from advisor.verdict import measured_on, revisit, target_device
+from advisor.decide.rules import recommend
+from advisor.evidence.verdict import measured_on, revisit, target_device
+from advisor.inputs.answers import parse_answers
+from advisor.knowledge.load import load_knowledge
+from advisor.report.document import build_markdown
 from probes.result import Percentiles, ProbeResult
 
 ROOT = Path(__file__).resolve().parents[2]

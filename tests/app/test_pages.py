@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from advisor.answers import parse_answers
+from advisor.inputs.answers import parse_answers
 
 
 def app():
@@ -145,7 +145,7 @@ def test_answers_replaced_as_a_whole_show_in_the_widgets():
     at.switch_page("pages/1_Checklist.py").run()
     at.number_input(key="q_concurrency").set_value(12).run()
     raw = (Path(__file__).resolve().parents[2] / "examples" / "startup-chat-api.yaml").read_bytes()
-    from advisor.answers import answers_from_text
+    from advisor.inputs.answers import answers_from_text
 
     a, n = answers_from_text(raw, "startup-chat-api.yaml")
     at.session_state["answers"] = a.model_dump(mode="json", exclude_none=True)  # what the upload callback stores
@@ -155,7 +155,7 @@ def test_answers_replaced_as_a_whole_show_in_the_widgets():
 
 
 def test_bad_answers_file_is_one_line_naming_every_unknown_key():
-    from advisor.answers import AnswersError, answers_from_text
+    from advisor.inputs.answers import AnswersError, answers_from_text
 
     with pytest.raises(AnswersError) as e:
         answers_from_text(b"concurency: 3\nttft: 200\n", "a.yaml")
@@ -185,7 +185,7 @@ def test_state_is_restored_from_the_url_after_a_reload():
 
 
 def test_probe_page_runs_llama_cpp_saves_and_selects_the_result():
-    from advisor import history
+    from advisor.evidence import history
     from ui_common import probe_board
 
     at = app().run()
@@ -278,17 +278,17 @@ def h200_here(monkeypatch):
     (NVML's answer is replaced by a detected Hardware holding the GPU, and the child-process check of the build)."""
     import streamlit as st
 
-    import advisor.hardware
+    import advisor.inputs
     import probes.cli
 
-    real = advisor.hardware.detect
+    real = advisor.inputs.detect
 
     def detect(knowledge):
         hw = real(knowledge)
-        return hw.model_copy(update={"gpu_vendor": "nvidia", "gpus": [advisor.hardware.GpuInfo(
+        return hw.model_copy(update={"gpu_vendor": "nvidia", "gpus": [advisor.inputs.GpuInfo(
             index=0, vendor="nvidia", name="NVIDIA H200", memory_total_mb=143_771, compute_capability="9.0")]})
 
-    monkeypatch.setattr(advisor.hardware, "detect", detect)
+    monkeypatch.setattr(advisor.inputs, "detect", detect)
     monkeypatch.setattr(probes.cli, "llama_gpu_offload", lambda: False)
     st.cache_resource.clear()
     yield

@@ -71,7 +71,7 @@ def _english_words(text: str) -> set[str]:
 
 
 def test_every_page_in_chinese_has_no_english_prose(tmp_path):
-    from advisor import history
+    from advisor.evidence import history
     from probes.result import Percentiles, ProbeResult, RequestRecord
 
     res = ProbeResult(engine="llama.cpp", status="ok", requests_total=2, requests_ok=2, device="cpu",

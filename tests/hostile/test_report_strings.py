@@ -10,10 +10,10 @@ import markdown
 import pytest
 from pypdf import PdfReader
 
-from advisor.answers import parse_answers
-from advisor.knowledge import load_knowledge
-from advisor.report import build_markdown, chart_images, markdown_to_pdf
-from advisor.rules import recommend
+from advisor.decide.rules import recommend
+from advisor.inputs.answers import parse_answers
+from advisor.knowledge.load import load_knowledge
+from advisor.report.document import build_markdown, chart_images, markdown_to_pdf
 from probes.result import Percentiles, ProbeResult, RequestRecord
 
 K = load_knowledge()

@@ -10,8 +10,8 @@ import types
 import psutil
 import pytest
 
-from advisor.knowledge import load_knowledge
-from advisor.planner.probe_check import check_probe
+from advisor.evidence.probe_check import check_probe
+from advisor.knowledge.load import load_knowledge
 from probes.backends.llama_cpp import LlamaCppBackend, gpu_settings
 from probes.result import Percentiles, ProbeResult, ProbeSettings, RequestRecord
 

@@ -11,7 +11,8 @@ import pytest
 
 from probes import workload as wl
 from probes.result import ProbeResult, ProbeSettings
-from probes.validation import PromptsFileError, parse_input_tokens, parse_prompts_jsonl, workload_error
+from probes.validation import parse_input_tokens, workload_error
+from probes.workload import PromptsFileError, parse_prompts_jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
 

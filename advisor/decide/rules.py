@@ -7,20 +7,19 @@ the planner computes from numbers alone (the model's files were read, and the CP
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from advisor import kschema as ks
-from advisor import support
-from advisor.answers import Answers
-from advisor.conditions import compile_condition
-from advisor.facts import build_facts, plan_facts
-from advisor.hardware import Hardware
-from advisor.knowledge import Knowledge
+from advisor.decide.flips import find_flips
+from advisor.decide.recommendation import ExcludedEngine, RankedEngine, Reason, Recommendation
+from advisor.decide.scoring import EngineFacts, score
+from advisor.decide.support_score import text as support_text
+from advisor.inputs.answers import Answers
+from advisor.inputs.facts import build_facts, plan_facts
+from advisor.inputs.hardware import Hardware
+from advisor.knowledge import schema as ks
+from advisor.knowledge.load import Knowledge
+from advisor.knowledge.support import verdicts as support_verdicts
 from advisor.planner import MachineBench, ModelSpec, Plan, make_plan, resolve_model
-from advisor.recommendation import ExcludedEngine, RankedEngine, Reason, Recommendation
-
-EngineFacts = dict[str, dict[str, Any]]
 
 
 class _Safe(dict):
@@ -38,95 +37,6 @@ def _fmt(text: str, facts: dict[str, Any], strings: dict[str, ks.Text] | None = 
         return label.get(lang) if label else v
 
     return text.format_map(_Safe({k: show(k, v) for k, v in facts.items()}))
-
-
-@dataclass
-class _Scored:
-    scores: dict[str, float]
-    contributions: dict[str, list[tuple[str, float]]]  # engine -> [(rule id, delta)]
-    excluded: dict[str, list[str]]  # engine -> [rule id]
-
-    def order(self) -> list[str]:
-        ranked = [e for e in ks.ENGINE_IDS if e not in self.excluded]
-        return sorted(ranked, key=lambda e: (-self.scores[e], ks.ENGINE_IDS.index(e)))
-
-
-_COMPILED: dict[int, list[tuple[Any, ks.Rule]]] = {}
-
-
-def _compiled(knowledge: Knowledge) -> list[tuple[Any, ks.Rule]]:
-    key = id(knowledge.rules)
-    if key not in _COMPILED:
-        _COMPILED[key] = [(compile_condition(r.when), r) for r in knowledge.rules.rules]
-    return _COMPILED[key]
-
-
-def _each_engine(facts: dict[str, Any], engine_facts: EngineFacts | None) -> dict[str, dict[str, Any]]:
-    return {e: {**facts, **engine_facts[e]} for e in ks.ENGINE_IDS} if engine_facts else {}
-
-
-def score(facts: dict[str, Any], knowledge: Knowledge, engine_facts: EngineFacts | None = None) -> _Scored:
-    sc = knowledge.rules.scoring
-    contributions = {e: [("base", sc.base[e])] for e in ks.ENGINE_IDS}
-    excluded: dict[str, list[str]] = {}
-    per_engine = _each_engine(facts, engine_facts)
-    for test, rule in _compiled(knowledge):
-        if rule.scope == "each-engine":
-            for e, f in per_engine.items():
-                if test(f):
-                    if rule.self_delta is not None:
-                        contributions[e].append((rule.id, rule.self_delta))
-                    if rule.exclude_self:
-                        excluded.setdefault(e, []).append(rule.id)
-            continue
-        if not test(facts):
-            continue
-        for e, d in rule.deltas.items():
-            contributions[e].append((rule.id, d))
-        for e in rule.exclude:
-            excluded.setdefault(e, []).append(rule.id)
-    for e, moved in support.effects(facts, engine_facts, knowledge).items():
-        for v, d in moved:
-            if d is None:
-                excluded.setdefault(e, []).append(v.id)
-            else:
-                contributions[e].append((v.id, d))
-    scores = {}
-    for e, parts in contributions.items():
-        total = sum(d for _, d in parts)
-        clamped = min(sc.max_score, max(sc.min_score, total))
-        if clamped != total:
-            parts.append(("score-bounds", clamped - total))
-        scores[e] = round(clamped, 2)
-    return _Scored(scores, contributions, excluded)
-
-
-def totals(facts: dict[str, Any], knowledge: Knowledge, engine_facts: EngineFacts | None = None
-           ) -> tuple[dict[str, float], set[str]]:
-    """Clamped scores and exclusions only — the fast path the flip search calls many times."""
-    sc = knowledge.rules.scoring
-    t = dict(sc.base)
-    ex: set[str] = set()
-    per_engine = _each_engine(facts, engine_facts)
-    for test, rule in _compiled(knowledge):
-        if rule.scope == "each-engine":
-            for e, f in per_engine.items():
-                if test(f):
-                    t[e] += rule.self_delta or 0.0
-                    if rule.exclude_self:
-                        ex.add(e)
-        elif test(facts):
-            for e, d in rule.deltas.items():
-                t[e] += d
-            ex.update(rule.exclude)
-    for e, moved in support.effects(facts, engine_facts, knowledge).items():
-        for v, d in moved:
-            if d is None:
-                ex.add(e)
-            else:
-                t[e] += d
-    lo, hi = sc.min_score, sc.max_score
-    return {e: round(min(hi, max(lo, v)), 2) for e, v in t.items()}, ex
 
 
 class Evaluator:
@@ -188,9 +98,9 @@ def recommend(answers: Answers, hardware: Hardware | None, knowledge: Knowledge,
                           source=sc.source)
         if rule_id.startswith("support/"):
             _, axis, key = rule_id.split("/", 2)
-            v = next(v for v in support.verdicts(engine, facts, engine_facts[engine], knowledge)
+            v = next(v for v in support_verdicts(engine, facts, engine_facts[engine], knowledge)
                      if v.axis == axis and v.key == key)
-            return Reason(rule=rule_id, text=support.text(v, knowledge, lang), delta=delta, source=v.cell.source or "")
+            return Reason(rule=rule_id, text=support_text(v, knowledge, lang), delta=delta, source=v.cell.source or "")
         r = rules[rule_id]
         f = {**facts, **engine_facts[engine]} if r.scope == "each-engine" else facts
         return Reason(rule=r.id, text=_fmt(r.text.get(lang), f, knowledge.strings, lang), delta=delta, source=r.source)
@@ -207,7 +117,5 @@ def recommend(answers: Answers, hardware: Hardware | None, knowledge: Knowledge,
     ]
     rec = Recommendation(ranking=ranking, excluded=excluded, lang=lang, facts=facts, plan=plan)
     if with_flips:
-        from advisor.flips import find_flips
-
         rec.flips, rec.flip_note = find_flips(answers, ev, s)
     return rec

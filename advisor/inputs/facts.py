@@ -1,32 +1,13 @@
 """Flatten answers + hardware into the named facts that rule conditions may test.
 
-The set of names is closed: knowledge loading rejects a rule that tests an unknown fact.
+The set of names is closed (advisor.knowledge.vocabulary): knowledge loading rejects a rule that tests an unknown fact.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from advisor.answers import Answers
-from advisor.hardware import Hardware
-
-FACT_NAMES = frozenset({
-    # checklist
-    "concurrency", "ttft_p95_ms", "cross_platform", "cuda_expertise", "model_update",
-    "non_llm_models", "strict_sla", "deployment", "prompt_mix",
-    # model block
-    "architecture", "precision", "params_b", "context_tokens", "kv_cache_dtype", "moe",
-    # hardware (from the answers' hardware block, else detected)
-    "gpu_vendor", "gpu_count", "gpu_memory_gb", "total_gpu_memory_gb", "ram_gb", "cpu_cores",
-    "os", "cpu_arch", "has_avx2", "has_avx512", "hardware_source",
-})
-
-# facts an each-engine rule may also test: that engine's capacity plan (advisor.planner)
-PLAN_FACT_NAMES = frozenset({
-    "plan_fits", "plan_loads", "plan_offload", "plan_offload_layers", "plan_device", "plan_precision", "plan_headroom_fraction",
-    "plan_headroom_gib", "plan_total_gib", "plan_available_gib", "plan_weights_gib", "plan_kv_gib",
-    "plan_overhead_gib", "plan_max_concurrency", "plan_max_context_tokens", "plan_decode_tps_upper_bound", "plan_fix",
-    "plan_precision_id",
-})
+from advisor.inputs.answers import Answers
+from advisor.inputs.hardware import Hardware
 
 
 def plan_facts(plan, fix_none: str) -> dict[str, Any]:
@@ -74,7 +55,7 @@ def build_facts(answers: Answers, hardware: Hardware | None) -> dict[str, Any]:
         "params_b": m.params_b,
         "context_tokens": m.context_tokens,
         "kv_cache_dtype": m.kv_cache_dtype,
-        "moe": False,  # set from the resolved model (advisor.rules.Evaluator)
+        "moe": False,  # set from the resolved model (advisor.decide.rules.Evaluator)
     }
     t = answers.hardware
     if t is not None:

@@ -10,6 +10,8 @@ from typing import Annotated, Any, Generic, Literal, TypeVar, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
+from advisor.knowledge.vocabulary import Precision as AnswersPrecision  # one list of precisions
+
 ENGINE_IDS = ("vllm", "tensorrt-llm", "onnxruntime", "llama.cpp", "pytorch")
 EngineId = Literal["vllm", "tensorrt-llm", "onnxruntime", "llama.cpp", "pytorch"]
 
@@ -481,7 +483,6 @@ class GpusFile(Strict):
 
 # ---------------------------------------------------------------- capacity planner
 
-from advisor.answers import Precision as AnswersPrecision  # noqa: E402  (one list of precisions)
 PlannerPrecision = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "gguf_f16", "q8_0", "q6_k", "q5_k_m",
                            "q5_k_s", "q4_k_m", "q4_k_s", "iq4_xs", "q4_1", "q4_0", "q3_k_m", "q2_k", "gguf_file",
                            "ort_int4"]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from advisor import kschema as ks
+from advisor.knowledge import schema as ks
 
 
 def leaves(cond: Any) -> Iterator[ks.Leaf]:

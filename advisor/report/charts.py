@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from advisor.kschema import ENGINE_IDS
+from advisor.decide.recommendation import Recommendation
+from advisor.evidence.probe_check import ProbeCheck
+from advisor.knowledge.schema import ENGINE_IDS
 from advisor.planner.capacity import concurrency_curve
-from advisor.planner.probe_check import ProbeCheck
 from advisor.planner.types import Plan
-from advisor.recommendation import Recommendation
 from probes.result import ProbeResult
 
 # Okabe-Ito (colour-blind safe, without its yellow), then a few more; markers/dashes/patterns tell series
@@ -27,7 +27,7 @@ PNG_WIDTH = 820  # px; the PDF places it across the A4 text width (~180 mm): 13 
 
 
 def _t(key: str, lang: str, **kw) -> str:
-    from advisor.knowledge import load_knowledge
+    from advisor.knowledge.load import load_knowledge
 
     return load_knowledge().s(key, lang, **kw)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from advisor.knowledge import Knowledge
+from advisor.knowledge.load import Knowledge
 from advisor.planner.cost import usd_per_million_tokens
 
 

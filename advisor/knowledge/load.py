@@ -9,10 +9,12 @@ from typing import TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from advisor import kschema as ks
-from advisor.yamlsafe import UniqueKeyLoader as _Loader
+from advisor.knowledge import schema as ks
+from advisor.knowledge.conditions import leaves
+from advisor.knowledge.vocabulary import FACT_NAMES, PLAN_FACT_NAMES
+from advisor.knowledge.yamlsafe import UniqueKeyLoader as _Loader
 
-KNOWLEDGE_DIR = Path(__file__).resolve().parent.parent / "knowledge"
+KNOWLEDGE_DIR = Path(__file__).resolve().parents[2] / "knowledge"
 
 M = TypeVar("M", bound=BaseModel)
 class KnowledgeError(ValueError):
@@ -81,9 +83,6 @@ def load_knowledge(directory: str | Path | None = None) -> Knowledge:
 
 
 def _check_rule_facts(rules: ks.RulesFile) -> None:
-    from advisor.conditions import leaves
-    from advisor.facts import FACT_NAMES, PLAN_FACT_NAMES
-
     for i, rule in enumerate(rules.rules):
         known = FACT_NAMES | PLAN_FACT_NAMES if rule.scope == "each-engine" else FACT_NAMES
         for leaf in leaves(rule.when):
@@ -96,9 +95,6 @@ def _check_rule_facts(rules: ks.RulesFile) -> None:
 
 
 def _check_need_facts(support: ks.SupportFile) -> None:
-    from advisor.conditions import leaves
-    from advisor.facts import FACT_NAMES
-
     for i, need in enumerate(support.needs):
         for leaf in leaves(need.when):
             if leaf.fact not in FACT_NAMES:

@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from advisor import kschema as ks
-from advisor import support
-from advisor.knowledge import Knowledge
+from advisor.knowledge import schema as ks
+from advisor.knowledge import support
+from advisor.knowledge.load import Knowledge
 
 COLOURS = {"supported": "green", "experimental": "orange", "unsupported": "red", "unknown": "gray"}  # Streamlit's
 FILLS = {"supported": (219, 240, 223), "experimental": (255, 240, 196), "unsupported": (246, 208, 212),
@@ -63,7 +63,7 @@ def status_label(status: str, knowledge: Knowledge, lang: str) -> str:
 def markdown(table: list[Row], knowledge: Knowledge, lang: str, coloured: bool = True) -> list[str]:
     """A Markdown table. coloured: a dot in Streamlit's `:green[…]` colours for the browser (not an emoji, which a
     machine without an emoji font shows as a box); the report passes False and the PDF fills the cells itself."""
-    from advisor.planner.render import md_escape
+    from advisor.report.mdtext import md_escape
 
     if not table:
         return []
@@ -107,7 +107,7 @@ def read_date(knowledge: Knowledge) -> str:
 
 def from_recommendation(rec, knowledge: Knowledge, axes: tuple[str, ...] = (*ks.CAN_RUN_AXES, "serving")) -> list[Row]:
     """The table for a Recommendation: its facts, and each engine's plan (the precision and device it assumed)."""
-    from advisor.facts import plan_facts
+    from advisor.inputs.facts import plan_facts
 
     engine_facts = {e: plan_facts(p, "") for e, p in rec.plan.engines.items()} if rec.plan else {}
     return rows(rec.facts, engine_facts, knowledge, axes)

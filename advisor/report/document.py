@@ -14,12 +14,12 @@ import struct
 from pathlib import Path
 from typing import NamedTuple
 
-from advisor.answers import Answers, ModelBlock, TargetHardware
-from advisor.hardware import Hardware
-from advisor.knowledge import Knowledge
-from advisor.planner.render import ZWSP, fold, md_escape
-from advisor.recommendation import Recommendation
-from advisor.verdict import revisit, target_device
+from advisor.decide.recommendation import Recommendation
+from advisor.evidence.verdict import revisit, target_device
+from advisor.inputs.answers import Answers, ModelBlock, TargetHardware
+from advisor.inputs.hardware import Hardware
+from advisor.knowledge.load import Knowledge
+from advisor.report.mdtext import ZWSP, fold, md_escape
 from probes.result import ProbeResult
 
 CJK_FONTS = [  # (path, index of the Simplified Chinese face in a collection)
@@ -130,7 +130,7 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
                    answers_file: str = "answers.yaml", probe_files: list[str] | None = None,
                    checks: list | None = None, run_ids: list[int] | None = None, sweeps: list | None = None,
                    cores: int | None = None) -> str:
-    """checks: advisor.planner.probe_check results (predicted vs measured) for local probes.
+    """checks: advisor.evidence.probe_check results (predicted vs measured) for local probes.
     run_ids: the history id of each result (same order): runs are labelled "#<id> <engine>" and the reproduce line
     names them probe-<id>.json (the Probe page's download names); without it runs are #1, #2, … and the reproduce
     line uses probe_files."""
@@ -183,7 +183,7 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
         for x in rec.excluded:
             out += [f"- **{_txt(x.name)}**: " + " ".join(f"{_txt(y.text)} (*{_txt(y.source)}*)" for y in x.reasons)]
         out.append("")
-    from advisor import support_table
+    from advisor.report import support_table
 
     matrix = support_table.markdown(support_table.from_recommendation(rec, knowledge), knowledge, lang, coloured=False)
     if matrix:
@@ -192,7 +192,7 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
     out += [f"- {_txt(f.text)}" for f in rec.flips] or [f"- {_txt(rec.flip_note)}"]
     out.append("")
     if rec.plan is not None:
-        from advisor.planner.render import plan_markdown
+        from advisor.report.plan import plan_markdown
 
         out += [plan_markdown(rec.plan, knowledge, lang, checks, focus=rec.top.engine if rec.top else None)]
         for key in ("memory", "concurrency", "roofline"):
@@ -234,7 +234,7 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
         out.append("")
     # caveats
     if sweeps:
-        from advisor.capacity_check import check_capacity
+        from advisor.evidence.capacity_check import check_capacity
 
         v = check_capacity(sweeps, answers.concurrency, rec.top.engine if rec.top else None, knowledge, lang,
                            cores=cores, gpu_price=answers.gpu_usd_per_hour, core_price=answers.cpu_core_usd_per_hour)
@@ -321,8 +321,8 @@ def _cell_link(cell_html: str) -> str | None:
 
 def _status_fills() -> dict[str, tuple[int, int, int]]:
     """A support-matrix cell ("supported", "不支持 (GGUF)", …) is filled with its status colour, in both languages."""
-    from advisor.knowledge import load_knowledge
-    from advisor.support_table import FILLS
+    from advisor.knowledge.load import load_knowledge
+    from advisor.report.support_table import FILLS
 
     k = load_knowledge()
     return {k.s(f"sup_status_{st}", lang): rgb for st, rgb in FILLS.items() for lang in ("en", "zh")}
@@ -469,8 +469,14 @@ def chart_figures(rec: Recommendation, results: list[ProbeResult], lang: str, ch
                   names: dict[str, str] | None = None, run_ids: list[int] | None = None, sweeps: list | None = None,
                   ttft_target_ms: float | None = None) -> dict:
     """The report's charts as Plotly figures, by name (the same figures the browser shows)."""
-    from advisor.charts import (concurrency_chart, latency_chart, memory_chart, ranking_chart, roofline_chart,
-                                throughput_chart)
+    from advisor.report.charts import (
+        concurrency_chart,
+        latency_chart,
+        memory_chart,
+        ranking_chart,
+        roofline_chart,
+        throughput_chart,
+    )
 
     labels = run_labels(results, run_ids)
     ok = [(r, lab) for r, lab in zip(results, labels) if r.status == "ok"]
@@ -484,7 +490,7 @@ def chart_figures(rec: Recommendation, results: list[ProbeResult], lang: str, ch
         figs.update(ttft=latency_chart(rs, "ttft", lang, labels=labs), itl=latency_chart(rs, "itl", lang, labels=labs),
                     throughput=throughput_chart(rs, lang, labels=labs))
     if sweeps:
-        from advisor.charts import sweep_charts
+        from advisor.report.charts import sweep_charts
 
         names = names or {r.engine: r.name for r in [*rec.ranking, *rec.excluded]}
         sw = sweep_charts(sweeps, ttft_target_ms, sweeps[0].goodput_share, lang, names)
@@ -497,8 +503,8 @@ def chart_images(rec: Recommendation, results: list[ProbeResult], lang: str, che
                  ttft_target_ms: float | None = None) -> tuple[dict[str, ChartImage], dict[str, bytes]]:
     """The report's charts as PNG: ({name: ChartImage} for build_markdown, {file name: bytes} for the PDF).
     A chart that cannot be exported (no headless browser) is left out. run_ids: as for build_markdown."""
-    from advisor.charts import to_png
-    from advisor.knowledge import load_knowledge
+    from advisor.knowledge.load import load_knowledge
+    from advisor.report.charts import to_png
 
     k = load_knowledge()
     images, files = {}, {}

@@ -1,9 +1,9 @@
 """Plain-text renderings for the CLI (en/zh)."""
 from __future__ import annotations
 
-from advisor.hardware import Hardware
-from advisor.knowledge import Knowledge
-from advisor.recommendation import Recommendation
+from advisor.decide.recommendation import Recommendation
+from advisor.inputs.hardware import Hardware
+from advisor.knowledge.load import Knowledge
 
 
 def _delta(d: float | None) -> str:
@@ -36,7 +36,7 @@ def hardware_text(hw: Hardware, knowledge: Knowledge, lang: str = "en") -> str:
 
 
 def plan_summary(p, knowledge: Knowledge, lang: str = "en") -> str:
-    from advisor.planner.render import device_label, fits_word
+    from advisor.report.plan import device_label, fits_word
 
     def n(x, fmt="{:,.1f}"):
         return "—" if x is None else fmt.format(x)

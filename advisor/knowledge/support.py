@@ -1,5 +1,8 @@
 """Read the support matrix (knowledge/support.yaml) for one workload: can each engine run it as asked? Pure.
 
+The lookups the planner (compute-capability gates) and the ranking both use; what a cell does to a score,
+and the reason it gives, is `advisor.decide.support_score`.
+
 The user's row on each can-it-run axis comes from the facts (OS, accelerator, architecture, KV-cache dtype) and
 from each engine's own plan (the precision that engine would really run, e.g. llama.cpp's GGUF for "int4";
 whether it runs on the GPU or the CPU). An NVIDIA cell may hold only from a compute capability up.
@@ -9,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from advisor import kschema as ks
-from advisor.conditions import compile_condition
-from advisor.knowledge import Knowledge
+from advisor.knowledge import schema as ks
+from advisor.knowledge.conditions import compile_condition
+from advisor.knowledge.load import Knowledge
 
 # the planner's precision ids -> the matrix's precision keys
 _PRECISION_KEY = {"fp32": "fp32", "fp16": "fp16", "bf16": "bf16", "fp8": "fp8", "int8": "int8", "int4": "int4_awq",
@@ -99,42 +102,6 @@ def needed_features(facts: dict[str, Any], knowledge: Knowledge) -> list[str]:
     if key not in _NEEDS:
         _NEEDS[key] = [(compile_condition(n.when), n.feature) for n in knowledge.support.needs]
     return [f for test, f in _NEEDS[key] if test(facts)]
-
-
-def effects(facts: dict[str, Any], engine_facts: dict[str, dict[str, Any]] | None, knowledge: Knowledge
-            ) -> dict[str, list[tuple[Verdict, float | None]]]:
-    """Per engine: (verdict, delta) for each cell that moves the score; delta None = the engine is excluded."""
-    sc = knowledge.support.scoring
-    needs = needed_features(facts, knowledge)
-    out: dict[str, list[tuple[Verdict, float | None]]] = {}
-    for e in ks.ENGINE_IDS:
-        ef = engine_facts.get(e, {}) if engine_facts else {}
-        moved: list[tuple[Verdict, float | None]] = []
-        for v in verdicts(e, facts, ef, knowledge, needs):
-            if v.axis == "serving":
-                d = {"unsupported": sc.feature_missing, "experimental": sc.feature_experimental,
-                     "unknown": sc.feature_unknown}.get(v.status)
-                if d:
-                    moved.append((v, d))
-            elif v.status == "unsupported":
-                moved.append((v, None))
-            elif v.status == "experimental" and sc.experimental:
-                moved.append((v, sc.experimental))
-        out[e] = moved
-    return out
-
-
-def text(v: Verdict, knowledge: Knowledge, lang: str) -> str:
-    """The reason a verdict gives, in the reader's language, with what the docs say and what to do instead."""
-    sc = knowledge.support.scoring.text
-    kind = ("feature_missing" if v.status == "unsupported" else "feature_experimental") if v.axis == "serving" \
-        else v.status
-    template = getattr(sc, kind, None) or sc.experimental
-    note = v.note.get(lang) if v.note else ""
-    if v.cell.instead is not None and v.status == "unsupported":
-        note = f"{note} {v.cell.instead.get(lang)}".strip()
-    return template.get(lang).format(engine=knowledge.engines[v.engine].name, axis=axis_label(v.axis, knowledge, lang),
-                                     value=value_label(v.axis, v.key, knowledge, lang), note=note).strip()
 
 
 def axis_label(axis: str, knowledge: Knowledge, lang: str) -> str:

@@ -8,9 +8,10 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from advisor.answers import Answers, TargetHardware
-from advisor.knowledge import Knowledge
-from advisor.recommendation import Flip
+from advisor.decide.recommendation import Flip
+from advisor.decide.scoring import totals
+from advisor.inputs.answers import Answers, TargetHardware
+from advisor.knowledge.load import Knowledge
 
 MAX_FLIPS = 3
 PAIR_POOL = 8
@@ -67,8 +68,6 @@ def _candidates(answers: Answers, knowledge: Knowledge):
 
 def find_flips(answers: Answers, ev, scored) -> tuple[list[Flip], str | None]:
     """ev: the rules' Evaluator (facts and capacity plans for any variant of the answers)."""
-    from advisor.rules import totals
-
     knowledge, lang = ev.knowledge, ev.lang
 
     order = scored.order()

@@ -1,12 +1,10 @@
 """The plan as rows, plain text (CLI) and Markdown (report); one table definition for all three."""
 from __future__ import annotations
 
-import html
-import re
-
-from advisor.knowledge import Knowledge
-from advisor.planner.probe_check import ProbeCheck
+from advisor.evidence.probe_check import ProbeCheck
+from advisor.knowledge.load import Knowledge
 from advisor.planner.types import EnginePlan, Plan
+from advisor.report.mdtext import fold, md_escape
 
 
 def _n(x: float | int | None, fmt: str = "{:,.1f}") -> str:
@@ -16,33 +14,6 @@ def _n(x: float | int | None, fmt: str = "{:,.1f}") -> str:
 def _sig(x: float | None) -> str:
     """ms and tok/s: one decimal, two significant digits below 1 (a 0.04 ms bound is not "0.0")."""
     return "—" if x is None else f"{x:,.1f}" if abs(x) >= 1 or x == 0 else f"{x:.2g}"
-
-
-_MD_SPECIAL = re.compile(r"([\\`*\[\]!|])")
-
-
-def md_escape(text: object) -> str:
-    """User/model text as literal Markdown text: HTML escaped (<, >, &) and the Markdown characters that make
-    links, images, emphasis, code or table cells (\\ ` * [ ] ! |) backslash-escaped; newlines become spaces."""
-    text = _CONTROL.sub("\ufffd", " ".join(str(text).split()))  # a terminal escape or NUL shows as �
-    return html.escape(_MD_SPECIAL.sub(r"\\\1", text), quote=False)
-
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-
-
-ZWSP = "\u200b"  # zero-width space: a place where a browser may break a long token; removed for the PDF
-
-
-def fold(text: str, limit: int = 300, token: int = 60) -> str:
-    """Cut text to `limit` characters ("…") and give any unbroken run longer than `token` a break opportunity
-    every `token` characters (a zero-width space), so a table cell stays printable and wraps in the browser
-    (a 20,000-character path must not make a row taller than a page)."""
-    text = str(text)
-    if len(text) > limit:
-        text = text[: limit - 1].rstrip() + "…"
-    return re.sub(r"[^\s\u200b]{%d,}" % (token + 1),
-                  lambda m: ZWSP.join(m.group(0)[i:i + token] for i in range(0, len(m.group(0)), token)), text)
 
 
 def _usd(x: float | None) -> str:

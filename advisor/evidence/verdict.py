@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from advisor.recommendation import Recommendation
+from advisor.decide.recommendation import Recommendation
 from probes.result import ProbeResult, device_kind
 
 

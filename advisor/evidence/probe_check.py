@@ -13,9 +13,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from advisor.answers import Answers
-from advisor.hardware import Hardware
-from advisor.knowledge import Knowledge
+from advisor.inputs.answers import Answers
+from advisor.inputs.hardware import Hardware
+from advisor.knowledge.load import Knowledge
 from advisor.planner.capacity import Workload, plan_engine
 from advisor.planner.machine_bench import MachineBench
 from advisor.planner.spec import ModelSpec, ModelSpecError, read_model_path
@@ -87,7 +87,7 @@ def check_probe(res: ProbeResult, knowledge: Knowledge, hardware: Hardware | Non
     if on_gpu and gpu_named and not (hardware and hardware.gpus):
         # a GPU result read where that GPU is not (a recorded result, a report made elsewhere): plan for the GPU
         # the result names, from gpus.yaml
-        from advisor.answers import TargetHardware
+        from advisor.inputs.answers import TargetHardware
         from advisor.planner.target import find_gpu
 
         g = find_gpu(gpu_named, knowledge)

@@ -10,12 +10,11 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from advisor.yamlsafe import UniqueKeyLoader
+from advisor.knowledge.vocabulary import Precision
+from advisor.knowledge.yamlsafe import UniqueKeyLoader
 
 GpuVendor = Literal["nvidia", "amd", "intel", "apple", "none"]
 Architecture = Literal["decoder-only", "encoder-decoder", "encoder", "cnn"]
-Precision = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "q2_k", "q3_k_m", "q4_0", "q4_1", "iq4_xs", "q4_k_s",
-                    "q4_k_m", "q5_k_s", "q5_k_m", "q6_k", "q8_0"]
 
 
 class _Strict(BaseModel):
