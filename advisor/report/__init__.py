@@ -6,16 +6,8 @@ before it reaches Markdown (`md_escape`, `fold`, `link_urls`).
 May import: advisor.evidence and every room below it, and the probes' result types.
 """
 from advisor.report import support_table
-from advisor.report.charts import (
-                                   concurrency_chart,
-                                   latency_chart,
-                                   memory_chart,
-                                   ranking_chart,
-                                   roofline_chart,
-                                   sweep_charts,
-                                   throughput_chart,
-                                   to_png,
-)
+from advisor.report.charts import (concurrency_chart, latency_chart, memory_chart, ranking_chart, roofline_chart,
+                                   sweep_charts, throughput_chart, to_png)
 from advisor.report.document import ReportError, build_markdown, chart_figures, chart_images, markdown_to_pdf, run_label
 from advisor.report.mdtext import ZWSP, fold, link_urls, md_escape
 from advisor.report.plan import device_label, fits_word, header_lines, plan_markdown, plan_rows, plan_text

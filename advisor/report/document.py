@@ -469,14 +469,8 @@ def chart_figures(rec: Recommendation, results: list[ProbeResult], lang: str, ch
                   names: dict[str, str] | None = None, run_ids: list[int] | None = None, sweeps: list | None = None,
                   ttft_target_ms: float | None = None) -> dict:
     """The report's charts as Plotly figures, by name (the same figures the browser shows)."""
-    from advisor.report.charts import (
-        concurrency_chart,
-        latency_chart,
-        memory_chart,
-        ranking_chart,
-        roofline_chart,
-        throughput_chart,
-    )
+    from advisor.report.charts import (concurrency_chart, latency_chart, memory_chart, ranking_chart, roofline_chart,
+                                       throughput_chart)
 
     labels = run_labels(results, run_ids)
     ok = [(r, lab) for r, lab in zip(results, labels) if r.status == "ok"]
