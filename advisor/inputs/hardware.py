@@ -9,6 +9,7 @@ import importlib.metadata as md
 import importlib.util
 import os
 import platform
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -133,17 +134,17 @@ def _sysctl(name: str) -> str | None:
 
 
 OWN_VENVS = {"vllm": ".venv-vllm", "tensorrt-llm": ".venv-trtllm"}  # engines whose pins clash with the app's live in a venv of their own
-PROJECT_ROOT = None  # where those venvs are; None = the checkout this module is in
+PROJECT_ROOT = None  # where those venvs are; None = the checkout this module is in (CHECKOUT)
+CHECKOUT = Path(__file__).resolve().parents[2]  # advisor/inputs/hardware.py -> the checkout
 
 
 def _own_venv_version(engine: str, distributions: list[str]) -> str | None:
     """The version of an engine installed in its own venv, read from the dist-info folder names only."""
-    from pathlib import Path
 
     venv = OWN_VENVS.get(engine)
     if not venv:
         return None
-    root = Path(PROJECT_ROOT or Path(__file__).resolve().parent.parent) / venv
+    root = Path(PROJECT_ROOT or CHECKOUT) / venv
     for dist in distributions:
         norm = dist.replace("-", "_").lower()
         for info in root.glob("lib/python*/site-packages/*.dist-info"):

