@@ -140,7 +140,6 @@ CHECKOUT = Path(__file__).resolve().parents[2]  # advisor/inputs/hardware.py -> 
 
 def _own_venv_version(engine: str, distributions: list[str]) -> str | None:
     """The version of an engine installed in its own venv, read from the dist-info folder names only."""
-
     venv = OWN_VENVS.get(engine)
     if not venv:
         return None
