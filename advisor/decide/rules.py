@@ -75,6 +75,10 @@ class Evaluator:
             facts["architecture"] = plan.model.architecture
         facts["moe"] = plan.model.active_params_b < plan.model.params_b * 0.9
         facts["gpu_cc"] = plan.target.gpu_compute_capability  # for the support matrix, not a rule fact
+        facts["gpu_arch"] = plan.target.gpu_arch or ""  # Gaudi is an Intel accelerator of its own (support matrix)
+        facts["modality"] = plan.model.modality
+        facts["mla"] = bool(plan.model.kv_lora_rank)
+        facts["sliding_window"] = plan.model.sliding_window if plan.model.sliding_layers else None
         return facts, engine_facts
 
 

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from advisor.knowledge.vocabulary import Precision
 from advisor.knowledge.yamlsafe import UniqueKeyLoader
 
-GpuVendor = Literal["nvidia", "amd", "intel", "apple", "none"]
+GpuVendor = Literal["nvidia", "amd", "intel", "apple", "qualcomm", "none"]
 Architecture = Literal["decoder-only", "encoder-decoder", "encoder", "cnn"]
 
 
@@ -25,16 +25,40 @@ class TargetHardware(_Strict):
     """Q3: the hardware to plan for, when it is not this machine."""
 
     gpu_vendor: GpuVendor = "none"
+    accelerator: Literal["gpu", "npu"] = "gpu"  # npu: a neural processing unit (Snapdragon X, Intel / AMD NPUs)
     gpu_model: str | None = None
-    gpu_count: int = Field(default=0, ge=0, le=64)
+    gpu_count: int = Field(default=0, ge=0, le=4096)  # in all (nodes x gpus_per_node when both are given)
+    nodes: int = Field(default=1, ge=1, le=512)
+    gpus_per_node: int | None = Field(default=None, ge=1, le=64)
+    interconnect: Literal["nvlink", "infinity-fabric", "xe-link", "pcie", "infiniband", "roce", "ethernet"] | None = None
+    unified_memory: bool | None = None  # None = from the GPU catalogue (Apple, GB10, Jetson, Strix Halo, NPUs)
     gpu_memory_gb: float | None = Field(default=None, ge=0, le=2048)  # 0 = none ("no GPU")
     ram_gb: float | None = Field(default=None, ge=0.25, le=65536)
     cpu_cores: int | None = Field(default=None, ge=1, le=4096)
     cpu_arch: Literal["x86_64", "arm64"] | None = None
-    os: Literal["linux", "windows", "macos"] | None = None
+    os: Literal["linux", "windows", "windows-wsl", "macos"] | None = None
 
     @model_validator(mode="after")
     def _count_matches_vendor(self) -> "TargetHardware":
+        if self.gpu_vendor == "none" and (self.nodes > 1 or self.gpus_per_node):
+            raise ValueError("nodes and gpus_per_node need a gpu_vendor")
+        if self.gpus_per_node is not None:
+            total = self.nodes * self.gpus_per_node
+            if self.gpu_count not in (0, total):
+                raise ValueError(f"gpu_count {self.gpu_count} is not nodes x gpus_per_node "
+                                 f"({self.nodes} x {self.gpus_per_node} = {total})")
+            self.gpu_count = total
+        elif self.nodes > 1:
+            if self.gpu_count % self.nodes:
+                raise ValueError(f"gpu_count {self.gpu_count} does not split evenly over {self.nodes} nodes")
+            self.gpu_count = self.gpu_count or self.nodes
+            self.gpus_per_node = self.gpu_count // self.nodes
+        if self.gpu_count > 64 * self.nodes:
+            raise ValueError("at most 64 GPUs per node; give nodes and gpus_per_node for more")
+        if self.accelerator == "npu" and self.gpu_vendor not in ("qualcomm", "intel", "amd"):
+            raise ValueError("an npu accelerator needs gpu_vendor qualcomm, intel or amd")
+        if self.gpu_vendor == "qualcomm":
+            self.accelerator = "npu"  # Snapdragon's accelerator for models is its Hexagon NPU
         if not self.gpu_memory_gb:
             if self.gpu_vendor != "none" and self.gpu_memory_gb == 0:
                 raise ValueError("gpu_memory_gb must be greater than 0 for a GPU")
@@ -43,16 +67,22 @@ class TargetHardware(_Strict):
             raise ValueError("gpu_memory_gb must be at least 0.25 (it is in GB)")
         if self.gpu_vendor != "none" and self.gpu_count == 0:
             self.gpu_count = 1
+        if self.gpu_vendor != "none" and self.gpus_per_node is None:
+            self.gpus_per_node = self.gpu_count
         if self.gpu_vendor == "none" and self.gpu_count:
             raise ValueError("gpu_count must be 0 when gpu_vendor is none")
         return self
 
 
+Modality = Literal["text", "vision-language", "speech", "embedding", "vision"]
+
+
 class ModelBlock(_Strict):
-    name: str | None = None  # a knowledge/models.yaml id, e.g. llama-3-8b
-    path: str | None = None  # the user's own model: GGUF file or HF/ONNX directory
+    name: str | None = None  # a knowledge/models.yaml id or Hugging Face name; unknown names plan from params_b
+    path: str | None = None  # the user's own model: GGUF file, HF/ONNX directory, or a config.json alone
     params_b: float = Field(default=7.0, ge=0.001, le=2000)  # billions: 0.001 = 1M weights
     architecture: Architecture = "decoder-only"
+    modality: Modality | None = None  # None = the catalogue's, else text (vision for a CNN)
     precision: Precision = "fp16"
     context_tokens: int = Field(default=4096, ge=128, le=1_048_576)
     kv_cache_dtype: Literal["auto", "fp16", "bf16", "fp8", "int8"] = "auto"  # auto = the engine's default

@@ -55,13 +55,18 @@ def build_facts(answers: Answers, hardware: Hardware | None) -> dict[str, Any]:
         "params_b": m.params_b,
         "context_tokens": m.context_tokens,
         "kv_cache_dtype": m.kv_cache_dtype,
-        "moe": False,  # set from the resolved model (advisor.decide.rules.Evaluator)
+        "moe": False,  # set from the resolved model (advisor.decide.rules.Evaluator), as are the next three
+        "modality": m.modality or ("vision" if m.architecture == "cnn" else "text"),
+        "mla": False,
+        "sliding_window": None,
     }
     t = answers.hardware
     if t is not None:
         f.update(gpu_vendor=t.gpu_vendor, gpu_count=t.gpu_count, gpu_memory_gb=t.gpu_memory_gb,
                  ram_gb=t.ram_gb, cpu_cores=t.cpu_cores, os=t.os, cpu_arch=t.cpu_arch,
-                 has_avx2=None, has_avx512=None, hardware_source="answers")
+                 has_avx2=None, has_avx512=None, hardware_source="answers", accelerator=t.accelerator,
+                 nodes=t.nodes, gpus_per_node=t.gpus_per_node, interconnect=t.interconnect,
+                 unified_memory=t.unified_memory)
     elif hardware is not None:
         g = hardware.gpus
         mem = g[0].memory_total_mb / 1024 if g and g[0].memory_total_mb else None
@@ -71,10 +76,12 @@ def build_facts(answers: Answers, hardware: Hardware | None) -> dict[str, Any]:
                  os=hardware.os if hardware.os in ("linux", "windows", "macos") else None, cpu_arch=arch,
                  has_avx2="avx2" in hardware.cpu.flags,
                  has_avx512=any(x.startswith("avx512") for x in hardware.cpu.flags),
-                 hardware_source="detected")
+                 hardware_source="detected", accelerator="gpu", nodes=1, gpus_per_node=len(g) or None,
+                 interconnect=None, unified_memory=hardware.apple_silicon)
     else:
         f.update(gpu_vendor="none", gpu_count=0, gpu_memory_gb=None, ram_gb=None, cpu_cores=None, os=None,
-                 cpu_arch=None, has_avx2=None, has_avx512=None, hardware_source="answers")
+                 cpu_arch=None, has_avx2=None, has_avx512=None, hardware_source="answers", accelerator="gpu",
+                 nodes=1, gpus_per_node=None, interconnect=None, unified_memory=None)
     mem = f["gpu_memory_gb"]
     f["total_gpu_memory_gb"] = mem * f["gpu_count"] if mem else None
     return f

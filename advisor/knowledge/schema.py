@@ -300,14 +300,16 @@ class ClaimsFile(Strict):
 SupportStatus = Literal["supported", "experimental", "unsupported", "unknown"]
 SUPPORT_AXES = {
     "os": ("linux", "windows_native", "windows_wsl", "macos"),
-    "accelerator": ("nvidia_cuda", "amd_rocm", "intel_xpu", "apple_metal", "cpu_x86", "cpu_arm", "vulkan"),
-    "precision": ("fp32", "fp16", "bf16", "fp8", "int8", "int4_awq", "int4_gptq", "gguf"),
+    "accelerator": ("nvidia_cuda", "amd_rocm", "intel_xpu", "apple_metal", "cpu_x86", "cpu_arm", "vulkan",
+                    "intel_gaudi", "npu_qualcomm", "npu_intel", "npu_amd"),
+    "precision": ("fp32", "fp16", "bf16", "fp8", "fp4", "int8", "int4_awq", "int4_gptq", "gguf"),
     "kv_cache_dtype": ("fp16", "bf16", "fp8", "int8"),
     "architecture": ("decoder_only", "moe", "encoder_decoder", "encoder_only"),
+    "modality": ("vision_language", "speech", "embedding"),
     "serving": ("continuous_batching", "parallel_slots", "paged_kv", "prefix_caching", "tensor_parallel",
-                "pipeline_parallel", "openai_server"),
+                "pipeline_parallel", "openai_server", "multi_node", "mla_native", "sliding_window_kv"),
 }
-CAN_RUN_AXES = ("os", "accelerator", "precision", "kv_cache_dtype", "architecture")
+CAN_RUN_AXES = ("os", "accelerator", "precision", "kv_cache_dtype", "architecture", "modality")
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
@@ -343,6 +345,7 @@ class EngineSupport(Strict):
     precision: dict[str, SupportCell]
     kv_cache_dtype: dict[str, SupportCell]
     architecture: dict[str, SupportCell]
+    modality: dict[str, SupportCell]
     serving: dict[str, SupportCell]
 
     @model_validator(mode="after")
@@ -426,37 +429,92 @@ class StringsFile(Strict):
 
 # ---------------------------------------------------------------- models and GPUs (capacity planner)
 
+Modality = Literal["text", "vision-language", "speech", "embedding", "vision"]
+
+
 class ModelArch(Sourced):
+    """One catalogue model, read from its own config.json (`source`, read on `read`).
+
+    The shapes must add up to `params_b` within 3 % (advisor.knowledge.shapes), so a mistyped width or layer count
+    fails at load; a CNN has no transformer shapes to check and is exempt."""
+
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]*$")
     name: str
     aliases: list[str] = Field(default_factory=list)
-    params_b: float = Field(gt=0)
+    params_b: float = Field(gt=0)  # total parameters, billions
+    active_params_b: float | None = None  # MoE: parameters one token passes through
     architecture: Arch
-    layers: int = Field(ge=1)
+    modality: Modality = "text"
+    layers: int = Field(ge=1)  # encoder-decoder: the encoder's layers
+    decoder_layers: int | None = Field(default=None, ge=1)  # encoder-decoder: the decoder's, when they differ
     hidden_size: int = Field(ge=1)
     attention_heads: int = Field(ge=1)
     kv_heads: int = Field(ge=1)
     head_dim: int = Field(ge=1)
     intermediate_size: int | None = None
+    gated_mlp: bool = True  # SwiGLU / GeGLU: three MLP matrices; false = two (GELU / ReLU)
     vocab_size: int = Field(ge=1)
     max_context: int = Field(ge=1)
-    moe_experts: int | None = None
-    moe_active_experts: int | None = None
-    active_params_b: float | None = None
     tied_embeddings: bool = False  # tie_word_embeddings: the LM head reuses the input embedding table
+    # mixture of experts
+    moe_experts: int | None = Field(default=None, ge=2)  # routed experts per MoE layer
+    moe_active_experts: int | None = Field(default=None, ge=1)  # routed experts per token
+    moe_shared_experts: int = Field(default=0, ge=0)  # experts every token passes through
+    moe_intermediate_size: int | None = Field(default=None, ge=1)
+    shared_expert_intermediate_size: int | None = Field(default=None, ge=1)
+    moe_layers: int | None = Field(default=None, ge=1)  # layers with experts (the rest are dense); None = all
+    # multi-head latent attention (DeepSeek-V2/V3, Kimi K2)
+    kv_lora_rank: int | None = Field(default=None, ge=1)
+    q_lora_rank: int | None = Field(default=None, ge=1)
+    qk_rope_head_dim: int | None = Field(default=None, ge=1)
+    qk_nope_head_dim: int | None = Field(default=None, ge=1)
+    v_head_dim: int | None = Field(default=None, ge=1)
+    # sliding-window attention: `sliding_layers` of the layers attend to the last `sliding_window` tokens only
+    sliding_window: int | None = Field(default=None, ge=1)
+    sliding_layers: int = Field(default=0, ge=0)
+    extra_params_b: float = Field(default=0.0, ge=0)  # a vision tower or audio encoder the text shapes do not hold
+    read: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$")
+
+    @model_validator(mode="after")
+    def _shapes_add_up(self) -> "ModelArch":
+        from advisor.knowledge.shapes import params
+
+        if self.sliding_layers > self.layers or (self.sliding_layers and not self.sliding_window):
+            raise ValueError(f"{self.id}: sliding_layers needs a sliding_window and at most {self.layers} layers")
+        if self.moe_experts and not (self.moe_active_experts and self.active_params_b):
+            raise ValueError(f"{self.id}: a MoE entry needs moe_active_experts and active_params_b")
+        if self.kv_lora_rank and not (self.qk_rope_head_dim and self.qk_nope_head_dim and self.v_head_dim):
+            raise ValueError(f"{self.id}: MLA needs qk_rope_head_dim, qk_nope_head_dim and v_head_dim")
+        if self.architecture == "cnn":
+            return self
+        p = params(self)
+        if abs(p.total / 1e9 - self.params_b) > 0.03 * self.params_b:
+            raise ValueError(f"{self.id}: the shapes add up to {p.total / 1e9:.4g}B parameters, "
+                             f"not params_b {self.params_b:g}B (more than 3 % apart)")
+        if self.active_params_b and abs(p.active / 1e9 - self.active_params_b) > 0.05 * self.active_params_b:
+            raise ValueError(f"{self.id}: the shapes give {p.active / 1e9:.4g}B active parameters, "
+                             f"not active_params_b {self.active_params_b:g}B (more than 5 % apart)")
+        return self
 
 
 class GenericArch(Sourced):
-    """How a model known only by its parameter count is approximated."""
+    """How a model known only by its parameter count is approximated (advisor.planner.spec.generic)."""
 
     description: Text
-    head_dim: int
-    kv_heads_ratio: float  # kv_heads / attention_heads (GQA)
-    layers_per_sqrt_b: float
-    hidden_per_sqrt_b: float
-    intermediate_ratio: float  # intermediate_size / hidden_size
-    vocab_size: int
-    max_context: int
+    hidden_coef: float = Field(gt=0)  # hidden = hidden_coef x params_b ** hidden_exp (fitted on the catalogue)
+    hidden_exp: float = Field(gt=0, lt=1)
+    layers_coef: float = Field(gt=0)  # layers = layers_coef x params_b ** layers_exp
+    layers_exp: float = Field(gt=0, lt=1)
+    head_dim: int = Field(ge=1)
+    kv_heads: int = Field(ge=1)  # from gqa_from_b up
+    gqa_from_b: float = Field(gt=0)
+    small_below_b: float = Field(gt=0)  # below: small_head_dim, a tied small vocabulary
+    small_head_dim: int = Field(ge=1)
+    small_q_per_kv: int = Field(ge=1)  # below gqa_from_b: query heads per KV head
+    vocab_size: int = Field(ge=1)
+    small_vocab_size: int = Field(ge=1)
+    max_context: int = Field(ge=1)
+    fit: str  # what the power laws were fitted on, and how well
 
 
 class ModelsFile(Strict):
@@ -464,17 +522,38 @@ class ModelsFile(Strict):
     models: list[ModelArch]
 
 
+GpuVendorId = Literal["nvidia", "amd", "intel", "apple", "qualcomm"]
+Interconnect = Literal["nvlink", "nvlink-c2c", "infinity-fabric", "xe-link", "roce", "pcie", "none"]
+
+
 class Gpu(Sourced):
+    """One accelerator, from its vendor's sheet. TFLOPS are dense (without structured sparsity); None = the silicon
+    has no such unit, or the sheet prints no figure."""
+
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]*$")
     name: str
     aliases: list[str] = Field(default_factory=list)
-    vendor: Literal["nvidia", "amd", "intel", "apple"]
-    memory_gb: float = Field(gt=0)  # as printed on the spec sheet
+    vendor: GpuVendorId
+    kind: Literal["gpu", "npu"] = "gpu"  # npu: a neural processing unit (Snapdragon X Hexagon, Intel / AMD NPUs)
+    memory_gb: float = Field(gt=0)  # as printed on the spec sheet (unified: the largest configuration)
     memory_unit: Literal["GiB", "GB"]  # what the sheet's "GB" really is (HBM/GDDR capacities are binary)
     bandwidth_gb_s: float = Field(gt=0)  # decimal GB/s, as printed
     fp16_tflops_dense: float = Field(gt=0)
-    compute_capability: str | None = None
-    unified_memory: bool = False
+    fp8_tflops_dense: float | None = Field(default=None, gt=0)
+    int8_tops_dense: float | None = Field(default=None, gt=0)
+    fp4_tflops_dense: float | None = Field(default=None, gt=0)
+    compute_capability: str | None = Field(default=None, pattern=r"^\d+\.\d+$")  # NVIDIA only
+    arch: str | None = None  # the vendor's equivalent: gfx942 (ROCm), Xe-HPC, Gaudi 3, Hexagon, M4 ...
+    unified_memory: bool = False  # CPU and accelerator share one memory (Apple, GB10, Jetson, Strix Halo, NPUs)
+    interconnect: Interconnect = "pcie"  # between accelerators of one node
+    interconnect_gb_s: float | None = Field(default=None, gt=0)  # per accelerator, both directions, as printed
+    read: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$")
+
+    @model_validator(mode="after")
+    def _cc_for_nvidia(self) -> "Gpu":
+        if (self.compute_capability is not None) != (self.vendor == "nvidia"):
+            raise ValueError(f"{self.id}: compute_capability is for NVIDIA GPUs, and every NVIDIA GPU needs one")
+        return self
 
 
 class GpusFile(Strict):
@@ -483,7 +562,7 @@ class GpusFile(Strict):
 
 # ---------------------------------------------------------------- capacity planner
 
-PlannerPrecision = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "gguf_f16", "q8_0", "q6_k", "q5_k_m",
+PlannerPrecision = Literal["fp32", "bf16", "fp16", "fp8", "fp4", "int8", "int4", "gguf_f16", "q8_0", "q6_k", "q5_k_m",
                            "q5_k_s", "q4_k_m", "q4_k_s", "iq4_xs", "q4_1", "q4_0", "q3_k_m", "q2_k", "gguf_file",
                            "ort_int4"]
 
@@ -530,7 +609,8 @@ class PrecisionSpec(Sourced):
 class EngineCapacity(Sourced):
     precision_map: dict[AnswersPrecision, PlannerPrecision] = Field(default_factory=dict)
     devices: list[Literal["gpu", "cpu"]]
-    gpu_vendors: list[Literal["nvidia", "amd", "intel", "apple"]] = Field(default_factory=list)
+    gpu_vendors: list[Literal["nvidia", "amd", "intel", "apple", "qualcomm"]] = Field(default_factory=list)
+    multi_node: Literal["pipeline", "none"] = "none"  # pipeline: TP within a node, PP across nodes
     budget_of: Literal["total", "free_after_load"] = "total"
     logits_for_chunk: bool = False
     cpu_offload: bool = False

@@ -17,10 +17,13 @@ from advisor.knowledge.conditions import compile_condition
 from advisor.knowledge.load import Knowledge
 
 # the planner's precision ids -> the matrix's precision keys
-_PRECISION_KEY = {"fp32": "fp32", "fp16": "fp16", "bf16": "bf16", "fp8": "fp8", "int8": "int8", "int4": "int4_awq",
+_PRECISION_KEY = {"fp32": "fp32", "fp16": "fp16", "bf16": "bf16", "fp8": "fp8", "fp4": "fp4", "int8": "int8",
+                  "int4": "int4_awq",
                   "ort_int4": "int4_awq"}
 _ARCH_KEY = {"decoder-only": "decoder_only", "encoder-decoder": "encoder_decoder", "encoder": "encoder_only"}
-_OS_KEY = {"linux": "linux", "windows": "windows_native", "macos": "macos"}
+_OS_KEY = {"linux": "linux", "windows": "windows_native", "windows-wsl": "windows_wsl", "macos": "macos"}
+_MODALITY_KEY = {"vision-language": "vision_language", "speech": "speech", "embedding": "embedding"}
+_NPU_KEY = {"qualcomm": "npu_qualcomm", "intel": "npu_intel", "amd": "npu_amd"}
 _GPU_KEY = {"nvidia": "nvidia_cuda", "amd": "amd_rocm", "intel": "intel_xpu", "apple": "apple_metal"}
 
 
@@ -65,16 +68,25 @@ def rows(facts: dict[str, Any], engine_facts: dict[str, Any]) -> dict[str, str]:
     out: dict[str, str] = {}
     if facts.get("os") in _OS_KEY:
         out["os"] = _OS_KEY[facts["os"]]
-    vendor = facts.get("gpu_vendor") or "none"  # the user's accelerator: their GPU, else their CPU
-    out["accelerator"] = _GPU_KEY.get(vendor) or ("cpu_arm" if facts.get("cpu_arch") == "arm64" else "cpu_x86")
+    vendor = facts.get("gpu_vendor") or "none"  # the user's accelerator: their GPU or NPU, else their CPU
+    if facts.get("accelerator") == "npu" and vendor in _NPU_KEY:
+        out["accelerator"] = _NPU_KEY[vendor]
+    elif vendor == "intel" and facts.get("gpu_arch", "").lower().startswith("gaudi"):
+        out["accelerator"] = "intel_gaudi"
+    else:
+        out["accelerator"] = _GPU_KEY.get(vendor) or ("cpu_arm" if facts.get("cpu_arch") == "arm64" else "cpu_x86")
     if engine_facts.get("plan_precision_id"):
         out["precision"] = precision_key(engine_facts["plan_precision_id"])
     kv = facts.get("kv_cache_dtype")
     if kv and kv != "auto":
         out["kv_cache_dtype"] = kv
-    arch = facts.get("architecture")
-    if arch in _ARCH_KEY:
+    arch, modality = facts.get("architecture"), facts.get("modality")
+    # a speech or embedding model is judged by its modality cell (Whisper is encoder-decoder, yet vLLM serves it);
+    # a vision-language model by both (its language model may be MoE)
+    if arch in _ARCH_KEY and modality not in ("speech", "embedding"):
         out["architecture"] = "moe" if facts.get("moe") and arch == "decoder-only" else _ARCH_KEY[arch]
+    if modality in _MODALITY_KEY:
+        out["modality"] = _MODALITY_KEY[modality]
     return out
 
 

@@ -10,10 +10,12 @@ FACT_NAMES = frozenset({
     "concurrency", "ttft_p95_ms", "cross_platform", "cuda_expertise", "model_update",
     "non_llm_models", "strict_sla", "deployment", "prompt_mix",
     # model block
-    "architecture", "precision", "params_b", "context_tokens", "kv_cache_dtype", "moe",
+    "architecture", "precision", "params_b", "context_tokens", "kv_cache_dtype", "moe", "modality", "mla",
+    "sliding_window",
     # hardware (from the answers' hardware block, else detected)
     "gpu_vendor", "gpu_count", "gpu_memory_gb", "total_gpu_memory_gb", "ram_gb", "cpu_cores",
-    "os", "cpu_arch", "has_avx2", "has_avx512", "hardware_source",
+    "os", "cpu_arch", "has_avx2", "has_avx512", "hardware_source", "accelerator", "nodes", "gpus_per_node",
+    "interconnect", "unified_memory",
 })
 
 # facts an each-engine rule may also test: that engine's capacity plan (advisor.planner)
@@ -25,5 +27,5 @@ PLAN_FACT_NAMES = frozenset({
 })
 
 # what an answers file's model.precision may say (advisor.inputs.answers)
-Precision = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "q2_k", "q3_k_m", "q4_0", "q4_1", "iq4_xs", "q4_k_s",
+Precision = Literal["fp32", "bf16", "fp16", "fp8", "fp4", "int8", "int4", "q2_k", "q3_k_m", "q4_0", "q4_1", "iq4_xs", "q4_k_s",
                     "q4_k_m", "q5_k_s", "q5_k_m", "q6_k", "q8_0"]

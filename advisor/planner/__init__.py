@@ -76,4 +76,7 @@ def make_plan(answers: Answers, hardware: Hardware | None, knowledge: Knowledge,
     if spec.approximate:
         notes.insert(0, knowledge.s("plan_generic_note", lang, params=f"{spec.params_b:g}") + " "
                      + knowledge.models.generic.description.get(lang))
+    if spec.unknown_name:
+        notes.insert(0, knowledge.s("plan_unknown_model", lang, name=spec.name, params=f"{spec.params_b:g}",
+                                    close=", ".join(spec.suggestions) or "—"))
     return Plan(model=spec, target=target, engines=plans, asked_precision=answers.model.precision, notes=notes)

@@ -207,15 +207,19 @@ class _Calc:
         gpus = wl.gpu_count if wl.gpu_count is not None else target.gpu_count
         self.gpu_ok = ("gpu" in cap.devices and target.gpu_vendor in cap.gpu_vendors and gpus > 0)
         self.device = "gpu" if self.gpu_ok else ("cpu" if "cpu" in cap.devices else "none")
-        self.n = self._gpus_used(gpus) if self.device == "gpu" else 0
+        self.tp, self.pp = self._split(gpus) if self.device == "gpu" else (0, 1)
+        self.n = self.tp * self.pp
         # the speed bounds assume the most favourable split: tensor parallel where the engine can run it
         self.bound_tensor = cap.multi_gpu == "tensor" or cap.bound_multi_gpu == "tensor"
 
         self._weights()
         self.decodes = spec.architecture not in NO_DECODE
         self.kv_dtype, self.kv_bytes, self.kv_status = self._kv_dtype()
-        self.kv_tok = (kv_bytes_per_token(spec.layers, spec.kv_heads, spec.head_dim, self.kv_bytes)
-                       if self.decodes else 0)
+        self.layout = self._kv_layout()
+        # per token at the asked context (sliding-window layers hold at most their window), and the copies that
+        # tensor parallelism keeps: a rank holds at least one KV head (MLA's latent is one "head", on every rank)
+        self.kv_tok = int(self.layout.per_token(wl.context_tokens) * self.kv_bytes) if self.decodes else 0
+        self.kv_copies = self._kv_copies()
 
         if self.device == "gpu":
             self.runtime_gib = gpu_runtime_gib(cap.gpu_runtime_gib, cap.gpu_runtime_fraction, self.gpu_mem_each,
@@ -236,7 +240,7 @@ class _Calc:
 
         self.weights_gib = self.weights_b / GIB
         self.kv_gib = (wl.kv_reserved_gib if wl.kv_reserved_gib is not None
-                       else kv_gib(self.kv_tok, wl.concurrency, wl.context_tokens))
+                       else kv_gib(self.kv_tok * self.kv_copies, wl.concurrency, wl.context_tokens))
         self.total_gib = self.weights_gib + self.kv_gib + self.overhead_gib
         self.available_gib = self._available()
         self.offload_layers: int | None = None
@@ -335,13 +339,39 @@ class _Calc:
             return None
         return m * self.k.planner.unified_memory_gpu_fraction if self.target.unified_memory else m
 
-    def _gpus_used(self, count: int) -> int:
-        mode = self.cap.multi_gpu
+    def _split(self, count: int) -> tuple[int, int]:
+        """(tensor-parallel ranks, pipeline stages): tensor parallel within a node, pipeline parallel across nodes,
+        as vLLM and TensorRT-LLM document; an engine that cannot span nodes uses one node's GPUs."""
+        t, mode = self.target, self.cap.multi_gpu
+        per_node = t.gpus_per_node or count
+        if self.wl.gpu_count is not None and t.gpus_per_node:  # the "add GPUs" search: whole nodes of this size
+            per_node = min(t.gpus_per_node, count)
+        nodes = max(1, -(-count // per_node))
         if mode == "none":
-            return 1
+            return 1, 1
         if mode == "layer":
-            return max(1, min(count, self.spec.layers))
-        return tensor_parallel_size(count, self.spec.attention_heads, self.k.planner.tensor_parallel_sizes)
+            return max(1, min(per_node, self.spec.layers)), 1
+        tp = tensor_parallel_size(per_node, self.spec.attention_heads, self.k.planner.tensor_parallel_sizes)
+        pp = min(nodes, self.spec.layers) if self.cap.multi_node == "pipeline" else 1
+        return tp, pp
+
+    def _kv_layout(self):
+        """The engine's KV layout for this model: MLA as its latent where the engine runs MLA natively, sliding-window
+        layers at their window where the engine sizes them so (support.yaml serving.mla_native /
+        serving.sliding_window_kv; an unknown cell counts the larger cache)."""
+        from advisor.knowledge.shapes import kv_layout
+
+        serving = self.k.support.engines[self.engine].serving
+        native = {key: serving[key].status in ("supported", "experimental") for key in ("mla_native", "sliding_window_kv")}
+        self.kv_native = native
+        return kv_layout(self.spec, native["mla_native"], native["sliding_window_kv"], self.spec.sliding_window,
+                         self.spec.sliding_layers)
+
+    def _kv_copies(self) -> float:
+        if self.device != "gpu" or self.tp <= 1 or self.cap.multi_gpu != "tensor" or not self.decodes:
+            return 1.0
+        heads = 1 if self.layout.kind == "mla" else self.spec.kv_heads
+        return max(1.0, self.tp / heads)
 
     def _available(self) -> float | None:
         cap = self.cap
@@ -381,26 +411,34 @@ class _Calc:
             return self.fits
         need = self.weights_gib + self.overhead_gib
         if self.cap.kv_allocation == "budget":
-            need += kv_gib(self.kv_tok, 1, self.wl.context_tokens)
+            need += kv_gib(self.kv_tok * self.kv_copies, 1, self.wl.context_tokens)
         return need <= self.available_gib
 
     def max_concurrency(self) -> int | None:
         free = self.free_for_kv()
-        return None if free is None else max_sequences(free, self.kv_tok, self.wl.context_tokens)
+        return None if free is None else max_sequences(free, self.kv_tok * self.kv_copies, self.wl.context_tokens)
 
     def max_context(self) -> int | None:
         free = self.free_for_kv()
         if free is None:
             return None
-        return max_context_tokens(free, self.kv_tok, self.wl.concurrency, self.spec.max_context)
+        lay, b = self.layout, self.kv_bytes * self.kv_copies
+        if lay.window and lay.full:  # the windowed layers' share stops growing at the window
+            per_seq = free * GIB / self.wl.concurrency / b
+            at_window = lay.elements(lay.window)
+            if per_seq > at_window:
+                return max(0, min(self.spec.max_context, int((per_seq - lay.windowed * lay.window) / lay.full)))
+        per_tok = lay.per_token(self.wl.context_tokens) * b
+        return max_context_tokens(free, per_tok, self.wl.concurrency, self.spec.max_context)
 
     def resident(self) -> float:
         """Tokens held per sequence while decoding; an upper bound on speed assumes the fewest: the prompt."""
         return self.wl.resident_tokens if self.wl.resident_tokens is not None else self.wl.prompt_tokens
 
     def ranks(self) -> int:
-        """GPUs whose bandwidth and FLOPS a bound adds: every GPU used when the engine can split tensors."""
-        return self.n if self.device == "gpu" and self.bound_tensor else 1
+        """GPUs whose bandwidth and FLOPS a one-sequence bound adds: the tensor-parallel ranks when the engine can
+        split tensors (pipeline stages run one after another for one sequence, so they add none)."""
+        return self.tp if self.device == "gpu" and self.bound_tensor else 1
 
     def bandwidth(self, ranks: int | None = None) -> tuple[float | None, str]:
         """Effective bytes/s for one token's reads, and where the figure comes from."""
@@ -416,8 +454,12 @@ class _Calc:
         # tensor parallel: each rank reads its own shard at the same time
         return t.gpu_bandwidth_gb_s * 1e9 * (self.ranks() if ranks is None else ranks), "spec"
 
+    def kv_tok_at(self, tokens: float) -> float:
+        """KV bytes per token when each sequence holds `tokens` (sliding-window layers hold at most their window)."""
+        return self.layout.per_token(max(1, int(tokens))) * self.kv_bytes if self.decodes else 0.0
+
     def bytes_per_token(self) -> float:
-        return bytes_read_per_token(self.active_b, self.kv_tok, self.resident())
+        return bytes_read_per_token(self.active_b, self.kv_tok_at(self.resident()), self.resident())
 
     def decode_bound(self, ranks: int | None = None) -> float | None:
         if not self.decodes:
@@ -445,7 +487,13 @@ class _Calc:
         if t.gpu_fp16_tflops is None:
             return None
         f = t.gpu_fp16_tflops * 1e12
-        if self.pspec.bits_per_weight < 16:  # INT8 / FP8 tensor cores; a lower bound credits every quantized model
+        # the card's own low-precision rate where its sheet prints one (a lower bound credits the fastest unit the
+        # precision can use), else the generic factor for INT8 / FP8 tensor cores
+        own = {"fp8": t.gpu_fp8_tflops, "int8": t.gpu_int8_tops,
+               "fp4": t.gpu_fp4_tflops or t.gpu_fp8_tflops}.get(self.prec)
+        if own:
+            f = max(f, own * 1e12)
+        elif self.pspec.bits_per_weight < 16:
             f *= pl.gpu_lowp_flops_factor
         return f * self.ranks()
 
@@ -456,8 +504,9 @@ class _Calc:
         if bw is None or b == 1:
             return one
         f = self.flops()
-        return decode_total_bound(b, bw, self.active_b, self.kv_tok, self.resident(), f,
-                                  self.spec.matmul_params_b * 1e9)
+        stages = self.pp if self.device == "gpu" else 1  # pipeline stages work on different sequences at once
+        return stages * decode_total_bound(b, bw, self.active_b, self.kv_tok_at(self.resident()), self.resident(), f,
+                                           self.spec.matmul_params_b * 1e9)
 
     def ttft_bound(self) -> float | None:
         f = self.flops()
@@ -472,6 +521,8 @@ class _Calc:
             return s("plan_par_offload", self.lang, ram=self.offload_layers, layers=self.spec.layers)
         if self.device != "gpu" or self.n <= 1:
             return None
+        if self.cap.multi_gpu == "tensor" and self.pp > 1:
+            return s("plan_par_tensor_pipeline", self.lang, tp=self.tp, pp=self.pp)
         if self.cap.multi_gpu == "tensor":
             return s("plan_par_tensor", self.lang, n=self.n)
         if self.bound_tensor:
@@ -498,8 +549,10 @@ def _assumptions(c: _Calc) -> list[str]:
     else:
         out.append(s("plan_a_weights", lang, params=f"{spec.params_b:g}", bpw=c.pspec.bits_per_weight,
                      label=c.pspec.label, gib=round(c.weights_gib, 2), source=c.pspec.source))
-    out.append(s("plan_a_kv", lang, layers=spec.layers, kv_heads=spec.kv_heads, head_dim=spec.head_dim,
-                 kvb=f"{c.kv_bytes:g}", per_tok=f"{c.kv_tok:,}", conc=wl.concurrency, ctx=f"{wl.context_tokens:,}"))
+    if c.decodes:
+        out.append(_kv_text(c))
+    if c.target.nodes > 1 and c.device == "gpu" and c.pp == 1 and c.cap.multi_gpu != "none":
+        out.append(s("plan_a_one_node", lang, engine=c.k.engines[c.engine].name, n=c.n, nodes=c.target.nodes))
     name = c.k.engines[c.engine].name
     if c.kv_refused:
         asked, status, note = c.kv_refused
@@ -552,11 +605,34 @@ def _assumptions(c: _Calc) -> list[str]:
     return out
 
 
+def _kv_text(c: _Calc) -> str:
+    """How the KV per token was counted: by attention kind, with the sliding-window share and the TP copies."""
+    s, lang, spec, wl, lay = c.k.s, c.lang, c.spec, c.wl, c.layout
+    layers = spec.decoder_layers or spec.layers if spec.architecture == "encoder-decoder" else spec.layers
+    common = dict(kvb=f"{c.kv_bytes:g}", per_tok=f"{int((lay.full + lay.windowed) * c.kv_bytes):,}", conc=wl.concurrency, ctx=f"{wl.context_tokens:,}",
+                  layers=layers, engine=c.k.engines[c.engine].name)
+    if lay.kind == "mla":
+        text = s("plan_a_kv_mla", lang, rank=spec.kv_lora_rank, rope=spec.qk_rope_head_dim, **common)
+    elif lay.kind == "mla-expanded":
+        text = s("plan_a_kv_mla_expanded", lang, heads=spec.attention_heads,
+                 dims=(spec.qk_nope_head_dim or 0) + (spec.qk_rope_head_dim or 0) + (spec.v_head_dim or 0), **common)
+    else:
+        text = s("plan_a_kv", lang, kv_heads=spec.kv_heads, head_dim=spec.head_dim, **common)
+    if spec.sliding_layers and spec.sliding_window:
+        key = "plan_a_kv_window" if lay.window else "plan_a_kv_window_full"
+        text += " " + s(key, lang, n=spec.sliding_layers, layers=layers, window=f"{spec.sliding_window:,}",
+                        engine=common["engine"], per_tok=f"{c.kv_tok:,}", ctx=common["ctx"])
+    if c.kv_copies > 1:
+        text += " " + s("plan_a_kv_copies", lang, tp=c.tp, x=f"{c.kv_copies:g}")
+    return text
+
+
 def _plan(c: _Calc, options: list[PlanOption], detail: bool = True) -> EnginePlan:
     one = c.decode_bound()
     return EnginePlan(
         engine=c.engine, precision=c.prec, precision_label=c.pspec.label, device=c.device, gpus_used=c.n,
-        parallelism=c.parallelism(), context_tokens=c.wl.context_tokens, concurrency=c.wl.concurrency,
+        parallelism=c.parallelism(), tensor_parallel=max(1, c.tp), pipeline_parallel=c.pp,
+        kv_attention=c.layout.kind, kv_window_tokens=c.layout.window, context_tokens=c.wl.context_tokens, concurrency=c.wl.concurrency,
         weights_gib=_r(c.weights_gib, 3), kv_bytes_per_token=c.kv_tok, kv_cache_dtype=c.kv_dtype,
         kv_gib=_r(c.kv_gib, 3),
         overhead_gib=_r(c.overhead_gib, 3), total_gib=_r(c.total_gib, 3), available_gib=_r(c.available_gib, 3),

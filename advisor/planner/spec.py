@@ -36,12 +36,31 @@ class ModelSpec(BaseModel):
     vocab_size: int = Field(ge=1)
     max_context: int = Field(ge=1)
     tied_embeddings: bool = False
+    modality: str = "text"
+    gated_mlp: bool = True
+    decoder_layers: int | None = None
+    moe_experts: int | None = None
+    moe_active_experts: int | None = None
+    moe_shared_experts: int = 0
+    moe_intermediate_size: int | None = None
+    shared_expert_intermediate_size: int | None = None
+    moe_layers: int | None = None
+    kv_lora_rank: int | None = None  # MLA: the compressed KV latent (DeepSeek-V2/V3, Kimi K2)
+    q_lora_rank: int | None = None
+    qk_rope_head_dim: int | None = None
+    qk_nope_head_dim: int | None = None
+    v_head_dim: int | None = None
+    sliding_window: int | None = None  # tokens a sliding-window layer attends to
+    sliding_layers: int = 0  # how many of the layers use that window
+    extra_params_b: float = 0.0
     source: str  # where the numbers come from: a models.yaml URL, the user's file, or "generic"
     approximate: bool = False
     weights_bytes: int | None = None  # exact size of the user's weights on disk, when known
     file_precision: str | None = None  # the precision those bytes are in (planner precision id)
     file_format: Literal["gguf", "hf", "onnx"] | None = None
     notes: list[str] = Field(default_factory=list)
+    unknown_name: bool = False  # model.name was not in the catalogue: planned as a generic model of params_b
+    suggestions: list[str] = Field(default_factory=list)  # catalogue ids close to that name
 
     @property
     def embedding_params_b(self) -> float:
@@ -55,8 +74,17 @@ class ModelSpec(BaseModel):
 
     @property
     def kv_elements_per_token(self) -> int:
-        """K and V for every layer: 2 x layers x kv_heads x head_dim (GQA-aware)."""
-        return 2 * self.layers * self.kv_heads * self.head_dim
+        """K and V for every layer at full length: 2 x layers x kv_heads x head_dim (GQA-aware), or the MLA latent."""
+        from advisor.knowledge.shapes import kv_layout
+
+        lay = kv_layout(self, windowed_native=False)
+        return lay.full + lay.windowed
+
+    @property
+    def attention_kind(self) -> str:
+        if self.kv_lora_rank:
+            return "mla"
+        return "mha" if self.kv_heads == self.attention_heads else ("mqa" if self.kv_heads == 1 else "gqa")
 
 
 def find_known(name: str, knowledge: Knowledge):
@@ -67,44 +95,85 @@ def find_known(name: str, knowledge: Knowledge):
     return None
 
 
+_SHAPE_FIELDS = ("gated_mlp", "decoder_layers", "moe_experts", "moe_active_experts", "moe_shared_experts",
+                 "moe_intermediate_size", "shared_expert_intermediate_size", "moe_layers", "kv_lora_rank",
+                 "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "sliding_window",
+                 "sliding_layers", "extra_params_b", "modality", "tied_embeddings")
+
+
 def _from_known(m) -> ModelSpec:
     inter = m.intermediate_size or int(m.hidden_size * 8 / 3)
     return ModelSpec(id=m.id, name=m.name, params_b=m.params_b, active_params_b=m.active_params_b or m.params_b,
                      architecture=m.architecture, layers=m.layers, hidden_size=m.hidden_size,
                      attention_heads=m.attention_heads, kv_heads=m.kv_heads, head_dim=m.head_dim,
                      intermediate_size=inter, vocab_size=m.vocab_size, max_context=m.max_context, source=m.source,
-                     tied_embeddings=m.tied_embeddings)
+                     **{f: getattr(m, f) for f in _SHAPE_FIELDS})
 
 
-def generic(params_b: float, architecture: str, knowledge: Knowledge) -> ModelSpec:
+def generic(params_b: float, architecture: str, knowledge: Knowledge, name: str | None = None) -> ModelSpec:
+    """A decoder shaped like the catalogue's dense GQA models: width and depth from power laws fitted on them
+    (models.yaml `generic`), head_dim 128 with 8 KV heads from 7B up (a query-head count that is a multiple of 8, so
+    a tensor-parallel split of 2, 4 or 8 always exists), and the MLP width solved so that the parameters come out
+    at params_b."""
     g = knowledge.models.generic
-    root = math.sqrt(params_b)
-    layers = max(1, round(g.layers_per_sqrt_b * root))
-    heads = max(1, round(g.hidden_per_sqrt_b * root / g.head_dim))
-    hidden = heads * g.head_dim
-    kv = max(1, round(heads * g.kv_heads_ratio))
-    return ModelSpec(name=f"generic {params_b:g}B", params_b=params_b, active_params_b=params_b,
+    p = params_b * 1e9
+    big = params_b >= g.gqa_from_b
+    head_dim = g.head_dim if params_b >= g.small_below_b else g.small_head_dim
+    step = head_dim * (8 if big else g.small_q_per_kv)  # a whole number of (TP-divisible) head groups
+    hidden = max(step, round(g.hidden_coef * params_b ** g.hidden_exp / step) * step)
+    layers = max(2, round(g.layers_coef * params_b ** g.layers_exp))
+    heads = hidden // head_dim
+    kv = g.kv_heads if big else max(1, heads // g.small_q_per_kv)
+    while heads % kv:
+        kv -= 1
+    vocab = g.vocab_size if params_b >= g.small_below_b else g.small_vocab_size
+    tied = params_b < g.small_below_b
+    emb = vocab * hidden * (1 if tied else 2)
+    attn = 2 * hidden * heads * head_dim + 2 * hidden * kv * head_dim
+    inter = max(hidden, round((p - emb - layers * attn) / (3 * layers * hidden)))
+    return ModelSpec(name=name or f"generic {params_b:g}B", params_b=params_b, active_params_b=params_b,
                      architecture=architecture, layers=layers, hidden_size=hidden, attention_heads=heads,
-                     kv_heads=kv, head_dim=g.head_dim, intermediate_size=int(hidden * g.intermediate_ratio),
-                     vocab_size=g.vocab_size, max_context=g.max_context, source=g.source, approximate=True)
+                     kv_heads=kv, head_dim=head_dim, intermediate_size=inter, vocab_size=vocab,
+                     max_context=g.max_context, tied_embeddings=tied, source=g.source, approximate=True,
+                     modality="vision" if architecture == "cnn" else "text")
 
 
 def resolve_model(block: ModelBlock, knowledge: Knowledge, read_files: bool = True) -> ModelSpec:
     if block.path and read_files:
-        return read_model_path(Path(block.path).expanduser(), block.architecture)
+        return _with_modality(read_model_path(Path(block.path).expanduser(), block.architecture), block)
     if block.name:
         known = find_known(block.name, knowledge)
-        if known is None:
-            ids = [m.id for m in knowledge.models.models]
-            close = difflib.get_close_matches(block.name.lower(), ids, n=3, cutoff=0.5)
-            hint = f"did you mean {', '.join(close)}? " if close else ""
-            raise ModelSpecError(f"model.name {block.name!r} is not in knowledge/models.yaml; {hint}"
-                                 f"known: {', '.join(ids)} (or give model.path, or only params_b)")
-        return _from_known(known)
+        if known is not None:
+            return _with_modality(_from_known(known), block)
+        spec = generic(block.params_b, block.architecture, knowledge, name=block.name.strip()[:200])
+        spec.unknown_name = True  # make_plan says so, in the page's language
+        spec.suggestions = suggestions(block.name, knowledge)
+        return _with_modality(spec, block)
     spec = generic(block.params_b, block.architecture, knowledge)
     if block.path:
         spec.notes.append(f"model.path {block.path} was not read here; approximated from params_b")
+    return _with_modality(spec, block)
+
+
+def _with_modality(spec: ModelSpec, block: ModelBlock) -> ModelSpec:
+    if block.modality:
+        spec.modality = block.modality
     return spec
+
+
+def suggestions(name: str, knowledge: Knowledge, n: int = 3) -> list[str]:
+    """Catalogue ids close to a name the catalogue does not hold (ids, names and aliases are all compared)."""
+    want = name.strip().lower()
+    names: dict[str, str] = {}
+    for m in knowledge.models.models:
+        for x in (m.id, m.name, *m.aliases):
+            names.setdefault(x.lower(), m.id)
+    tail = want.rsplit("/", 1)[-1]
+    out: list[str] = []
+    for hit in difflib.get_close_matches(tail, list(names), n=12, cutoff=0.6):
+        if names[hit] not in out:
+            out.append(names[hit])
+    return out[:n]
 
 
 # ---------------------------------------------------------------- the user's own files

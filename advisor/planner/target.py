@@ -37,19 +37,28 @@ def _gib(mem_gb: float, unit: str) -> float:
     return mem_gb if unit == "GiB" else mem_gb * 1e9 / 2**30
 
 
+def _figures(g) -> dict:
+    """The catalogue's per-GPU figures, or None for each when the GPU is not listed."""
+    return dict(gpu_bandwidth_gb_s=g.bandwidth_gb_s if g else None, gpu_fp16_tflops=g.fp16_tflops_dense if g else None,
+                gpu_fp8_tflops=g.fp8_tflops_dense if g else None, gpu_int8_tops=g.int8_tops_dense if g else None,
+                gpu_fp4_tflops=g.fp4_tflops_dense if g else None, gpu_arch=g.arch if g else None,
+                gpu_compute_capability=g.compute_capability if g else None)
+
+
 def build_target(answers: Answers, hardware: Hardware | None, knowledge: Knowledge,
                  machine: MachineBench | None) -> Target:
     t = answers.hardware
     if t is not None:
         g = find_gpu(t.gpu_model, knowledge) if t.gpu_vendor != "none" else None
         mem = t.gpu_memory_gb if t.gpu_memory_gb else (_gib(g.memory_gb, g.memory_unit) if g else None)
+        unified = t.unified_memory if t.unified_memory is not None else (
+            bool(g.unified_memory) if g else t.gpu_vendor == "apple" or t.accelerator == "npu")
         return Target(source="answers", gpu_vendor=t.gpu_vendor, gpu_name=t.gpu_model or (g.name if g else None),
                       gpu_id=g.id if g else None, gpu_count=t.gpu_count, gpu_memory_gib=mem,
-                      gpu_bandwidth_gb_s=g.bandwidth_gb_s if g else None,
-                      gpu_fp16_tflops=g.fp16_tflops_dense if g else None,
-                      gpu_compute_capability=g.compute_capability if g else None,
-                      unified_memory=bool(g.unified_memory) if g else t.gpu_vendor == "apple",
-                      ram_gib=t.ram_gb or (mem if t.gpu_vendor == "apple" else None))
+                      **_figures(g), accelerator="npu" if t.accelerator == "npu" or (g and g.kind == "npu") else "gpu",
+                      nodes=t.nodes, gpus_per_node=t.gpus_per_node,
+                      interconnect=t.interconnect or (g.interconnect if g else None),
+                      unified_memory=unified, ram_gib=t.ram_gb or (mem if unified else None))
     if hardware is None:
         return Target(source="answers")
     first = hardware.gpus[0] if hardware.gpus else None
@@ -60,11 +69,10 @@ def build_target(answers: Answers, hardware: Hardware | None, knowledge: Knowled
     ram = hardware.ram_total_mb / 1024
     return Target(source="detected", gpu_vendor=hardware.gpu_vendor, gpu_name=first.name if first else None,
                   gpu_id=g.id if g else None, gpu_count=len(hardware.gpus), gpu_memory_gib=mem,
-                  gpu_bandwidth_gb_s=g.bandwidth_gb_s if g else None,
-                  gpu_fp16_tflops=g.fp16_tflops_dense if g else None,
-                  gpu_compute_capability=(first.compute_capability if first else None) or (
-                      g.compute_capability if g else None),
-                  unified_memory=hardware.apple_silicon, ram_gib=ram,
+                  **{**_figures(g), "gpu_compute_capability": (first.compute_capability if first else None) or (
+                      g.compute_capability if g else None)},
+                  interconnect=g.interconnect if g else None,
+                  unified_memory=hardware.apple_silicon or bool(g and g.unified_memory), ram_gib=ram,
                   cpu_bandwidth_gb_s=machine.memory_bandwidth_gb_s if machine else None,
                   cpu_gflops=machine.fp32_gflops if machine else None, cpu_measured=machine is not None,
                   cpu_amx=any(f.startswith("amx") for f in hardware.cpu.flags))

@@ -23,6 +23,14 @@ class Target(BaseModel):
     gpu_bandwidth_gb_s: float | None = None  # per GPU
     gpu_fp16_tflops: float | None = None  # per GPU, dense
     gpu_compute_capability: str | None = None
+    gpu_fp8_tflops: float | None = None  # per GPU, dense; None = no FP8 units (or not printed)
+    gpu_int8_tops: float | None = None
+    gpu_fp4_tflops: float | None = None
+    gpu_arch: str | None = None  # non-NVIDIA: gfx942, Xe-HPC, Gaudi3, Hexagon ...
+    accelerator: Literal["gpu", "npu"] = "gpu"
+    nodes: int = 1
+    gpus_per_node: int | None = None  # None = all on one node
+    interconnect: str | None = None  # between the GPUs of a node (answers, else the catalogue's)
     unified_memory: bool = False
     ram_gib: float | None = None
     cpu_bandwidth_gb_s: float | None = None
@@ -51,6 +59,10 @@ class EnginePlan(BaseModel):
     device: Literal["gpu", "cpu", "gpu+cpu", "none"]
     gpus_used: int = 0
     parallelism: str | None = None  # "tensor 4", "layers over 2 GPUs", "32 of 80 layers in RAM"
+    tensor_parallel: int = 1  # the split: tensor-parallel ranks within a node x pipeline stages across nodes
+    pipeline_parallel: int = 1
+    kv_attention: str = "gqa"  # how the KV cache is laid out: mha | gqa | mqa | mla | mla-expanded | none
+    kv_window_tokens: int | None = None  # sliding-window layers hold at most this many tokens
     context_tokens: int
     concurrency: int
     weights_gib: float

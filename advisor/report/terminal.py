@@ -48,7 +48,12 @@ def plan_summary(p, knowledge: Knowledge, lang: str = "en") -> str:
 
 def recommendation_text(rec: Recommendation, knowledge: Knowledge, lang: str = "en") -> str:
     s = knowledge.s
-    out = [f"{s('ranking_title', lang)}:"]
+    out = []
+    if rec.plan is not None:  # what the model was planned as (an unknown name, a generic sketch, a context past its window)
+        out.extend(f"{s('model_notes', lang)}: {n}" for n in rec.plan.notes)
+        if out:
+            out.append("")
+    out.append(f"{s('ranking_title', lang)}:")
     for i, r in enumerate(rec.ranking, 1):
         out.append(f"{i}. {r.name} — {s('score', lang)} {r.score:g}")
         if r.plan is not None:

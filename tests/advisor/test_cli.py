@@ -146,8 +146,14 @@ def test_plan_with_a_probe_result_compares_predicted_and_measured(tmp_path):
     assert check["engine"] == "llama.cpp" and check["measured_memory_mib"] > 0 and check["roofline_pct"] > 0
 
 
+def test_an_unknown_model_name_plans_from_params_b_with_the_note(tmp_path):
+    for cmd in ("plan", "recommend"):
+        p = run(cmd, "--answers", _answers(tmp_path, "model: {name: llama-9-70b, params_b: 70}\n"))
+        assert p.returncode == 0, p.stderr
+        assert "is not in the catalogue: planned as a generic 70 B model" in p.stdout and "llama-3-70b" in p.stdout
+
+
 @pytest.mark.parametrize("text,needle", [
-    ("model: {name: llama-9-70b}\n", "did you mean"),
     ("model: {path: /nonexistent/model.gguf}\n", "model.path not found"),
 ])
 def test_plan_bad_model_exits_2_with_one_line(tmp_path, text, needle):

@@ -37,9 +37,9 @@ def test_bundled_gguf_header_gives_the_exact_architecture():
 def test_names_and_aliases_resolve_and_unknown_names_list_choices():
     assert resolve_model(ModelBlock(name="meta-llama/Meta-Llama-3-8B-Instruct"), K).id == "llama-3-8b"
     assert resolve_model(ModelBlock(name="Qwen2.5-7B"), K).kv_heads == 4
-    with pytest.raises(ModelSpecError) as err:
-        resolve_model(ModelBlock(name="llama-9-70b"), K)
-    assert "llama-3-70b" in str(err.value) and "\n" not in str(err.value)
+    spec = resolve_model(ModelBlock(name="llama-9-70b", params_b=70), K)
+    assert spec.unknown_name and spec.approximate and spec.params_b == 70 and "llama-3-70b" in spec.suggestions
+    assert spec.name == "llama-9-70b" and spec.attention_heads % 8 == 0
 
 
 def _safetensors(path, tensors: dict[str, list[int]]):
