@@ -497,20 +497,29 @@ class ModelArch(Sourced):
         return self
 
 
+class PowerFit(Strict):
+    """hidden = hidden_coef x params_b ** hidden_exp, layers = layers_coef x params_b ** layers_exp (least squares in
+    log space over the catalogue's dense GQA text models of that size range)."""
+
+    hidden_coef: float = Field(gt=0)
+    hidden_exp: float = Field(ge=0, lt=1)
+    layers_coef: float = Field(gt=0)
+    layers_exp: float = Field(ge=0, lt=1)
+
+
 class GenericArch(Sourced):
     """How a model known only by its parameter count is approximated (advisor.planner.spec.generic)."""
 
     description: Text
-    hidden_coef: float = Field(gt=0)  # hidden = hidden_coef x params_b ** hidden_exp (fitted on the catalogue)
-    hidden_exp: float = Field(gt=0, lt=1)
-    layers_coef: float = Field(gt=0)  # layers = layers_coef x params_b ** layers_exp
-    layers_exp: float = Field(gt=0, lt=1)
+    large: "PowerFit"  # from gqa_from_b up
+    small: "PowerFit"  # below
     head_dim: int = Field(ge=1)
     kv_heads: int = Field(ge=1)  # from gqa_from_b up
     gqa_from_b: float = Field(gt=0)
     small_below_b: float = Field(gt=0)  # below: small_head_dim, a tied small vocabulary
     small_head_dim: int = Field(ge=1)
-    small_q_per_kv: int = Field(ge=1)  # below gqa_from_b: query heads per KV head
+    small_q_per_kv: int = Field(ge=1)  # below gqa_from_b: query heads per KV head ...
+    small_kv_heads: int | None = Field(default=None, ge=1)  # ... or this many KV heads
     vocab_size: int = Field(ge=1)
     small_vocab_size: int = Field(ge=1)
     max_context: int = Field(ge=1)

@@ -119,11 +119,12 @@ def generic(params_b: float, architecture: str, knowledge: Knowledge, name: str 
     p = params_b * 1e9
     big = params_b >= g.gqa_from_b
     head_dim = g.head_dim if params_b >= g.small_below_b else g.small_head_dim
-    step = head_dim * (8 if big else g.small_q_per_kv)  # a whole number of (TP-divisible) head groups
-    hidden = max(step, round(g.hidden_coef * params_b ** g.hidden_exp / step) * step)
-    layers = max(2, round(g.layers_coef * params_b ** g.layers_exp))
+    step = head_dim * (8 if params_b >= g.small_below_b else g.small_q_per_kv)  # whole (TP-divisible) head groups
+    fit = g.large if big else g.small
+    hidden = max(step, round(fit.hidden_coef * params_b ** fit.hidden_exp / step) * step)
+    layers = max(2, round(fit.layers_coef * params_b ** fit.layers_exp))
     heads = hidden // head_dim
-    kv = g.kv_heads if big else max(1, heads // g.small_q_per_kv)
+    kv = g.kv_heads if big else (g.small_kv_heads or max(1, heads // g.small_q_per_kv))
     while heads % kv:
         kv -= 1
     vocab = g.vocab_size if params_b >= g.small_below_b else g.small_vocab_size

@@ -139,7 +139,9 @@ def test_params_only_falls_back_to_the_generic_architecture_and_says_so():
     a = parse_answers({"model": {"params_b": 13, "precision": "fp16"}})
     plan = make_plan(a, None, K)
     assert plan.model.approximate
-    assert plan.model.layers == round(12.1 * 13**0.5)      # 44
+    g = K.models.generic.large
+    assert plan.model.layers == round(g.layers_coef * 13 ** g.layers_exp)
+    assert (plan.model.kv_heads, plan.model.head_dim) == (8, 128) and plan.model.attention_heads % 8 == 0
     assert plan.notes and "approximat" in plan.notes[0]
     zh = make_plan(a, None, K, lang="zh")
     assert "近似" in zh.notes[0]
