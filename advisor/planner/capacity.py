@@ -631,6 +631,7 @@ def _plan(c: _Calc, options: list[PlanOption], detail: bool = True) -> EnginePla
     one = c.decode_bound()
     return EnginePlan(
         engine=c.engine, precision=c.prec, precision_label=c.pspec.label, device=c.device, gpus_used=c.n,
+        accelerator=c.target.accelerator,
         parallelism=c.parallelism(), tensor_parallel=max(1, c.tp), pipeline_parallel=c.pp,
         kv_attention=c.layout.kind, kv_window_tokens=c.layout.window, context_tokens=c.wl.context_tokens, concurrency=c.wl.concurrency,
         weights_gib=_r(c.weights_gib, 3), kv_bytes_per_token=c.kv_tok, kv_cache_dtype=c.kv_dtype,

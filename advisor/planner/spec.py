@@ -208,9 +208,11 @@ def _read_model_path(name: str, _version: tuple, architecture: str) -> ModelSpec
         if path.is_file():
             with open(path, "rb") as f:
                 magic = f.read(4)
-            if magic != b"GGUF":
-                raise ModelSpecError(f"model.path {path}: a file must be GGUF (bad magic {magic!r})")
-            return _from_gguf(path, architecture)
+            if magic == b"GGUF":
+                return _from_gguf(path, architecture)
+            if path.suffix.lower() == ".json":  # a config.json alone: the shape without the weights
+                return _from_config_file(path, architecture)
+            raise ModelSpecError(f"model.path {path}: a file must be GGUF or a config.json (bad magic {magic!r})")
         if (path / "genai_config.json").is_file():
             return _from_onnx_dir(path, architecture)
         if (path / "config.json").is_file():
@@ -299,19 +301,134 @@ def _pick(c: dict, keys: tuple[str, ...], what: str, hi: int, default: int | Non
     return default
 
 
+_PLAIN_MLP = ("bert", "roberta", "xlm-roberta", "nomic_bert", "mpnet", "whisper", "bart", "mbart", "vit", "clip",
+              "clip_vision_model", "gpt2", "distilbert", "electra")
+
+
+def config_shape(c: dict, architecture: str) -> dict:
+    """ModelSpec fields from a Hugging Face config.json object: the transformer's shape, MoE, MLA, sliding-window
+    layers and the modality. Every number is checked (finite, whole, in a plausible range) and every failure is one
+    ModelFileError line."""
+    from advisor.planner import model_files as mf
+
+    model_type = str(c.get("model_type") or "")[:40]
+    archs = c.get("architectures") if isinstance(c.get("architectures"), list) else []
+    archs = [a for a in archs[:8] if isinstance(a, str)]
+    vision = isinstance(c.get("vision_config"), dict)
+    if "num_hidden_layers" not in c and "encoder_layers" not in c:
+        c = {**mf.section(c, "text_config", "config.json"), **c}
+    heads = _pick(c, ("num_attention_heads", "num_heads", "n_head", "encoder_attention_heads"), "attention head count",
+                  _HEADS)
+    hidden = _pick(c, ("hidden_size", "d_model", "n_embd"), "hidden size", _WIDTH)
+    layers = _pick(c, ("num_hidden_layers", "num_layers", "n_layer", "encoder_layers"), "layer count", _LAYERS)
+    kv = _pick(c, ("num_key_value_heads", "multi_query_group_num"), "KV heads", _HEADS, heads)
+    inter = _pick(c, ("intermediate_size", "d_ff", "ffn_hidden_size", "encoder_ffn_dim"), "MLP width", 1 << 24, hidden * 4)
+    vocab = _pick(c, ("vocab_size", "padded_vocab_size"), "vocabulary", _VOCAB, 32000)
+    out: dict = dict(layers=layers, hidden_size=hidden, attention_heads=heads, kv_heads=kv, intermediate_size=inter,
+                     vocab_size=vocab, tied_embeddings=bool(c.get("tie_word_embeddings", True)),
+                     max_context=_pick(c, ("max_position_embeddings", "seq_length", "n_positions",
+                                           "max_target_positions"), "context", _CONTEXT, 4096))
+    if c.get("kv_lora_rank") is not None:  # MLA
+        for key in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
+            out[key] = _pick(c, (key,), key, _WIDTH)
+        out["q_lora_rank"] = _pick(c, ("q_lora_rank",), "q_lora_rank", _WIDTH) if c.get("q_lora_rank") else None
+        out["head_dim"] = out["qk_nope_head_dim"] + out["qk_rope_head_dim"]
+    else:
+        out["head_dim"] = _pick(c, ("head_dim", "d_kv", "kv_channels"), "head size", _WIDTH, max(1, hidden // heads))
+    experts = next((c[k] for k in ("n_routed_experts", "num_local_experts", "num_experts") if c.get(k)), None)
+    if experts and c.get("num_experts_per_tok"):
+        out["moe_experts"] = mf.count(experts, "config.json num_experts", 2, _HEADS)
+        out["moe_active_experts"] = mf.count(c["num_experts_per_tok"], "config.json num_experts_per_tok", 1, _HEADS)
+        out["moe_intermediate_size"] = _pick(c, ("moe_intermediate_size", "intermediate_size"), "MoE width", 1 << 24)
+        shared = c.get("n_shared_experts") or (1 if c.get("shared_expert_intermediate_size") else 0)
+        out["moe_shared_experts"] = mf.count(shared, "config.json n_shared_experts", 0, _HEADS) if shared else 0
+        if c.get("shared_expert_intermediate_size"):
+            out["shared_expert_intermediate_size"] = _pick(c, ("shared_expert_intermediate_size",), "shared width",
+                                                           1 << 24)
+        dense = c.get("first_k_dense_replace") or 0
+        step = c.get("interleave_moe_layer_step") or c.get("decoder_sparse_step") or 1
+        dense = mf.count(dense, "config.json first_k_dense_replace", 0, layers) if dense else 0
+        step = mf.count(step, "config.json interleave_moe_layer_step", 1, layers)
+        out["moe_layers"] = max(1, (layers - dense) // step)
+    window = c.get("sliding_window")
+    if window and c.get("use_sliding_window", True) is not False:
+        window = mf.count(window, "config.json sliding_window", 1, _CONTEXT)
+        types = c.get("layer_types")
+        pattern = c.get("sliding_window_pattern")
+        if isinstance(types, list) and 0 < len(types) <= _LAYERS:
+            n = sum(1 for t in types if t == "sliding_attention")
+        elif pattern:
+            pattern = mf.count(pattern, "config.json sliding_window_pattern", 1, layers)
+            n = layers - layers // pattern
+        elif model_type == "gemma2":
+            n = layers // 2
+        else:
+            n = layers
+        if n and window < out["max_context"]:
+            out["sliding_window"], out["sliding_layers"] = window, min(n, layers)
+    if c.get("is_encoder_decoder") or model_type in ("whisper", "t5", "bart", "mbart"):
+        architecture = "encoder-decoder"
+        if c.get("decoder_layers") and c.get("decoder_layers") != layers:
+            out["decoder_layers"] = mf.count(c["decoder_layers"], "config.json decoder_layers", 1, _LAYERS)
+    ff = str(c.get("feed_forward_proj") or "")
+    out["gated_mlp"] = ff.startswith("gated") if ff else model_type not in _PLAIN_MLP
+    out["architecture"] = architecture
+    if model_type == "whisper" or any("Speech" in a or "Whisper" in a for a in archs):
+        out["modality"] = "speech"
+    elif vision or any("VL" in a or "Vision" in a or "ImageText" in a for a in archs):
+        out["modality"] = "vision-language"
+    elif model_type in ("bert", "roberta", "xlm-roberta", "nomic_bert", "mpnet") or any(
+            a.endswith(("Model", "ForSentenceEmbedding")) and "CausalLM" not in a for a in archs):
+        out["modality"] = "embedding"
+    return out
+
+
+def _quant_precision(c: dict, quant: dict) -> str | None:
+    dtype = str(c.get("torch_dtype") or c.get("dtype") or "")
+    prec = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}.get(dtype)
+    if quant:
+        bits = quant.get("bits") or quant.get("w_bit")
+        method = str(quant.get("quant_method") or "")
+        prec = ("fp8" if method == "fp8" else "fp4" if method in ("mxfp4", "nvfp4", "modelopt_fp4") else
+                {4: "int4", 8: "int8"}.get(bits))
+    return prec
+
+
+def spec_from_config(c: dict, source: str, architecture: str = "decoder-only", name: str | None = None) -> ModelSpec:
+    """A model known by its config.json alone (no weights): its parameters follow from the shapes."""
+    from advisor.knowledge.shapes import params
+
+    shape = config_shape(c, architecture)
+    spec = ModelSpec(name=(name or source)[:200], params_b=1, active_params_b=1, source=source, **shape)
+    p = params(spec)
+    if p.total < 1000:
+        from advisor.planner.model_files import ModelFileError
+        raise ModelFileError("config.json describes a model of under 1,000 weights; not a model")
+    spec.params_b, spec.active_params_b = p.total / 1e9, p.active / 1e9
+    spec.file_precision = _quant_precision(c, c.get("quantization_config") if isinstance(
+        c.get("quantization_config"), dict) else {})
+    spec.notes.append("parameter count computed from config.json's shapes (no weights read)")
+    if spec.moe_experts:
+        spec.notes.append(f"MoE: {spec.moe_active_experts} of {spec.moe_experts} experts active per token")
+    return spec
+
+
+def _from_config_file(path: Path, architecture: str) -> ModelSpec:
+    from advisor.planner import model_files as mf
+
+    c = mf.read_object(path)
+    spec = spec_from_config(c, str(path), architecture, name=path.parent.name if path.name == "config.json"
+                            else path.stem)
+    spec.file_format = "hf"
+    return spec
+
+
 def _from_hf_dir(path: Path, architecture: str, budget) -> ModelSpec:
+    from advisor.knowledge.shapes import params as shape_params
     from advisor.planner import model_files as mf
 
     c = mf.read_object(path / "config.json")
-    if "num_hidden_layers" not in c:
-        c = {**mf.section(c, "text_config", "config.json"), **c}
-    heads = _pick(c, ("num_attention_heads", "num_heads", "n_head"), "attention head count", _HEADS)
-    hidden = _pick(c, ("hidden_size", "d_model", "n_embd"), "hidden size", _WIDTH)
-    layers = _pick(c, ("num_hidden_layers", "num_layers", "n_layer"), "layer count", _LAYERS)
-    kv = _pick(c, ("num_key_value_heads", "multi_query_group_num"), "KV heads", _HEADS, heads)
-    head_dim = _pick(c, ("head_dim", "d_kv", "kv_channels"), "head size", _WIDTH, max(1, hidden // heads))
-    inter = _pick(c, ("intermediate_size", "d_ff", "ffn_hidden_size"), "MLP width", 1 << 24, hidden * 4)
-    vocab = _pick(c, ("vocab_size", "padded_vocab_size"), "vocabulary", _VOCAB, 32000)
+    shape = config_shape(c, architecture)
     files = [f for f in mf.regular_files(path) if f.suffix == ".safetensors"]
     index = path / "model.safetensors.index.json"
     if index.is_file():  # count only the shards the index names (not a consolidated copy beside them)
@@ -320,36 +437,25 @@ def _from_hf_dir(path: Path, architecture: str, budget) -> ModelSpec:
         files = [f for f in files if f.name in named] or files
     notes = []
     quant = mf.section(c, "quantization_config", "config.json")
+    spec = ModelSpec(name=path.name, params_b=1, active_params_b=1, source=str(path / "config.json"),
+                     file_format="hf", file_precision=_quant_precision(c, quant), **shape)
+    implied = shape_params(spec)
     if files and not quant:
         params = mf.safetensors_params(files, budget)
         if params < 1000:
             raise mf.ModelFileError(f"the safetensors files hold {params:,} weights; not a model")
         weights = sum(f.stat().st_size for f in files)
+        active = params * implied.active / implied.total if implied.total else params
     else:
-        params = _estimate_params(layers, hidden, heads, kv, head_dim, inter, vocab)
+        params, active = implied.total, implied.active
         weights = sum(f.stat().st_size for f in files) if files else None
         notes.append("quantized checkpoint: parameter count estimated from config.json; weights from file sizes"
                      if quant else "no .safetensors files: parameter count estimated from config.json")
-    dtype = str(c.get("torch_dtype") or c.get("dtype") or "")
-    prec = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}.get(dtype)
-    if quant:
-        bits = quant.get("bits") or quant.get("w_bit")
-        prec = "fp8" if quant.get("quant_method") == "fp8" else {4: "int4", 8: "int8"}.get(bits)
-    experts = c.get("num_local_experts") or c.get("num_experts") or c.get("n_routed_experts")
-    used = c.get("num_experts_per_tok")
-    active = params
-    if experts and used:
-        experts = mf.count(experts, "config.json num_experts", 1, _HEADS)
-        used = mf.count(used, "config.json num_experts_per_tok", 1, _HEADS)
-        ff = _pick(c, ("moe_intermediate_size",), "MoE width", 1 << 24, inter)
-        active = max(params - max(0, experts - used) * 3 * hidden * ff * layers, params / experts)
-        notes.append(f"MoE: {used} of {experts} experts active per token")
-    return ModelSpec(name=path.name, params_b=params / 1e9, active_params_b=active / 1e9, architecture=architecture,
-                     layers=layers, hidden_size=hidden, attention_heads=heads, kv_heads=kv, head_dim=head_dim,
-                     intermediate_size=inter, vocab_size=vocab,
-                     max_context=_pick(c, ("max_position_embeddings", "seq_length"), "context", _CONTEXT, 4096),
-                     source=str(path / "config.json"), weights_bytes=weights, file_precision=prec, file_format="hf",
-                     tied_embeddings=bool(c.get("tie_word_embeddings", True)), notes=notes)
+    if spec.moe_experts:
+        notes.append(f"MoE: {spec.moe_active_experts} of {spec.moe_experts} experts active per token")
+    spec.params_b, spec.active_params_b = params / 1e9, active / 1e9
+    spec.weights_bytes, spec.notes = weights, notes
+    return spec
 
 
 def _from_onnx_dir(path: Path, architecture: str) -> ModelSpec:
