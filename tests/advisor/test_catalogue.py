@@ -1,0 +1,155 @@
+"""The model and accelerator catalogues: big enough, each entry planned from its real architecture, and the
+formulas for KV per token by attention kind checked against the architecture arithmetic the issue names.
+
+Published start-up figures (vLLM / llama.cpp KV-cache log lines) are checked in test_published_kv.py."""
+import json
+import statistics
+
+import pytest
+
+from advisor.inputs.answers import ModelBlock, parse_answers
+from advisor.knowledge.load import load_knowledge
+from advisor.knowledge.shapes import params
+from advisor.planner import find_gpu, make_plan
+from advisor.planner.spec import _from_known, generic, resolve_model
+
+K = load_knowledge()
+MODELS = K.models.models
+
+
+def test_the_catalogues_cover_what_people_deploy():
+    assert len(MODELS) >= 120 and len(K.gpus.gpus) >= 45
+    ids = {m.id for m in MODELS}
+    for want in ("llama-3.1-405b", "llama-3.2-3b", "llama-3.3-70b", "qwen3-235b-a22b", "qwen2.5-vl-7b", "deepseek-v3",
+                 "deepseek-r1", "gpt-oss-20b", "gpt-oss-120b", "phi-3.5-mini", "phi-4", "gemma-3-27b", "kimi-k2",
+                 "whisper-large-v3", "bge-large-en-v1.5", "resnet-50", "flan-t5-xxl", "mixtral-8x22b"):
+        assert want in ids, want
+    modalities = {m.modality for m in MODELS}
+    assert modalities == {"text", "vision-language", "speech", "embedding", "vision"}
+    gpus = {g.id for g in K.gpus.gpus}
+    for want in ("v100-sxm2-32gb", "b200", "gh200", "rtx-3060", "dgx-spark", "jetson-agx-orin-64gb", "rx-7900-xtx",
+                 "mi355x", "gaudi3", "arc-b580", "snapdragon-x-elite"):
+        assert any(g.startswith(want) for g in gpus), want
+
+
+@pytest.mark.parametrize("name", ["deepseek-v3", "qwen3-235b-a22b", "llama-3.1-405b", "gpt-oss-120b", "phi-3.5-mini",
+                                  "qwen2.5-vl-7b", "whisper-large-v3", "bge-large-en-v1.5", "llama-3.2-3b",
+                                  "Qwen/Qwen3-8B", "meta-llama/Llama-3.1-8B-Instruct"])
+def test_the_names_refused_before_resolve_now(name):
+    spec = resolve_model(ModelBlock(name=name), K)
+    assert spec.id is not None and not spec.approximate
+
+
+@pytest.mark.parametrize("m", MODELS, ids=[m.id for m in MODELS])
+def test_every_catalogue_entry_loads_and_plans(m):
+    p = params(m)
+    if m.architecture != "cnn":
+        assert abs(p.total / 1e9 - m.params_b) <= 0.03 * m.params_b
+    a = parse_answers({"model": {"name": m.id, "context_tokens": min(4096, m.max_context) if m.max_context >= 128
+                                 else 128},
+                       "hardware": {"gpu_vendor": "nvidia", "gpu_model": "H100 SXM", "gpu_count": 8}})
+    plan = make_plan(a, None, K)
+    assert plan.model.id == m.id and plan.model.modality == m.modality
+    for e, ep in plan.engines.items():
+        assert ep.weights_gib > 0, e
+        if m.architecture in ("encoder", "cnn"):
+            assert ep.kv_bytes_per_token == 0
+        else:
+            assert ep.kv_bytes_per_token > 0, e
+
+
+def _dense():
+    return [m for m in MODELS if m.architecture == "decoder-only" and not m.moe_experts and not m.kv_lora_rank
+            and m.modality == "text"]
+
+
+def test_the_generic_sketch_on_the_catalogues_dense_models():
+    """Parameters within 5 % on every dense text decoder; KV per token within 2x on most GQA ones (the rest have
+    2-4 KV heads where the sketch assumes 8, or head_dim 256); an MHA model holds several times more than the sketch."""
+    rows = []
+    for m in _dense():
+        g, real = generic(m.params_b, "decoder-only", K), _from_known(m)
+        rows.append((m.id, params(g).total / 1e9 / m.params_b, g.kv_elements_per_token / real.kv_elements_per_token,
+                     m.kv_heads == m.attention_heads))
+        assert g.attention_heads % g.kv_heads == 0 and g.hidden_size == g.attention_heads * g.head_dim
+        if m.params_b >= 7:
+            assert (g.kv_heads, g.head_dim) == (8, 128) and g.attention_heads % 8 == 0, m.id
+    assert len(rows) >= 50
+    assert all(abs(r[1] - 1) < 0.05 for r in rows)
+    gqa = [max(r[2], 1 / r[2]) for r in rows if not r[3]]
+    assert statistics.median(gqa) <= 1.3
+    assert sum(x <= 2 for x in gqa) >= 0.8 * len(gqa)
+    assert max(gqa) <= 4.5
+
+
+def test_a_405b_model_splits_over_two_nodes_in_vllm_and_tensorrt_llm():
+    a = parse_answers({"concurrency": 16, "model": {"name": "llama-3.1-405b", "precision": "bf16",
+                                                    "context_tokens": 8192},
+                       "hardware": {"gpu_vendor": "nvidia", "gpu_model": "H100 SXM", "nodes": 2, "gpus_per_node": 8,
+                                    "interconnect": "infiniband"}})
+    plan = make_plan(a, None, K)
+    for e in ("vllm", "tensorrt-llm"):
+        p = plan.engines[e]
+        assert p.loads and p.fits, e
+        assert (p.tensor_parallel, p.pipeline_parallel, p.gpus_used) == (8, 2, 16)
+        assert "pipeline parallel over 2 nodes" in p.parallelism
+        assert abs(p.kv_bytes_per_token - 2 * 126 * 8 * 128 * 2) <= 0.02 * 2 * 126 * 8 * 128 * 2
+    # an engine that cannot span nodes plans on one node and says so
+    assert plan.engines["llama.cpp"].gpus_used == 8
+    assert any("does not span nodes" in x for x in plan.engines["pytorch"].assumptions)
+
+
+def _plan(name, engine, ctx=32768, **hw):
+    hw = hw or {"gpu_vendor": "nvidia", "gpu_model": "H200", "gpu_count": 8}
+    a = parse_answers({"model": {"name": name, "precision": "bf16", "context_tokens": ctx}, "hardware": hw})
+    return make_plan(a, None, K).engines[engine]
+
+
+def test_mla_is_a_latent_where_the_engine_runs_it_and_expanded_where_not():
+    v, t = _plan("deepseek-v3", "vllm"), _plan("deepseek-v3", "pytorch")
+    assert (v.kv_attention, v.kv_bytes_per_token) == ("mla", 61 * (512 + 64) * 2)        # 70,272 B
+    assert (t.kv_attention, t.kv_bytes_per_token) == ("mla-expanded", 61 * 128 * (128 + 64 + 128) * 2)
+    assert t.kv_bytes_per_token / v.kv_bytes_per_token > 50
+    # tensor parallel keeps the latent on every rank: 8 copies on TP 8
+    assert v.kv_gib == pytest.approx(70_272 * 8 * 32768 / 2**30, abs=1e-3)
+    assert any("held 8×" in x for x in v.assumptions)
+
+
+def test_sliding_window_layers_hold_at_most_their_window():
+    g = _plan("gemma-3-27b", "vllm", ctx=65536, gpu_vendor="nvidia", gpu_model="H100 SXM", gpu_count=1)
+    full, window = 2 * 16 * 128 * 2, 1024  # per layer per token: 16 KV heads x 128 x K,V x 2 B
+    assert g.kv_bytes_per_token == int((10 * full * 65536 + 52 * full * window) / 65536)
+    assert g.kv_window_tokens == 1024
+    o = _plan("gpt-oss-120b", "vllm", ctx=131072, gpu_vendor="nvidia", gpu_model="H100 SXM", gpu_count=1)
+    per = 2 * 8 * 64 * 2
+    assert o.kv_bytes_per_token == int((18 * per * 131072 + 18 * per * 128) / 131072)
+    # an engine whose docs do not settle it counts the windowed layers in full
+    assert _plan("gemma-3-27b", "onnxruntime", ctx=65536).kv_bytes_per_token >= g.kv_bytes_per_token
+
+
+def test_a_config_json_alone_plans_the_same_model_as_the_catalogue(tmp_path):
+    m = next(x for x in MODELS if x.id == "deepseek-v3")
+    cfg = {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3", "hidden_size": m.hidden_size,
+           "num_hidden_layers": m.layers, "num_attention_heads": m.attention_heads,
+           "num_key_value_heads": m.kv_heads, "intermediate_size": m.intermediate_size,
+           "moe_intermediate_size": m.moe_intermediate_size, "n_routed_experts": m.moe_experts,
+           "n_shared_experts": m.moe_shared_experts, "num_experts_per_tok": m.moe_active_experts,
+           "first_k_dense_replace": m.layers - m.moe_layers, "kv_lora_rank": m.kv_lora_rank,
+           "q_lora_rank": m.q_lora_rank, "qk_rope_head_dim": m.qk_rope_head_dim,
+           "qk_nope_head_dim": m.qk_nope_head_dim, "v_head_dim": m.v_head_dim, "vocab_size": m.vocab_size,
+           "max_position_embeddings": m.max_context, "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    spec = resolve_model(ModelBlock(path=str(path)), K)
+    assert spec.params_b == pytest.approx(m.params_b, rel=0.01)
+    assert spec.active_params_b == pytest.approx(m.active_params_b, rel=0.05)
+    assert spec.kv_lora_rank == 512 and spec.moe_layers == m.moe_layers and not spec.approximate
+
+
+def test_every_accelerator_is_found_by_its_names():
+    for g in K.gpus.gpus:
+        for name in (g.id, g.name, *g.aliases):
+            assert find_gpu(name, K).id == g.id, (name, g.id)
+        assert (g.compute_capability is not None) == (g.vendor == "nvidia")
+    assert find_gpu("Tesla V100-SXM2-32GB", K).compute_capability == "7.0"
+    assert find_gpu("NVIDIA GB10", K).unified_memory
