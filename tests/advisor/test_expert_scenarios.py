@@ -11,18 +11,27 @@ from advisor.inputs.answers import parse_answers
 from advisor.knowledge.load import load_knowledge
 
 K = load_knowledge()
-SCENARIOS = yaml.safe_load((Path(__file__).parent / "data" / "expert_scenarios.yaml").read_text(encoding="utf-8"))[
-    "scenarios"]
+DATA = Path(__file__).parent / "data"
+SCENARIOS = yaml.safe_load((DATA / "expert_scenarios.yaml").read_text(encoding="utf-8"))["scenarios"]
+NEW = yaml.safe_load((DATA / "expert_scenarios_2026.yaml").read_text(encoding="utf-8"))["scenarios"]
 
 
 def test_the_table_is_big_enough_and_sourced():
-    assert len(SCENARIOS) >= 20
-    for s in SCENARIOS:
+    assert len(SCENARIOS) >= 20 and len(NEW) >= 30
+    assert not {s["id"] for s in SCENARIOS} & {s["id"] for s in NEW}
+    for s in SCENARIOS + NEW:
         assert s["sources"] and all(u.startswith("https://") for u in s["sources"]), s["id"]
         assert s["why"]["en"] and s["why"]["zh"]
 
 
-@pytest.mark.parametrize("s", SCENARIOS, ids=[s["id"] for s in SCENARIOS])
+def _param(s):
+    """A scenario whose expected answer the advisor does not give yet carries `known_gap` (why): it is an expected
+    failure, and a strict one, so that the day it passes the mark must go."""
+    marks = [pytest.mark.xfail(strict=True, reason=s["known_gap"])] if s.get("known_gap") else []
+    return pytest.param(s, id=s["id"], marks=marks)
+
+
+@pytest.mark.parametrize("s", [_param(s) for s in SCENARIOS + NEW])
 def test_expert_scenario(s):
     rec = recommend(parse_answers(s["answers"]), None, K, with_flips=False)
     top = rec.ranking[0].engine
