@@ -620,6 +620,7 @@ class EngineCapacity(Sourced):
     devices: list[Literal["gpu", "cpu"]]
     gpu_vendors: list[Literal["nvidia", "amd", "intel", "apple", "qualcomm"]] = Field(default_factory=list)
     multi_node: Literal["pipeline", "none"] = "none"  # pipeline: TP within a node, PP across nodes
+    swa_extra_tokens: int = Field(default=0, ge=0)  # a sliding-window layer holds window + this many tokens
     budget_of: Literal["total", "free_after_load"] = "total"
     logits_for_chunk: bool = False
     cpu_offload: bool = False

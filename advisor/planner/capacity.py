@@ -364,8 +364,8 @@ class _Calc:
         serving = self.k.support.engines[self.engine].serving
         native = {key: serving[key].status in ("supported", "experimental") for key in ("mla_native", "sliding_window_kv")}
         self.kv_native = native
-        return kv_layout(self.spec, native["mla_native"], native["sliding_window_kv"], self.spec.sliding_window,
-                         self.spec.sliding_layers)
+        window = self.spec.sliding_window + self.cap.swa_extra_tokens if self.spec.sliding_window else None
+        return kv_layout(self.spec, native["mla_native"], native["sliding_window_kv"], window, self.spec.sliding_layers)
 
     def _kv_copies(self) -> float:
         if self.device != "gpu" or self.tp <= 1 or self.cap.multi_gpu != "tensor" or not self.decodes:
