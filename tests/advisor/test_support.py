@@ -19,8 +19,14 @@ GPU = {"nvidia_cuda": {"gpu_vendor": "nvidia", "gpu_model": "A100 80GB", "gpu_co
        "apple_metal": {"gpu_vendor": "apple", "gpu_model": "M2 Ultra", "gpu_count": 1, "gpu_memory_gb": 192,
                        "os": "macos", "cpu_arch": "arm64"},
        "cpu_x86": {"gpu_vendor": "none", "cpu_arch": "x86_64", "ram_gb": 256, "cpu_cores": 64},
-       "cpu_arm": {"gpu_vendor": "none", "cpu_arch": "arm64", "ram_gb": 256, "cpu_cores": 64}}
-OS_ANSWER = {"linux": "linux", "windows_native": "windows", "macos": "macos"}
+       "cpu_arm": {"gpu_vendor": "none", "cpu_arch": "arm64", "ram_gb": 256, "cpu_cores": 64},
+       "intel_gaudi": {"gpu_vendor": "intel", "gpu_model": "Gaudi 3", "gpu_count": 8},
+       "npu_qualcomm": {"gpu_vendor": "qualcomm", "gpu_model": "Snapdragon X Elite", "os": "windows",
+                        "cpu_arch": "arm64"},
+       "npu_intel": {"gpu_vendor": "intel", "accelerator": "npu", "gpu_model": "Core Ultra 200V NPU", "os": "windows"},
+       "npu_amd": {"gpu_vendor": "amd", "accelerator": "npu", "gpu_model": "Ryzen AI 300 NPU", "os": "windows"}}
+OS_ANSWER = {"linux": "linux", "windows_native": "windows", "windows_wsl": "windows-wsl", "macos": "macos"}
+MODALITY_ANSWER = {"vision_language": "qwen2.5-vl-7b", "speech": "whisper-large-v3", "embedding": "bge-large-en-v1.5"}
 ARCH_ANSWER = {"decoder_only": {"architecture": "decoder-only"}, "encoder_decoder": {"architecture": "encoder-decoder"},
                "encoder_only": {"architecture": "encoder"}, "moe": {"name": "mixtral-8x7b"}}
 
@@ -35,10 +41,9 @@ def _answers_for(engine: str, axis: str, key: str) -> dict | None:
         hw = GPU["apple_metal"] if key == "macos" else {**GPU["nvidia_cuda"], "os": OS_ANSWER[key]}
         return {**base, "hardware": hw}
     if axis == "accelerator":
-        return {**base, "hardware": {**GPU[key], **({"os": "linux"} if key != "apple_metal" else {})}} \
-            if key in GPU else None
+        return {**base, "hardware": {"os": "linux", **GPU[key]}} if key in GPU else None
     if axis == "precision":
-        for asked in ("fp32", "fp16", "bf16", "fp8", "int8", "int4", "q4_k_m", "q8_0"):
+        for asked in ("fp32", "fp16", "bf16", "fp8", "fp4", "int8", "int4", "q4_k_m", "q8_0"):
             mapped = K.planner.engines[engine].precision_map.get(asked, asked)
             if precision_key(mapped) == key:
                 return {**base, "hardware": {**GPU["nvidia_cuda"], "gpu_model": "H100 SXM", "os": "linux"},
@@ -49,6 +54,8 @@ def _answers_for(engine: str, axis: str, key: str) -> dict | None:
                 "model": {"params_b": 7, "kv_cache_dtype": key}}
     if axis == "architecture":
         return {**base, "model": {"params_b": 7, **ARCH_ANSWER[key]}}
+    if axis == "modality":
+        return {**base, "model": {"name": MODALITY_ANSWER[key]}}
     return None
 
 
