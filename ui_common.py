@@ -252,14 +252,20 @@ def target_editor(prefix: str) -> None:
 
     def set_gpu() -> None:
         gid = ss[f"{prefix}_gpu"]
-        new = {key: v for key, v in (ss[ANSWERS].get("hardware") or {}).items()
-               if key in ("ram_gb", "cpu_cores", "cpu_arch", "os")}
+        keep = ("ram_gb", "cpu_cores", "cpu_arch", "os", "nodes", "interconnect", "unified_memory")
+        new = {key: v for key, v in (ss[ANSWERS].get("hardware") or {}).items() if key in keep}
         if gid == "none":
+            for key in ("nodes", "interconnect", "unified_memory"):
+                new.pop(key, None)
             new.update(gpu_vendor="none", gpu_count=0)
         elif gid != "custom":
             g = gpus[gid]
-            count = int(ss.get(f"{prefix}_count") or 1)
-            new.update(gpu_vendor=g.vendor, gpu_model=g.name, gpu_count=max(1, count), gpu_memory_gb=g.memory_gb)
+            per = max(1, int(ss.get(f"{prefix}_count") or 1))
+            nodes = int(new.get("nodes") or 1)
+            new.update(gpu_vendor=g.vendor, gpu_model=g.name, gpu_memory_gb=g.memory_gb, gpus_per_node=per,
+                       gpu_count=per * nodes)
+            if g.kind == "npu":
+                new["accelerator"] = "npu"
             if g.vendor == "apple":
                 new.update(os="macos", cpu_arch="arm64")
             elif new.get("os") == "macos":
@@ -267,12 +273,28 @@ def target_editor(prefix: str) -> None:
                 new.pop("cpu_arch", None)
         set_answers({**answers_data(), "hardware": new})
 
+    def set_topology(field: str) -> Callable[[], None]:
+        """GPUs per node and nodes move together: gpu_count is always their product."""
+        def cb() -> None:
+            cur = dict(ss[ANSWERS].get("hardware") or {})
+            nodes = int(cur.get("nodes") or 1)
+            per = int(cur.get("gpus_per_node") or max(1, int(cur.get("gpu_count") or 1) // nodes))
+            if field == "per":
+                per = max(1, int(ss[f"{prefix}_count"]))
+            else:
+                nodes = max(1, int(ss[f"{prefix}_nodes"]))
+            cur.update(nodes=nodes, gpus_per_node=per, gpu_count=nodes * per)
+            set_answers({**answers_data(), "hardware": cur})
+        return cb
+
     c1, c2 = st.columns([3, 1])
     c1.selectbox(T("ui_pick_gpu"), options, key=seed(f"{prefix}_gpu", cur), format_func=label, on_change=set_gpu)
-    if hw.get("gpu_vendor", "none") != "none":
-        c2.number_input(T("ui_gpu_count"), min_value=1, max_value=64, step=1,
-                        key=seed(f"{prefix}_count", int(hw.get("gpu_count") or 1)),
-                        on_change=on_change(f"{prefix}_count", ("hardware", "gpu_count"), int))
+    gpu = hw.get("gpu_vendor", "none") != "none"
+    nodes = int(hw.get("nodes") or 1)
+    if gpu:
+        per = int(hw.get("gpus_per_node") or max(1, int(hw.get("gpu_count") or 1) // nodes))
+        c2.number_input(T("ui_gpus_per_node") if nodes > 1 else T("ui_gpu_count"), min_value=1, max_value=64, step=1,
+                        key=seed(f"{prefix}_count", per), on_change=set_topology("per"))
     else:
         c2.number_input(T("ui_cpu_cores"), min_value=0, max_value=4096, step=1,
                         key=seed(f"{prefix}_cores", int(hw.get("cpu_cores") or 0)),
@@ -281,10 +303,54 @@ def target_editor(prefix: str) -> None:
     c3.number_input(T("ui_target_ram"), min_value=0, max_value=65536, step=1,
                     key=seed(f"{prefix}_ram", int(hw.get("ram_gb") or 0)),
                     on_change=on_change(f"{prefix}_ram", ("hardware", "ram_gb"), lambda v: int(v) or None))
-    oses = ["", "linux", "windows", "macos"]
+    oses = ["", "linux", "windows", "windows-wsl", "macos"]
     c4.selectbox(T("ui_target_os"), oses, key=seed(f"{prefix}_os", hw.get("os") or ""),
                  format_func={o: (T(f"os_{o}") if o else "—") for o in oses}.get,
                  on_change=on_change(f"{prefix}_os", ("hardware", "os"), lambda v: v or None))
+    if not gpu:
+        return
+    c5, c6, c7 = st.columns([1, 2, 2])
+    c5.number_input(T("ui_nodes"), min_value=1, max_value=512, step=1, key=seed(f"{prefix}_nodes", nodes),
+                    on_change=set_topology("nodes"))
+    ics = ["", "nvlink", "infinity-fabric", "xe-link", "pcie", "infiniband", "roce", "ethernet"]
+    c6.selectbox(T("ui_interconnect"), ics, key=seed(f"{prefix}_ic", hw.get("interconnect") or ""),
+                 format_func={x: (T(f"ic_{x}") if x else T("ui_auto")) for x in ics}.get,
+                 on_change=on_change(f"{prefix}_ic", ("hardware", "interconnect"), lambda v: v or None))
+    um = {None: "auto", True: "yes", False: "no"}[hw.get("unified_memory")]
+    c7.selectbox(T("ui_unified_memory"), ["auto", "yes", "no"], key=seed(f"{prefix}_um", um),
+                 format_func={"auto": T("ui_auto"), "yes": T("ui_yes"), "no": T("ui_no")}.get,
+                 on_change=on_change(f"{prefix}_um", ("hardware", "unified_memory"),
+                                     lambda v: {"auto": None, "yes": True, "no": False}[v]))
+
+
+def model_shape_caption(m) -> str:
+    """A catalogue model's attention kind, experts and sliding window, for the checklist's model step."""
+    from advisor.planner import known_spec
+    from advisor.report import shape_parts
+
+    return T("ui_model_shape", **shape_parts(known_spec(m), knowledge(), lang()))
+
+
+def take_model_config() -> None:
+    """A config.json uploaded on the model step: checked as model.path would read it, kept in the user cache dir
+    under its hash, and model.path pointed at it (a reload or a link finds the same file)."""
+    from probes.cache import cache_dir
+
+    from advisor.planner import ModelSpecError, keep_config
+
+    up = st.session_state.get("m_config")
+    if up is None:
+        return
+    name = (up.name or "config.json")[:80]
+    try:
+        path = keep_config(up.getvalue(), cache_dir() / "configs", name)
+    except (ModelSpecError, OSError) as err:
+        st.session_state[NOTICE] = ("error", T("ui_config_error", file=name, err=str(err)[:300]))
+        return
+    model = {key: v for key, v in (answers_data().get("model") or {}).items() if key not in ("name", "path")}
+    if set_answers({**answers_data(), "model": {**model, "path": str(path)}}) is None:
+        st.session_state["m_path"] = str(path)
+        st.session_state[NOTICE] = ("ok", T("ui_config_loaded", file=name, path=path.name))
 
 
 # ---------------------------------------------------------------- planning inputs

@@ -8,8 +8,9 @@ from typing import get_args
 import streamlit as st
 
 from advisor.inputs import Precision, dump_answers
-from ui_common import (ANSWERS, NOTICE, STEP, T, answers, knowledge, lang, on_change, seed, set_answers, show_notice,
-                       target_editor)
+from advisor.report import md_escape
+from ui_common import (ANSWERS, NOTICE, STEP, T, answers, knowledge, lang, model_shape_caption, on_change, seed,
+                       set_answers, show_notice, take_model_config, target_editor)
 
 k = knowledge()
 L = lang()
@@ -54,13 +55,20 @@ else:
             new.update(params_b=x.params_b, architecture=x.architecture, context_tokens=min(x.max_context, 1_048_576))
         set_answers({**ss[ANSWERS], "model": {key: v for key, v in new.items() if v is not None}})
 
-    known = models.get(m.get("name") or "")
-    st.selectbox(T("ui_model_name"), names, key=seed("m_name", m.get("name") if known else ""),
+    from advisor.planner import find_known
+
+    known = find_known(m.get("name") or "", k) if m.get("name") else None
+    st.selectbox(T("ui_model_name"), names, key=seed("m_name", known.id if known else ""),
                  format_func={i: f"{models[i].name} ({i})" if i else T("ui_model_none") for i in names}.get,
                  on_change=pick_model)
     if known:
         st.caption(T("ui_model_known", params=f"{known.params_b:g}", arch=T(f"arch_{known.architecture}"),
-                     ctx=f"{known.max_context:,}"))
+                     ctx=f"{known.max_context:,}") + " " + model_shape_caption(known))
+    elif m.get("name"):  # a name from a file or a link that the catalogue does not hold: kept, and said
+        st.warning(T("ui_unknown_name", name=md_escape(m["name"][:80])))
+    with st.expander(T("ui_config_upload"), expanded=False):
+        st.file_uploader(T("ui_config_upload"), type=["json"], key="m_config", on_change=take_model_config,
+                         label_visibility="collapsed")
     c1, c2 = st.columns(2)
     if known:  # the named model's own size, shown (not the answers' params_b, which it overrides)
         c1.number_input(T("ui_params_b"), value=float(known.params_b), disabled=True, key=f"m_params_known_{known.id}")
@@ -76,6 +84,12 @@ else:
         c2.selectbox(T("ui_architecture"), archs, format_func={x: T(f"arch_{x}") for x in archs}.get,
                      key=seed("m_arch", m.get("architecture", "decoder-only")),
                      on_change=on_change("m_arch", ("model", "architecture")))
+    mods = ["", "text", "vision-language", "speech", "embedding", "vision"]
+    shown = known.modality if known else (m.get("modality") or "")
+    st.selectbox(T("ui_modality"), mods, index=mods.index(shown), disabled=bool(known),
+                 key=f"m_mod_known_{known.id}" if known else seed("m_mod", shown),
+                 format_func={x: (T(f"mod_{x}") if x else T("ui_auto")) for x in mods}.get,
+                 on_change=None if known else on_change("m_mod", ("model", "modality"), lambda v: v or None))
     precs = list(get_args(Precision))
     c3, c4 = st.columns(2)
     c3.selectbox(T("ui_precision"), precs, key=seed("m_prec", m.get("precision", "fp16")),

@@ -15,6 +15,8 @@ if spec_error:
     st.error(spec_error)
 show_notice()
 rec = recommend(a, None if a.hardware else hardware(), k, lang=lang, spec=spec, machine=bench)
+if spec.unknown_name:  # planned as a generic model of the size given: say so where the ranking is read
+    st.warning(md_escape(rec.plan.notes[0]))
 st.session_state["last_ranking"] = [r.engine for r in rec.ranking]
 st.plotly_chart(ranking_chart(rec, lang), key="ranking_chart")
 for i, r in enumerate(rec.ranking, 1):

@@ -15,7 +15,7 @@ from advisor.knowledge.load import Knowledge
 from advisor.planner import machine_bench
 from advisor.planner.capacity import Workload, add_offload_option, plan_engine
 from advisor.planner.machine_bench import MachineBench
-from advisor.planner.spec import ModelSpec, ModelSpecError, generic, resolve_model
+from advisor.planner.spec import ModelSpec, ModelSpecError, find_known, generic, keep_config, known_spec, resolve_model
 from advisor.planner.target import build_target, find_gpu
 from advisor.planner.types import EnginePlan, Plan, PlanOption, Target
 
@@ -37,7 +37,8 @@ def edge_inputs(answers: Answers, knowledge: Knowledge, measure: bool = True, on
 
 
 __all__ = ["EnginePlan", "MachineBench", "ModelSpec", "ModelSpecError", "Plan", "PlanOption", "Target", "Workload",
-           "edge_inputs", "find_gpu", "generic", "machine_bench", "make_plan", "resolve_model", "workload_for"]
+           "edge_inputs", "find_gpu", "find_known", "generic", "keep_config", "known_spec", "machine_bench", "make_plan",
+           "resolve_model", "workload_for"]
 
 
 def workload_for(answers: Answers, knowledge: Knowledge) -> Workload:

@@ -101,6 +101,11 @@ _SHAPE_FIELDS = ("gated_mlp", "decoder_layers", "moe_experts", "moe_active_exper
                  "sliding_layers", "extra_params_b", "modality", "tied_embeddings")
 
 
+def known_spec(m) -> ModelSpec:
+    """The planner's ModelSpec for a catalogue entry (knowledge/models.yaml)."""
+    return _from_known(m)
+
+
 def _from_known(m) -> ModelSpec:
     inter = m.intermediate_size or int(m.hidden_size * 8 / 3)
     return ModelSpec(id=m.id, name=m.name, params_b=m.params_b, active_params_b=m.active_params_b or m.params_b,
@@ -413,12 +418,59 @@ def spec_from_config(c: dict, source: str, architecture: str = "decoder-only", n
     return spec
 
 
+MAX_KEPT_CONFIGS = 32  # pasted / uploaded config.json files kept in the user cache dir; older ones are removed
+
+
+def keep_config(raw: bytes, directory: Path, name: str = "config.json") -> Path:
+    """Check a config.json given as bytes (a paste or an upload) as model.path would read it, then keep it in
+    `directory` under its content hash, so that the answers can point model.path at it (and a reload, a link or the
+    CLI finds the same file). The newest MAX_KEPT_CONFIGS are kept. Raises ModelSpecError (one line)."""
+    import hashlib
+    import json
+
+    from advisor.planner import model_files as mf
+
+    if len(raw) > mf.MAX_JSON_BYTES:
+        raise ModelSpecError(f"{name} is {len(raw) / 2**20:.1f} MB; a model config is at most "
+                             f"{mf.MAX_JSON_BYTES >> 20} MB")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except RecursionError:
+        raise ModelSpecError(f"{name} is nested too deeply to be a model config") from None
+    except UnicodeDecodeError:
+        raise ModelSpecError(f"{name} is not UTF-8 text") from None
+    except ValueError as err:
+        raise ModelSpecError(f"{name} is not valid JSON ({mf.clip(str(err), 100)})") from None
+    if not isinstance(data, dict):
+        raise ModelSpecError(f"{name} must hold a JSON object, not a {type(data).__name__}")
+    try:
+        spec_from_config(data, name)
+    except mf.ModelFileError as err:
+        raise ModelSpecError(f"{name}: {err}") from None
+    except Exception as err:  # a crafted config: one line, never a traceback
+        raise ModelSpecError(f"{name}: cannot read it ({type(err).__name__}: {mf.clip(str(err), 100)})") from None
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"config-{hashlib.sha256(raw).hexdigest()[:16]}.json"
+    if not path.exists():
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(raw)
+        tmp.replace(path)
+    kept = sorted((f for f in directory.glob("config-*.json") if f.is_file() and not f.is_symlink()),
+                  key=lambda f: f.stat().st_mtime, reverse=True)
+    for old in kept[MAX_KEPT_CONFIGS:]:
+        if old != path:
+            old.unlink(missing_ok=True)
+    return path
+
+
 def _from_config_file(path: Path, architecture: str) -> ModelSpec:
     from advisor.planner import model_files as mf
 
     c = mf.read_object(path)
-    spec = spec_from_config(c, str(path), architecture, name=path.parent.name if path.name == "config.json"
-                            else path.stem)
+    named = c.get("_name_or_path")
+    name = named.strip()[:200] if isinstance(named, str) and named.strip() else (
+        path.parent.name if path.name == "config.json" else path.stem)
+    spec = spec_from_config(c, str(path), architecture, name=name)
     spec.file_format = "hf"
     return spec
 

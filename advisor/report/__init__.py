@@ -10,11 +10,12 @@ from advisor.report.charts import (concurrency_chart, latency_chart, memory_char
                                    sweep_charts, throughput_chart, to_png)
 from advisor.report.document import ReportError, build_markdown, chart_figures, chart_images, markdown_to_pdf, run_label
 from advisor.report.mdtext import ZWSP, fold, link_urls, md_escape
-from advisor.report.plan import device_label, fits_word, header_lines, plan_markdown, plan_rows, plan_text
+from advisor.report.plan import (device_label, fits_word, header_lines, plan_markdown, plan_rows, plan_text,
+                                 shape_parts)
 from advisor.report.terminal import hardware_text, recommendation_text
 
 __all__ = ["ReportError", "ZWSP", "build_markdown", "chart_figures", "chart_images", "concurrency_chart",
            "device_label", "fits_word", "fold", "hardware_text", "header_lines", "latency_chart", "link_urls",
            "markdown_to_pdf", "md_escape", "memory_chart", "plan_markdown", "plan_rows", "plan_text", "ranking_chart",
-           "recommendation_text", "roofline_chart", "run_label", "support_table", "sweep_charts", "throughput_chart",
+           "recommendation_text", "shape_parts", "roofline_chart", "run_label", "support_table", "sweep_charts", "throughput_chart",
            "to_png"]

@@ -67,7 +67,30 @@ def header_lines(plan: Plan, knowledge: Knowledge, lang: str) -> list[str]:
           cpu_bw=cpu_bw),
         s("plan_workload_line", lang, conc=first.concurrency, ctx=f"{first.context_tokens:,}",
           prompt=first.prompt_tokens, prec=plan.asked_precision or "—"),
-    ] + plan.notes
+    ] + [model_kind_line(m, knowledge, lang)] + ([topology_line(t, knowledge, lang)] if t.gpu_count else []) + plan.notes
+
+
+def shape_parts(m, knowledge: Knowledge, lang: str) -> dict[str, str]:
+    """The attention kind, experts and sliding window of a model, as sentence parts (for the page and the report)."""
+    s = knowledge.s
+    moe = (s("shape_moe", lang, active=m.moe_active_experts, experts=m.moe_experts)
+           if m.moe_experts and m.moe_active_experts else "")
+    window = (s("shape_window", lang, n=m.sliding_layers, layers=m.layers, window=f"{m.sliding_window:,}")
+              if m.sliding_window and m.sliding_layers else "")
+    return dict(attn=s(f"attn_{m.attention_kind}", lang), moe=moe, window=window)
+
+
+def model_kind_line(m, knowledge: Knowledge, lang: str) -> str:
+    return knowledge.s("plan_model_kind_line", lang, modality=knowledge.s(f"mod_{m.modality}", lang),
+                       **shape_parts(m, knowledge, lang))
+
+
+def topology_line(t, knowledge: Knowledge, lang: str) -> str:
+    s = knowledge.s
+    ic = s(f"ic_{t.interconnect}", lang) if t.interconnect and knowledge.strings.get(f"ic_{t.interconnect}") else "—"
+    return s("plan_topology_line", lang, nodes=t.nodes, per=t.gpus_per_node or t.gpu_count,
+             kind=s(f"plan_kind_{t.accelerator}", lang), interconnect=ic,
+             unified=s("plan_unified_yes", lang) if t.unified_memory else "")
 
 
 def plan_text(plan: Plan, knowledge: Knowledge, lang: str = "en", checks: list[ProbeCheck] | None = None) -> str:
