@@ -312,3 +312,41 @@ def test_the_probe_page_warns_before_a_cpu_run_for_a_gpu_target():
     assert not at.exception
     info = " ".join(i.value for i in at.info)
     assert "A probe here runs on this machine's CPU; your target is 2 × L40S" in info
+
+
+def test_two_nodes_of_eight_gpus_plan_tensor_in_a_node_and_pipeline_across():
+    at = app().run()
+    at.switch_page("pages/2_Hardware.py").run()
+    at.radio(key="hw_mode").set_value("other").run()
+    at.selectbox(key="hw_gpu").set_value("h100-sxm").run()
+    at.number_input(key="hw_count").set_value(8).run()
+    at.number_input(key="hw_nodes").set_value(2).run()
+    at.selectbox(key="hw_ic").set_value("infiniband").run()
+    assert not at.exception
+    hw = parse_answers(at.session_state["answers"]).hardware
+    assert (hw.nodes, hw.gpus_per_node, hw.gpu_count, hw.interconnect) == (2, 8, 16, "infiniband")
+    assert at.number_input(key="hw_count").label == "GPUs per node"
+    at.session_state["answers"] = {**at.session_state["answers"],
+                                   "model": {"name": "llama-3.1-405b", "precision": "bf16", "context_tokens": 8192}}
+    at.switch_page("pages/3_Recommendation.py").run()
+    assert not at.exception
+    text = " ".join(c.value for c in at.caption)
+    assert "Topology: 2 node(s) × 8 GPU(s) (InfiniBand)" in text
+    cells = " ".join(str(v) for d in at.dataframe for v in d.value.astype(str).values.ravel())
+    assert "pipeline parallel over 2 nodes" in cells
+
+
+def test_a_named_model_shows_its_attention_and_an_unknown_name_is_kept_and_said():
+    at = app().run()
+    at.session_state["answers"] = {"model": {"name": "deepseek-ai/DeepSeek-V3", "params_b": 671}}
+    at.session_state["wizard_step"] = 8
+    at.switch_page("pages/1_Checklist.py").run()
+    assert not at.exception
+    assert at.selectbox(key="m_name").value == "deepseek-v3"
+    assert "multi-head latent (MLA)" in " ".join(c.value for c in at.caption)
+    at.session_state["answers"] = {"model": {"name": "my-own-finetune-13b", "params_b": 13}}
+    at.switch_page("pages/3_Recommendation.py").run()
+    at.switch_page("pages/1_Checklist.py").run()
+    assert not at.exception
+    assert "my-own-finetune-13b" in at.warning[0].value
+    assert at.session_state["answers"]["model"]["name"] == "my-own-finetune-13b"  # kept, not overwritten

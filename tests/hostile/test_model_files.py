@@ -190,3 +190,51 @@ def test_a_million_vocabulary_strings_read_within_bounds(tmp_path):
     assert res.rc == 0, res.err
     assert json.loads(res.out)["model"]["vocab_size"] == 1 << 20
     assert res.seconds < 10 and res.peak_rss_mb < 1024
+
+
+# ---------------------------------------------------------------- a config.json given on the model step
+
+_CFG = {"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "head_dim": 64, "intermediate_size": 8192, "vocab_size": 128256,
+        "max_position_embeddings": 131072, "tie_word_embeddings": True}
+
+
+def test_a_given_config_is_kept_by_its_hash_and_plans(tmp_path):
+    import json
+
+    from advisor.inputs.answers import ModelBlock
+    from advisor.knowledge.load import load_knowledge
+    from advisor.planner.spec import keep_config, resolve_model
+
+    raw = json.dumps(_CFG).encode()
+    p = keep_config(raw, tmp_path, "config.json")
+    assert p.parent == tmp_path and p.read_bytes() == raw and keep_config(raw, tmp_path) == p
+    spec = resolve_model(ModelBlock(path=str(p)), load_knowledge())
+    assert spec.params_b == pytest.approx(1.236, rel=0.01) and (spec.layers, spec.kv_heads) == (16, 8)  # Llama-3.2-1B
+
+
+@pytest.mark.parametrize("raw,needle", [
+    (b"x" * (5 << 20), "at most 4 MB"),
+    (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+    (b"\xff\xfe", "not UTF-8"),
+    (b"[1, 2]", "must hold a JSON object"),
+    (b'{"hidden_size": 1e300, "num_hidden_layers": 2, "num_attention_heads": 2}', "config.json"),
+    (b'{"hidden_size": 64}', "config.json"),
+])
+def test_a_hostile_config_is_one_line_and_nothing_is_kept(tmp_path, raw, needle):
+    from advisor.planner.spec import ModelSpecError, keep_config
+
+    with pytest.raises(ModelSpecError) as err:
+        keep_config(raw, tmp_path, "config.json")
+    assert needle in str(err.value) and "\n" not in str(err.value)
+    assert not list(tmp_path.glob("config-*"))
+
+
+def test_kept_configs_are_bounded(tmp_path):
+    import json
+
+    from advisor.planner.spec import MAX_KEPT_CONFIGS, keep_config
+
+    for i in range(MAX_KEPT_CONFIGS + 8):
+        keep_config(json.dumps({**_CFG, "num_hidden_layers": 2 + i}).encode(), tmp_path)
+    assert len(list(tmp_path.glob("config-*.json"))) == MAX_KEPT_CONFIGS
