@@ -73,7 +73,7 @@ def build_facts(answers: Answers, hardware: Hardware | None) -> dict[str, Any]:
         arch = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "arm64", "arm64": "arm64"}.get(hardware.cpu.arch)
         f.update(gpu_vendor=hardware.gpu_vendor, gpu_count=len(g), gpu_memory_gb=mem,
                  ram_gb=hardware.ram_total_mb / 1024, cpu_cores=hardware.cpu.usable_cores,
-                 os=hardware.os if hardware.os in ("linux", "windows", "macos") else None, cpu_arch=arch,
+                 os=hardware.os if hardware.os in ("linux", "windows", "windows-wsl", "macos") else None, cpu_arch=arch,
                  has_avx2="avx2" in hardware.cpu.flags,
                  has_avx512=any(x.startswith("avx512") for x in hardware.cpu.flags),
                  hardware_source="detected", accelerator="gpu", nodes=1, gpus_per_node=len(g) or None,

@@ -181,10 +181,80 @@ def installed_engines(knowledge: Knowledge) -> list[EngineInstall]:
     return out
 
 
+SMI_TIMEOUT_S = 5  # a vendor tool that hangs must not hang the page
+SMI_MAX_BYTES = 1 << 20
+
+
+def _smi_json(cmd: list[str]):
+    """Run a vendor's GPU tool (rocm-smi, xpu-smi) when it is on PATH, bounded in time and output; None on any
+    failure (a missing tool is the normal case)."""
+    import json
+    import shutil
+    import subprocess
+
+    exe = shutil.which(cmd[0])
+    if exe is None:
+        return None
+    try:
+        out = subprocess.run([exe, *cmd[1:]], capture_output=True, timeout=SMI_TIMEOUT_S, check=False,
+                             stdin=subprocess.DEVNULL).stdout[:SMI_MAX_BYTES]
+        return json.loads(out.decode("utf-8", "replace"))
+    except (OSError, subprocess.SubprocessError, ValueError, RecursionError):
+        return None
+
+
+def _bytes_mb(value) -> float | None:
+    try:
+        v = float(str(value).split()[0])
+    except (ValueError, IndexError):
+        return None
+    return v / 2**20 if v > 0 and v == v and v < 2**60 else None
+
+
+def _rocm() -> list[GpuInfo]:
+    """AMD GPUs as rocm-smi reports them (`--showproductname --showmeminfo vram --json`)."""
+    data = _smi_json(["rocm-smi", "--showproductname", "--showmeminfo", "vram", "--json"])
+    if not isinstance(data, dict):
+        return []
+    out = []
+    for i, (card, info) in enumerate(sorted(data.items())[:64]):
+        if not (str(card).startswith("card") and isinstance(info, dict)):
+            continue
+        name = next((str(info[k]) for k in ("Card Series", "Card series", "Card SKU", "Card Model", "Card model")
+                     if isinstance(info.get(k), str) and info[k].strip()), "AMD GPU")[:120]
+        out.append(GpuInfo(index=i, vendor="amd", name=name, memory_total_mb=_bytes_mb(info.get(
+            "VRAM Total Memory (B)"))))
+    return out
+
+
+def _xpu() -> list[GpuInfo]:
+    """Intel GPUs (and Gaudi is hl-smi's, not here) as `xpu-smi discovery -j` reports them."""
+    data = _smi_json(["xpu-smi", "discovery", "-j"])
+    devices = data.get("device_list") if isinstance(data, dict) else None
+    if not isinstance(devices, list):
+        return []
+    out = []
+    for i, d in enumerate(devices[:64]):
+        if not isinstance(d, dict):
+            continue
+        mem = next((d[k] for k in d if "memory" in str(k) and "byte" in str(k)), None)
+        out.append(GpuInfo(index=i, vendor="intel", name=str(d.get("device_name") or "Intel GPU")[:120],
+                           memory_total_mb=_bytes_mb(mem)))
+    return out
+
+
+def _os_name(system: str, release: str) -> str:
+    if system == "Linux" and "microsoft" in release.lower():
+        return "windows-wsl"  # WSL2's kernel says so in its release string
+    return {"Darwin": "macos"}.get(system, system.lower())
+
+
 def detect(knowledge: Knowledge) -> Hardware:
     import psutil
 
     gpus, driver, cuda, nvml_error = _nvml()
+    if not gpus and platform.system() == "Linux":
+        gpus = _rocm() or _xpu()
     system = platform.system()
     machine = platform.machine().lower()
     apple = system == "Darwin" and machine == "arm64"
@@ -201,5 +271,5 @@ def detect(knowledge: Knowledge) -> Hardware:
     vendor = gpus[0].vendor if gpus else "none"
     return Hardware(gpu_vendor=vendor, gpus=gpus, driver_version=driver, cuda_version=cuda, nvml_error=nvml_error,
                     cpu=cpu, ram_total_mb=vm.total / 2**20, ram_available_mb=vm.available / 2**20,
-                    os={"Darwin": "macos"}.get(system, system.lower()), os_release=platform.release(),
+                    os=_os_name(system, platform.release()), os_release=platform.release(),
                     apple_silicon=apple, engines=installed_engines(knowledge))

@@ -77,6 +77,9 @@ def make_plan(answers: Answers, hardware: Hardware | None, knowledge: Knowledge,
     if spec.approximate:
         notes.insert(0, knowledge.s("plan_generic_note", lang, params=f"{spec.params_b:g}") + " "
                      + knowledge.models.generic.description.get(lang))
+    if target.gpu_count and target.gpu_name and target.gpu_id is None:
+        mem = f"{target.gpu_memory_gib:.1f} GiB" if target.gpu_memory_gib else "—"
+        notes.append(knowledge.s("plan_gpu_not_listed", lang, name=target.gpu_name[:80], mem=mem))
     if spec.unknown_name:
         notes.insert(0, knowledge.s("plan_unknown_model", lang, name=spec.name, params=f"{spec.params_b:g}",
                                     close=", ".join(spec.suggestions) or "—"))
