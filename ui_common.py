@@ -331,19 +331,25 @@ def model_shape_caption(m) -> str:
     return T("ui_model_shape", **shape_parts(known_spec(m), knowledge(), lang()))
 
 
-def take_model_config() -> None:
-    """A config.json uploaded on the model step: checked as model.path would read it, kept in the user cache dir
-    under its hash, and model.path pointed at it (a reload or a link finds the same file)."""
+def take_model_config(pasted: bool = False) -> None:
+    """A config.json uploaded or pasted on the model step: checked as model.path would read it, kept in the user
+    cache dir under its hash, and model.path pointed at it (a reload or a link finds the same file)."""
     from probes.cache import cache_dir
 
     from advisor.planner import ModelSpecError, keep_config
 
-    up = st.session_state.get("m_config")
-    if up is None:
-        return
-    name = (up.name or "config.json")[:80]
+    if pasted:
+        text = st.session_state.get("m_config_text") or ""
+        if not text.strip():
+            return
+        raw, name = text.encode("utf-8", "replace"), "config.json"
+    else:
+        up = st.session_state.get("m_config")
+        if up is None:
+            return
+        raw, name = up.getvalue(), (up.name or "config.json")[:80]
     try:
-        path = keep_config(up.getvalue(), cache_dir() / "configs", name)
+        path = keep_config(raw, cache_dir() / "configs", name)
     except (ModelSpecError, OSError) as err:
         st.session_state[NOTICE] = ("error", T("ui_config_error", file=name, err=str(err)[:300]))
         return

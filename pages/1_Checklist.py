@@ -69,6 +69,8 @@ else:
     with st.expander(T("ui_config_upload"), expanded=False):
         st.file_uploader(T("ui_config_upload"), type=["json"], key="m_config", on_change=take_model_config,
                          label_visibility="collapsed")
+        st.text_area(T("ui_config_paste"), key="m_config_text", max_chars=1 << 20, height=120)
+        st.button(T("ui_config_use"), key="m_config_use", on_click=take_model_config, args=(True,))
     c1, c2 = st.columns(2)
     if known:  # the named model's own size, shown (not the answers' params_b, which it overrides)
         c1.number_input(T("ui_params_b"), value=float(known.params_b), disabled=True, key=f"m_params_known_{known.id}")

@@ -350,3 +350,26 @@ def test_a_named_model_shows_its_attention_and_an_unknown_name_is_kept_and_said(
     assert not at.exception
     assert "my-own-finetune-13b" in at.warning[0].value
     assert at.session_state["answers"]["model"]["name"] == "my-own-finetune-13b"  # kept, not overwritten
+
+
+def test_a_pasted_config_json_plans_that_model_and_a_bad_one_keeps_the_answers(tmp_path, monkeypatch):
+    monkeypatch.setenv("INFERENCE_ADVISOR_CACHE", str(tmp_path))
+    at = app().run()
+    at.session_state["wizard_step"] = 8
+    at.switch_page("pages/1_Checklist.py").run()
+    cfg = {"model_type": "qwen3", "hidden_size": 4096, "num_hidden_layers": 36, "num_attention_heads": 32,
+           "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 12288, "vocab_size": 151936,
+           "max_position_embeddings": 40960, "tie_word_embeddings": False, "_name_or_path": "Qwen/Qwen3-8B"}
+    at.text_area(key="m_config_text").set_value(json.dumps(cfg)).run()
+    at.button(key="m_config_use").click().run()
+    assert not at.exception
+    path = at.session_state["answers"]["model"]["path"]
+    assert Path(path).parent == tmp_path / "configs" and "name" not in at.session_state["answers"]["model"]
+    before = dict(at.session_state["answers"])
+    at.text_area(key="m_config_text").set_value("[" * 50_000).run()
+    at.button(key="m_config_use").click().run()
+    assert not at.exception and at.session_state["answers"] == before
+    assert "nested too deeply" in at.error[0].value
+    at.switch_page("pages/3_Recommendation.py").run()
+    assert not at.exception
+    assert "Qwen/Qwen3-8B" in " ".join(c.value for c in at.caption)
