@@ -62,12 +62,16 @@ def header_lines(plan: Plan, knowledge: Knowledge, lang: str) -> list[str]:
     first = next(iter(plan.engines.values()))
     return [
         s("plan_model_line", lang, name=m.name, params=f"{m.params_b:.3g}", active=f"{m.active_params_b:.3g}",
-          layers=m.layers, kv_heads=m.kv_heads, head_dim=m.head_dim, ctx=f"{m.max_context:,}", source=m.source),
+          layers=m.layers, ctx=f"{m.max_context:,}", source=m.source,
+          kv=s("plan_model_kv_mla", lang, rank=m.kv_lora_rank, rope=m.qk_rope_head_dim, heads=m.attention_heads)
+          if m.kv_lora_rank else s("plan_model_kv", lang, kv_heads=m.kv_heads, head_dim=m.head_dim)),
         s("plan_target_line", lang, src=s(f"plan_src_{t.source}", lang), gpus=gpus, ram=f"{t.ram_gib:.1f} GiB" if t.ram_gib else "—",
           cpu_bw=cpu_bw),
         s("plan_workload_line", lang, conc=first.concurrency, ctx=f"{first.context_tokens:,}",
           prompt=first.prompt_tokens, prec=plan.asked_precision or "—"),
-    ] + [model_kind_line(m, knowledge, lang)] + ([topology_line(t, knowledge, lang)] if t.gpu_count else []) + plan.notes
+    ] + [model_kind_line(m, knowledge, lang)] + (
+        [topology_line(t, knowledge, lang)] if t.gpu_count > 1 or t.nodes > 1 or (t.gpu_count and t.unified_memory)
+        else []) + plan.notes
 
 
 def shape_parts(m, knowledge: Knowledge, lang: str) -> dict[str, str]:
@@ -87,10 +91,11 @@ def model_kind_line(m, knowledge: Knowledge, lang: str) -> str:
 
 def topology_line(t, knowledge: Knowledge, lang: str) -> str:
     s = knowledge.s
-    ic = s(f"ic_{t.interconnect}", lang) if t.interconnect and knowledge.strings.get(f"ic_{t.interconnect}") else "—"
-    return s("plan_topology_line", lang, nodes=t.nodes, per=t.gpus_per_node or t.gpu_count,
-             kind=s(f"plan_kind_{t.accelerator}", lang), interconnect=ic,
-             unified=s("plan_unified_yes", lang) if t.unified_memory else "")
+    per = t.gpus_per_node or t.gpu_count
+    ic = (s(f"ic_{t.interconnect}", lang) if t.interconnect and knowledge.strings.get(f"ic_{t.interconnect}")
+          else "—") if per > 1 or t.nodes > 1 else ""
+    return s("plan_topology_line", lang, nodes=t.nodes, per=per, kind=s(f"plan_kind_{t.accelerator}", lang),
+             interconnect=f" ({ic})" if ic else "", unified=s("plan_unified_yes", lang) if t.unified_memory else "")
 
 
 def plan_text(plan: Plan, knowledge: Knowledge, lang: str = "en", checks: list[ProbeCheck] | None = None) -> str:
