@@ -50,6 +50,9 @@ else:
         mid = ss["m_name"] or None
         new = dict(ss[ANSWERS].get("model", {}))
         new["name"] = mid
+        if mid:  # a catalogue pick replaces a config.json given before (model.path would win over the name)
+            new.pop("path", None)
+            ss.pop("m_path", None)
         if mid:  # a known model fills what the planner will use, so the answers and the plan agree
             x = models[mid]
             new.update(params_b=x.params_b, architecture=x.architecture, context_tokens=min(x.max_context, 1_048_576))

@@ -53,6 +53,8 @@ class TargetHardware(_Strict):
                 raise ValueError(f"gpu_count {self.gpu_count} does not split evenly over {self.nodes} nodes")
             self.gpu_count = self.gpu_count or self.nodes
             self.gpus_per_node = self.gpu_count // self.nodes
+        if self.gpu_count > 4096:
+            raise ValueError(f"{self.gpu_count} GPUs in all; at most 4096")
         if self.gpu_count > 64 * self.nodes:
             raise ValueError("at most 64 GPUs per node; give nodes and gpus_per_node for more")
         if self.accelerator == "npu" and self.gpu_vendor not in ("qualcomm", "intel", "amd"):

@@ -221,7 +221,8 @@ def _rocm() -> list[GpuInfo]:
         if not (str(card).startswith("card") and isinstance(info, dict)):
             continue
         name = next((str(info[k]) for k in ("Card Series", "Card series", "Card SKU", "Card Model", "Card model")
-                     if isinstance(info.get(k), str) and info[k].strip()), "AMD GPU")[:120]
+                     if isinstance(info.get(k), str) and info[k].strip() not in ("", "N/A")), "AMD GPU")[:120]
+        name = "".join(ch if ch.isprintable() else " " for ch in name).strip() or "AMD GPU"
         out.append(GpuInfo(index=i, vendor="amd", name=name, memory_total_mb=_bytes_mb(info.get(
             "VRAM Total Memory (B)"))))
     return out
@@ -238,7 +239,8 @@ def _xpu() -> list[GpuInfo]:
         if not isinstance(d, dict):
             continue
         mem = next((d[k] for k in d if "memory" in str(k) and "byte" in str(k)), None)
-        out.append(GpuInfo(index=i, vendor="intel", name=str(d.get("device_name") or "Intel GPU")[:120],
+        name = "".join(ch if ch.isprintable() else " " for ch in str(d.get("device_name") or "")[:120]).strip()
+        out.append(GpuInfo(index=i, vendor="intel", name=name or "Intel GPU",
                            memory_total_mb=_bytes_mb(mem)))
     return out
 

@@ -144,9 +144,11 @@ def layers_in_ram(gpu_room_gib: float, per_layer_gib: float, layers: int) -> int
     return layers - on_gpu
 
 
-def tensor_parallel_size(gpus: int, attention_heads: int, sizes: list[int]) -> int:
-    """Tensor parallelism: the largest allowed size <= the GPU count that divides the attention heads."""
-    fit = [n for n in sizes if n <= gpus and attention_heads % n == 0]
+def tensor_parallel_size(gpus: int, attention_heads: int, sizes: list[int], kv_heads: int | None = None) -> int:
+    """Tensor parallelism: the largest allowed size <= the GPU count that divides the attention heads and whose KV
+    heads split or replicate evenly (vLLM's QKVParallelLinear: kv % tp == 0 or tp % kv == 0)."""
+    fit = [n for n in sizes if n <= gpus and attention_heads % n == 0
+           and (kv_heads is None or kv_heads % n == 0 or n % kv_heads == 0)]
     return max(fit) if fit else 1
 
 
@@ -343,15 +345,16 @@ class _Calc:
         """(tensor-parallel ranks, pipeline stages): tensor parallel within a node, pipeline parallel across nodes,
         as vLLM and TensorRT-LLM document; an engine that cannot span nodes uses one node's GPUs."""
         t, mode = self.target, self.cap.multi_gpu
-        per_node = t.gpus_per_node or count
-        if self.wl.gpu_count is not None and t.gpus_per_node:  # the "add GPUs" search: whole nodes of this size
+        per_node = t.gpus_per_node if t.nodes > 1 and t.gpus_per_node else count
+        if self.wl.gpu_count is not None and t.nodes > 1 and t.gpus_per_node:  # "add GPUs": whole nodes of this size
             per_node = min(t.gpus_per_node, count)
         nodes = max(1, -(-count // per_node))
         if mode == "none":
             return 1, 1
         if mode == "layer":
             return max(1, min(per_node, self.spec.layers)), 1
-        tp = tensor_parallel_size(per_node, self.spec.attention_heads, self.k.planner.tensor_parallel_sizes)
+        tp = tensor_parallel_size(per_node, self.spec.attention_heads, self.k.planner.tensor_parallel_sizes,
+                                  None if self.spec.kv_lora_rank else self.spec.kv_heads)
         pp = min(nodes, self.spec.layers) if self.cap.multi_node == "pipeline" else 1
         return tp, pp
 
@@ -423,11 +426,13 @@ class _Calc:
         if free is None:
             return None
         lay, b = self.layout, self.kv_bytes * self.kv_copies
-        if lay.window and lay.full:  # the windowed layers' share stops growing at the window
-            per_seq = free * GIB / self.wl.concurrency / b
-            at_window = lay.elements(lay.window)
-            if per_seq > at_window:
-                return max(0, min(self.spec.max_context, int((per_seq - lay.windowed * lay.window) / lay.full)))
+        if lay.window and self.decodes:  # the windowed layers' share stops growing at the window
+            per_seq = max(0.0, free) * GIB / self.wl.concurrency / b  # elements one sequence may hold
+            if per_seq < lay.elements(lay.window):  # below the window every layer grows with the context
+                return max(0, min(self.spec.max_context, int(per_seq / (lay.full + lay.windowed))))
+            if not lay.full:  # every layer is windowed and the window fits: the model's own limit
+                return self.spec.max_context
+            return max(0, min(self.spec.max_context, int((per_seq - lay.windowed * lay.window) / lay.full)))
         per_tok = lay.per_token(self.wl.context_tokens) * b
         return max_context_tokens(free, per_tok, self.wl.concurrency, self.spec.max_context)
 
@@ -459,7 +464,9 @@ class _Calc:
         return self.layout.per_token(max(1, int(tokens))) * self.kv_bytes if self.decodes else 0.0
 
     def bytes_per_token(self) -> float:
-        return bytes_read_per_token(self.active_b, self.kv_tok_at(self.resident()), self.resident())
+        """Every TP rank reads its own copy of the KV it holds (an MLA latent is on every rank)."""
+        copies = self.kv_copies if self.device == "gpu" else 1.0
+        return bytes_read_per_token(self.active_b, self.kv_tok_at(self.resident()) * copies, self.resident())
 
     def decode_bound(self, ranks: int | None = None) -> float | None:
         if not self.decodes:
@@ -505,8 +512,9 @@ class _Calc:
             return one
         f = self.flops()
         stages = self.pp if self.device == "gpu" else 1  # pipeline stages work on different sequences at once
-        return stages * decode_total_bound(b, bw, self.active_b, self.kv_tok_at(self.resident()), self.resident(), f,
-                                           self.spec.matmul_params_b * 1e9)
+        copies = self.kv_copies if self.device == "gpu" else 1.0
+        return stages * decode_total_bound(b, bw, self.active_b, self.kv_tok_at(self.resident()) * copies,
+                                           self.resident(), f, self.spec.matmul_params_b * 1e9)
 
     def ttft_bound(self) -> float | None:
         f = self.flops()
@@ -632,8 +640,10 @@ def _plan(c: _Calc, options: list[PlanOption], detail: bool = True) -> EnginePla
     return EnginePlan(
         engine=c.engine, precision=c.prec, precision_label=c.pspec.label, device=c.device, gpus_used=c.n,
         accelerator=c.target.accelerator,
-        parallelism=c.parallelism(), tensor_parallel=max(1, c.tp), pipeline_parallel=c.pp,
-        kv_attention=c.layout.kind, kv_window_tokens=c.layout.window, context_tokens=c.wl.context_tokens, concurrency=c.wl.concurrency,
+        parallelism=c.parallelism(), tensor_parallel=max(1, c.tp) if c.cap.multi_gpu == "tensor" else 1,
+        pipeline_parallel=c.pp, kv_attention=c.layout.kind, kv_window_tokens=c.layout.window,
+        kv_full_bytes_per_token=int(c.layout.full * c.kv_bytes * c.kv_copies) if c.decodes else 0,
+        kv_window_bytes_per_token=int(c.layout.windowed * c.kv_bytes * c.kv_copies) if c.decodes else 0, context_tokens=c.wl.context_tokens, concurrency=c.wl.concurrency,
         weights_gib=_r(c.weights_gib, 3), kv_bytes_per_token=c.kv_tok, kv_cache_dtype=c.kv_dtype,
         kv_gib=_r(c.kv_gib, 3),
         overhead_gib=_r(c.overhead_gib, 3), total_gib=_r(c.total_gib, 3), available_gib=_r(c.available_gib, 3),
@@ -732,7 +742,12 @@ def concurrency_curve(p: EnginePlan, max_context: int) -> list[tuple[int, int]]:
     free = (p.available_gib - p.weights_gib - p.overhead_gib) * GIB
     out, ctx = [], 512
     while ctx <= max_context:
-        n = int(free // (p.kv_bytes_per_token * ctx))
+        # one sequence of ctx tokens: full layers grow with it, sliding-window layers stop at their window; TP copies
+        # are in both figures (a plan made before these fields has only kv_bytes_per_token)
+        held = min(ctx, p.kv_window_tokens) if p.kv_window_tokens else ctx
+        per_seq = (p.kv_full_bytes_per_token * ctx + p.kv_window_bytes_per_token * held
+                   if p.kv_full_bytes_per_token or p.kv_window_bytes_per_token else p.kv_bytes_per_token * ctx)
+        n = int(free // per_seq) if per_seq > 0 else 0
         if n < 1:
             break
         out.append((ctx, n))

@@ -287,7 +287,7 @@ def _from_gguf(path: Path, architecture: str) -> ModelSpec:
         notes.append(f"MoE: {used} of {experts} experts active per token")
     name = m.get("general.name")
     return ModelSpec(
-        name=name[:200] if isinstance(name, str) and name.strip() else path.stem[:200], params_b=params / 1e9,
+        name=printable(name) if isinstance(name, str) and printable(name) else path.stem[:200], params_b=params / 1e9,
         active_params_b=active, architecture=architecture, layers=layers, hidden_size=hidden,
         attention_heads=heads, kv_heads=kv, head_dim=head_dim, intermediate_size=inter, vocab_size=vocab,
         max_context=need("context_length", _CONTEXT, 4096), source=str(path), weights_bytes=path.stat().st_size,
@@ -308,6 +308,12 @@ def _pick(c: dict, keys: tuple[str, ...], what: str, hi: int, default: int | Non
 
 _PLAIN_MLP = ("bert", "roberta", "xlm-roberta", "nomic_bert", "mpnet", "whisper", "bart", "mbart", "vit", "clip",
               "clip_vision_model", "gpt2", "distilbert", "electra")
+
+
+def printable(name: str, limit: int = 200) -> str:
+    """A name from a model's own files (config.json _name_or_path, GGUF general.name): control characters become
+    spaces, so that it cannot rewrite a terminal or break a line of the report."""
+    return "".join(ch if ch.isprintable() else " " for ch in name).strip()[:limit]
 
 
 def config_shape(c: dict, architecture: str) -> dict:
@@ -341,18 +347,19 @@ def config_shape(c: dict, architecture: str) -> dict:
     else:
         out["head_dim"] = _pick(c, ("head_dim", "d_kv", "kv_channels"), "head size", _WIDTH, max(1, hidden // heads))
     experts = next((c[k] for k in ("n_routed_experts", "num_local_experts", "num_experts") if c.get(k)), None)
-    if experts and c.get("num_experts_per_tok"):
+    dense = c.get("first_k_dense_replace") or 0
+    dense = mf.count(dense, "config.json first_k_dense_replace", 0, layers) if dense else 0
+    if experts and c.get("num_experts_per_tok") and dense < layers:
         out["moe_experts"] = mf.count(experts, "config.json num_experts", 2, _HEADS)
-        out["moe_active_experts"] = mf.count(c["num_experts_per_tok"], "config.json num_experts_per_tok", 1, _HEADS)
+        out["moe_active_experts"] = mf.count(c["num_experts_per_tok"], "config.json num_experts_per_tok", 1,
+                                             out["moe_experts"])
         out["moe_intermediate_size"] = _pick(c, ("moe_intermediate_size", "intermediate_size"), "MoE width", 1 << 24)
         shared = c.get("n_shared_experts") or (1 if c.get("shared_expert_intermediate_size") else 0)
         out["moe_shared_experts"] = mf.count(shared, "config.json n_shared_experts", 0, _HEADS) if shared else 0
         if c.get("shared_expert_intermediate_size"):
             out["shared_expert_intermediate_size"] = _pick(c, ("shared_expert_intermediate_size",), "shared width",
                                                            1 << 24)
-        dense = c.get("first_k_dense_replace") or 0
         step = c.get("interleave_moe_layer_step") or c.get("decoder_sparse_step") or 1
-        dense = mf.count(dense, "config.json first_k_dense_replace", 0, layers) if dense else 0
         step = mf.count(step, "config.json interleave_moe_layer_step", 1, layers)
         out["moe_layers"] = max(1, (layers - dense) // step)
     window = c.get("sliding_window")
@@ -360,7 +367,9 @@ def config_shape(c: dict, architecture: str) -> dict:
         window = mf.count(window, "config.json sliding_window", 1, _CONTEXT)
         types = c.get("layer_types")
         pattern = c.get("sliding_window_pattern")
-        if isinstance(types, list) and 0 < len(types) <= _LAYERS:
+        if types is not None:  # the per-layer list, when given, is the truth; a malformed one is an error, not a guess
+            if not isinstance(types, list) or len(types) != layers:
+                raise mf.ModelFileError(f"config.json layer_types must list one type per layer ({layers})")
             n = sum(1 for t in types if t == "sliding_attention")
         elif pattern:
             pattern = mf.count(pattern, "config.json sliding_window_pattern", 1, layers)
@@ -468,7 +477,7 @@ def _from_config_file(path: Path, architecture: str) -> ModelSpec:
 
     c = mf.read_object(path)
     named = c.get("_name_or_path")
-    name = named.strip()[:200] if isinstance(named, str) and named.strip() else (
+    name = printable(named) if isinstance(named, str) and printable(named) else (
         path.parent.name if path.name == "config.json" else path.stem)
     spec = spec_from_config(c, str(path), architecture, name=name)
     spec.file_format = "hf"

@@ -64,6 +64,8 @@ class EnginePlan(BaseModel):
     pipeline_parallel: int = 1
     kv_attention: str = "gqa"  # how the KV cache is laid out: mha | gqa | mqa | mla | mla-expanded | none
     kv_window_tokens: int | None = None  # sliding-window layers hold at most this many tokens
+    kv_full_bytes_per_token: int = 0  # KV held per token in full-attention layers, with the TP copies
+    kv_window_bytes_per_token: int = 0  # ... in sliding-window layers (up to kv_window_tokens per sequence)
     context_tokens: int
     concurrency: int
     weights_gib: float

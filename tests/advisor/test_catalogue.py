@@ -153,3 +153,76 @@ def test_every_accelerator_is_found_by_its_names():
         assert (g.compute_capability is not None) == (g.vendor == "nvidia")
     assert find_gpu("Tesla V100-SXM2-32GB", K).compute_capability == "7.0"
     assert find_gpu("NVIDIA GB10", K).unified_memory
+
+
+def _p(answers):
+    return make_plan(parse_answers(answers), None, K)
+
+
+def test_adding_gpus_on_one_node_stays_tensor_parallel():
+    plan = _p({"model": {"name": "llama-3.1-70b", "precision": "fp16"},
+               "hardware": {"gpu_vendor": "nvidia", "gpu_model": "RTX 4090", "gpu_count": 1, "ram_gb": 64}})
+    opts = [o for o in plan.engines["vllm"].options if o.kind == "add_gpus"]
+    assert opts and all("pipeline" not in o.text for o in opts)
+    assert any(o.kind == "add_gpus" for o in plan.engines["llama.cpp"].options + plan.engines["pytorch"].options) \
+        or plan.engines["llama.cpp"].device == "gpu+cpu"
+
+
+def test_tensor_parallel_keeps_kv_heads_whole():
+    """vLLM's QKVParallelLinear needs kv_heads % tp == 0 or tp % kv_heads == 0: Phi-4 (40 heads, 10 KV) is TP 2."""
+    p = _p({"model": {"name": "phi-4"}, "hardware": {"gpu_vendor": "nvidia", "gpu_model": "H100 SXM", "gpu_count": 8}})
+    assert p.engines["vllm"].tensor_parallel == 2 and p.engines["llama.cpp"].tensor_parallel == 1
+
+
+def test_no_more_than_4096_gpus_in_all():
+    from advisor.inputs.answers import AnswersError
+
+    with pytest.raises(AnswersError, match="at most 4096"):
+        parse_answers({"hardware": {"gpu_vendor": "nvidia", "nodes": 100, "gpus_per_node": 64}})
+
+
+def test_the_shorter_context_offered_for_a_sliding_window_model_really_fits():
+    a = {"concurrency": 64, "model": {"name": "mistral-7b", "precision": "fp16", "context_tokens": 32768},
+         "hardware": {"gpu_vendor": "nvidia", "gpu_model": "RTX 4090", "gpu_count": 1}}
+    (opt,) = [o for o in _p(a).engines["vllm"].options if o.kind == "reduce_context"]
+    a["model"]["context_tokens"], a["concurrency"] = opt.context_tokens, opt.concurrency or 64
+    assert _p(a).engines["vllm"].fits
+
+
+def test_the_concurrency_curve_counts_tp_copies_and_windows():
+    from advisor.planner.capacity import concurrency_curve
+
+    p = _p({"concurrency": 32, "model": {"name": "deepseek-v3", "precision": "fp8", "context_tokens": 32768},
+            "hardware": {"gpu_vendor": "amd", "gpu_model": "MI300X", "gpu_count": 8}}).engines["vllm"]
+    assert dict(concurrency_curve(p, 163840))[32768] == p.max_concurrency
+    g = _p({"concurrency": 4, "model": {"name": "gemma-3-27b", "context_tokens": 65536},
+            "hardware": {"gpu_vendor": "nvidia", "gpu_model": "H100 SXM", "gpu_count": 1}}).engines["vllm"]
+    assert dict(concurrency_curve(g, 131072))[65536] == g.max_concurrency
+
+
+@pytest.mark.parametrize("extra,needle", [
+    ({"num_local_experts": 4, "num_experts_per_tok": 64}, "num_experts_per_tok"),
+    ({"sliding_window": 4096, "layer_types": ["sliding_attention"] * 20000}, "layer_types"),
+])
+def test_impossible_config_values_are_one_line(tmp_path, extra, needle):
+    from advisor.planner.spec import ModelSpecError
+
+    cfg = {"hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 16, "vocab_size": 32000, **extra}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(ModelSpecError, match=needle):
+        resolve_model(ModelBlock(path=str(tmp_path / "config.json")), K)
+
+
+def test_all_dense_layers_is_not_moe(tmp_path):
+    cfg = {"hidden_size": 2048, "num_hidden_layers": 4, "num_attention_heads": 16, "vocab_size": 32000,
+           "n_routed_experts": 8, "num_experts_per_tok": 2, "first_k_dense_replace": 4}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    assert resolve_model(ModelBlock(path=str(tmp_path / "config.json")), K).moe_experts is None
+
+
+def test_a_config_name_cannot_carry_control_characters(tmp_path):
+    cfg = {"hidden_size": 2048, "num_hidden_layers": 4, "num_attention_heads": 16, "vocab_size": 32000,
+           "_name_or_path": "evil\x1b[2J\x1b]0;pwned\x07\nFAKE"}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    name = resolve_model(ModelBlock(path=str(tmp_path / "config.json")), K).name
+    assert name.isprintable() and "\n" not in name and "FAKE" in name
