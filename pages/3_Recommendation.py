@@ -18,6 +18,11 @@ rec = recommend(a, None if a.hardware else hardware(), k, lang=lang, spec=spec, 
 if spec.unknown_name:  # planned as a generic model of the size given: say so where the ranking is read
     st.warning(md_escape(rec.plan.notes[0]))
 st.session_state["last_ranking"] = [r.engine for r in rec.ranking]
+short = rec.nothing_fits()
+if short:  # say it first: no engine fits as asked, and what would make each fit
+    st.error(md_escape(T("nothing_fits")) + "\n" + "\n".join(
+        f"- **{md_escape(name)}**: " + md_escape(T("nothing_fits_ram", gib=ram) if ram else fix or T("nothing_fits_none"))
+        for name, fix, ram in short))
 st.plotly_chart(ranking_chart(rec, lang), key="ranking_chart")
 for i, r in enumerate(rec.ranking, 1):
     with st.expander(f"{i}. {r.name} — {r.score:g}", expanded=i == 1):

@@ -50,3 +50,14 @@ class Recommendation(BaseModel):
     @property
     def top(self) -> RankedEngine | None:
         return self.ranking[0] if self.ranking else None
+
+    def nothing_fits(self) -> list[tuple[str, str | None, float | None]] | None:
+        """When no ranked engine fits as asked and at least one is known not to: (engine name, its first fix or None,
+        the RAM an offload plan needs when the target's RAM is not given) for each, to lead the page with. None when
+        something fits, or when no fit is known either way."""
+        plans = [(r.name, r.plan) for r in self.ranking if r.plan is not None]
+        if not plans or any(p.fits for _, p in plans) or not any(p.fits is False or p.loads is False
+                                                                 for _, p in plans):
+            return None
+        return [(name, p.options[0].text if p.options else None,
+                 p.offload_ram_gib if p.device == "gpu+cpu" and p.fits is None else None) for name, p in plans]

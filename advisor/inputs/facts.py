@@ -35,6 +35,8 @@ def plan_facts(plan, fix_none: str) -> dict[str, Any]:
         "plan_max_context_tokens": plan.max_context_tokens,
         "plan_decode_tps_upper_bound": plan.decode_tps_upper_bound,
         "plan_fix": "; ".join(o.text for o in plan.options) or fix_none,
+        "plan_fits_known": plan.fits is not None,
+        "plan_offload_ram_gib": r(plan.offload_ram_gib),
     }
 
 

@@ -23,7 +23,7 @@ PLAN_FACT_NAMES = frozenset({
     "plan_fits", "plan_loads", "plan_offload", "plan_offload_layers", "plan_device", "plan_precision", "plan_headroom_fraction",
     "plan_headroom_gib", "plan_total_gib", "plan_available_gib", "plan_weights_gib", "plan_kv_gib",
     "plan_overhead_gib", "plan_max_concurrency", "plan_max_context_tokens", "plan_decode_tps_upper_bound", "plan_fix",
-    "plan_precision_id",
+    "plan_precision_id", "plan_fits_known", "plan_offload_ram_gib",
 })
 
 # what an answers file's model.precision may say (advisor.inputs.answers)

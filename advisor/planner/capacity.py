@@ -246,6 +246,7 @@ class _Calc:
         self.total_gib = self.weights_gib + self.kv_gib + self.overhead_gib
         self.available_gib = self._available()
         self.offload_layers: int | None = None
+        self.offload_ram_gib: float | None = None
         self.fits = None if self.available_gib is None else self.total_gib <= self.available_gib
         self.ram_avail = (target.ram_gib * pl.cpu_ram_fraction) if target.ram_gib else None
         if self.device == "gpu" and self.fits is False and cap.cpu_offload and not target.unified_memory:
@@ -394,6 +395,7 @@ class _Calc:
         per_layer = (self.weights_gib + self.kv_gib) / self.spec.layers
         in_ram = layers_in_ram(self.available_gib - self.overhead_gib, per_layer, self.spec.layers)
         self.offload_layers = in_ram
+        self.offload_ram_gib = in_ram * per_layer
         self.device = "gpu+cpu"
         if self.ram_avail is None:
             self.fits = None
@@ -649,6 +651,7 @@ def _plan(c: _Calc, options: list[PlanOption], detail: bool = True) -> EnginePla
         overhead_gib=_r(c.overhead_gib, 3), total_gib=_r(c.total_gib, 3), available_gib=_r(c.available_gib, 3),
         fits=c.fits, loads=c.loads(), headroom_gib=None if c.available_gib is None else _r(c.available_gib - c.total_gib, 3),
         max_concurrency=c.max_concurrency(), max_context_tokens=c.max_context(), offload_layers=c.offload_layers,
+        offload_ram_gib=_r(c.offload_ram_gib, 2),
         decode_tps_upper_bound=_r(one, 1), decode_tps_total_upper_bound=_r(c.decode_total_bound(one), 1),
         ttft_ms_lower_bound=_sig3(c.ttft_bound()), prompt_tokens=c.wl.prompt_tokens, options=options,
         assumptions=_assumptions(c) if detail else [])

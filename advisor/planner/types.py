@@ -84,6 +84,7 @@ class EnginePlan(BaseModel):
     max_concurrency: int | None
     max_context_tokens: int | None
     offload_layers: int | None = None  # llama.cpp layers kept in RAM
+    offload_ram_gib: float | None = None  # the RAM those layers (weights + their KV) need
     decode_tps_upper_bound: float | None  # one sequence: bandwidth / bytes read per token
     decode_tps_total_upper_bound: float | None = None  # all sequences at the asked concurrency (≤ max)
     ttft_ms_lower_bound: float | None  # prompt FLOPs / peak compute (and one read of the weights)

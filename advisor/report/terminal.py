@@ -53,6 +53,12 @@ def recommendation_text(rec: Recommendation, knowledge: Knowledge, lang: str = "
         out.extend(f"{s('model_notes', lang)}: {n}" for n in rec.plan.notes)
         if out:
             out.append("")
+    short = rec.nothing_fits()
+    if short:
+        out.append(s("nothing_fits", lang))
+        out.extend(f"- {name}: " + (s("nothing_fits_ram", lang, gib=ram) if ram else fix or s("nothing_fits_none", lang))
+                   for name, fix, ram in short)
+        out.append("")
     out.append(f"{s('ranking_title', lang)}:")
     for i, r in enumerate(rec.ranking, 1):
         out.append(f"{i}. {r.name} — {s('score', lang)} {r.score:g}")

@@ -86,11 +86,11 @@ def test_recommendation_page_shows_the_capacity_plan_and_fixes():
 
 def test_unknown_model_name_plans_as_generic_with_a_note():
     at = app().run()
-    at.session_state["answers"] = {"model": {"name": "llama-9-70b", "params_b": 70}}
+    at.session_state["answers"] = {"model": {"name": "llama-9-7b", "params_b": 7}}
     at.switch_page("pages/3_Recommendation.py").run()
     assert not at.exception and not at.error
     text = " ".join(x.value for x in [*at.markdown, *at.info, *at.warning, *at.caption])
-    assert "is not in the catalogue" in text and "llama-3-70b" in text
+    assert "is not in the catalogue" in text and "llama-2-7b" in text
 
 
 def test_hardware_page_plans_for_other_hardware():
@@ -373,3 +373,13 @@ def test_a_pasted_config_json_plans_that_model_and_a_bad_one_keeps_the_answers(t
     at.switch_page("pages/3_Recommendation.py").run()
     assert not at.exception
     assert "Qwen/Qwen3-8B" in " ".join(c.value for c in at.caption)
+
+
+def test_nothing_fits_leads_the_recommendation_page():
+    at = app().run()
+    at.session_state["answers"] = {"concurrency": 4, "model": {"name": "llama-3.1-70b", "precision": "fp16"},
+                                   "hardware": {"gpu_vendor": "nvidia", "gpu_model": "RTX 4090", "gpu_count": 1}}
+    at.switch_page("pages/3_Recommendation.py").run()
+    assert not at.exception
+    assert at.error[0].value.startswith("Nothing fits as asked on this hardware")
+    assert "hardware.ram_gb" in at.error[0].value
