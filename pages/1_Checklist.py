@@ -3,6 +3,7 @@
 Widgets are seeded from the answers and write back from their callbacks only (ui_common), so going Back,
 switching language or visiting another page never changes an answer.
 """
+from pathlib import Path
 from typing import get_args
 
 import streamlit as st
@@ -69,6 +70,8 @@ else:
                      ctx=f"{known.max_context:,}") + " " + model_shape_caption(known))
     elif m.get("name"):  # a name from a file or a link that the catalogue does not hold: kept, and said
         st.warning(T("ui_unknown_name", name=md_escape(m["name"][:80])))
+    if m.get("path") and not known:  # the file's own shape wins over the size and architecture below
+        st.info(T("ui_path_wins", path=md_escape(Path(m["path"]).name[:120])))
     with st.expander(T("ui_config_upload"), expanded=False):
         st.file_uploader(T("ui_config_upload"), type=["json"], key="m_config", on_change=take_model_config,
                          label_visibility="collapsed")

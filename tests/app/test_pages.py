@@ -365,6 +365,7 @@ def test_a_pasted_config_json_plans_that_model_and_a_bad_one_keeps_the_answers(t
     assert not at.exception
     path = at.session_state["answers"]["model"]["path"]
     assert Path(path).parent == tmp_path / "configs" and "name" not in at.session_state["answers"]["model"]
+    assert any("Planned from model.path" in x.value for x in at.info)
     before = dict(at.session_state["answers"])
     at.text_area(key="m_config_text").set_value("[" * 50_000).run()
     at.button(key="m_config_use").click().run()
