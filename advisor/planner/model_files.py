@@ -87,16 +87,22 @@ def read_json(path: Path, limit: int = MAX_JSON_BYTES) -> Any:
     size = path.stat().st_size
     if size > limit:
         raise ModelFileError(f"{path.name} is {size / 2**20:.1f} MB; a model config is at most {limit >> 20} MB")
+    with open(path, "rb") as f:
+        return parse_json(f.read(limit + 1), path.name, limit)
+
+
+def parse_json(raw: bytes, name: str, limit: int = MAX_JSON_BYTES) -> Any:
+    """JSON bytes from a file or a paste, size-capped; every way they can be broken is one line."""
+    if len(raw) > limit:
+        raise ModelFileError(f"{name} is {len(raw) / 2**20:.1f} MB; a model config is at most {limit >> 20} MB")
     try:
-        with open(path, "rb") as f:
-            raw = f.read(limit + 1)
         return json.loads(raw.decode("utf-8"))
     except RecursionError:
-        raise ModelFileError(f"{path.name} is nested too deeply to be a model config") from None
+        raise ModelFileError(f"{name} is nested too deeply to be a model config") from None
     except UnicodeDecodeError:
-        raise ModelFileError(f"{path.name} is not UTF-8 text") from None
+        raise ModelFileError(f"{name} is not UTF-8 text") from None
     except ValueError as err:
-        raise ModelFileError(f"{path.name} is not valid JSON ({clip(str(err), 100)})") from None
+        raise ModelFileError(f"{name} is not valid JSON ({clip(str(err), 100)})") from None
 
 
 def read_object(path: Path, limit: int = MAX_JSON_BYTES) -> dict:

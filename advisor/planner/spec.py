@@ -103,10 +103,6 @@ _SHAPE_FIELDS = ("gated_mlp", "decoder_layers", "moe_experts", "moe_active_exper
 
 def known_spec(m) -> ModelSpec:
     """The planner's ModelSpec for a catalogue entry (knowledge/models.yaml)."""
-    return _from_known(m)
-
-
-def _from_known(m) -> ModelSpec:
     inter = m.intermediate_size or int(m.hidden_size * 8 / 3)
     return ModelSpec(id=m.id, name=m.name, params_b=m.params_b, active_params_b=m.active_params_b or m.params_b,
                      architecture=m.architecture, layers=m.layers, hidden_size=m.hidden_size,
@@ -150,7 +146,7 @@ def resolve_model(block: ModelBlock, knowledge: Knowledge, read_files: bool = Tr
     if block.name:
         known = find_known(block.name, knowledge)
         if known is not None:
-            return _with_modality(_from_known(known), block)
+            return _with_modality(known_spec(known), block)
         spec = generic(block.params_b, block.architecture, knowledge, name=block.name.strip()[:200])
         spec.unknown_name = True  # make_plan says so, in the page's language
         spec.suggestions = suggestions(block.name, knowledge)
@@ -435,21 +431,13 @@ def keep_config(raw: bytes, directory: Path, name: str = "config.json") -> Path:
     `directory` under its content hash, so that the answers can point model.path at it (and a reload, a link or the
     CLI finds the same file). The newest MAX_KEPT_CONFIGS are kept. Raises ModelSpecError (one line)."""
     import hashlib
-    import json
 
     from advisor.planner import model_files as mf
 
-    if len(raw) > mf.MAX_JSON_BYTES:
-        raise ModelSpecError(f"{name} is {len(raw) / 2**20:.1f} MB; a model config is at most "
-                             f"{mf.MAX_JSON_BYTES >> 20} MB")
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except RecursionError:
-        raise ModelSpecError(f"{name} is nested too deeply to be a model config") from None
-    except UnicodeDecodeError:
-        raise ModelSpecError(f"{name} is not UTF-8 text") from None
-    except ValueError as err:
-        raise ModelSpecError(f"{name} is not valid JSON ({mf.clip(str(err), 100)})") from None
+        data = mf.parse_json(raw, name)
+    except mf.ModelFileError as err:
+        raise ModelSpecError(str(err)) from None
     if not isinstance(data, dict):
         raise ModelSpecError(f"{name} must hold a JSON object, not a {type(data).__name__}")
     try:
