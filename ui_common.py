@@ -7,7 +7,8 @@ State, in one place each (session state):
 - `lang`: "en" or "zh". The sidebar switch is drawn by app.py on every page and writes it from a callback.
 - `wizard_step`: the checklist step.
 - `report_runs`: the probe runs picked for the report (history ids).
-All four are mirrored in the URL's query string, so a reload (F5) or a bookmarked link keeps them.
+- `report_sweeps`: the sweeps picked for the Probe page and the report (history group names).
+All five are mirrored in the URL's query string, so a reload (F5) or a bookmarked link keeps them.
 
 The advisor's modules are imported inside the helpers, not here: the home page paints its title from the
 strings file alone, before the validated knowledge, the schemas and hardware detection are loaded.
@@ -17,6 +18,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -27,6 +29,8 @@ if TYPE_CHECKING:
     from advisor.inputs import Answers
 
 ANSWERS, LANG, STEP, NOTICE, RUNS = "answers", "lang", "wizard_step", "answers_notice", "report_runs"
+SWEEPS = "report_sweeps"  # the sweep groups picked for the Probe page and the report (history group names)
+_GROUP = re.compile(r"job-\d{1,9}-\d{1,12}")
 URL_MAX_CHARS = 8192  # the encoded answers in the URL; more is ignored (a hostile or mangled link)
 URL_MAX_JSON_BYTES = 65536  # inflated size cap: a zip bomb in the link stops here
 
@@ -110,7 +114,9 @@ def restore_state() -> None:
         except ValueError:
             ss[STEP] = 0
     if RUNS not in ss:
-        ss[RUNS] = [int(x) for x in qp.get("runs", "").split(",")[:50] if x.isdigit() and len(x) < 10]
+        ss[RUNS] = [int(x) for x in qp.get("runs", "").split(",")[:50] if x.isascii() and x.isdigit() and len(x) < 10]
+    if SWEEPS not in ss:
+        ss[SWEEPS] = [g for g in qp.get("sw", "").split(",")[:20] if _GROUP.fullmatch(g)]
 
 
 def sync_url() -> None:
@@ -126,19 +132,89 @@ def sync_url() -> None:
         want["step"] = str(st.session_state[STEP])
     if st.session_state.get(RUNS):
         want["runs"] = ",".join(str(r) for r in st.session_state[RUNS])
+    if st.session_state.get(SWEEPS):
+        want["sw"] = ",".join(st.session_state[SWEEPS])
     if dict(st.query_params) != want:
         st.query_params.from_dict(want)
 
 
+LANG_NAMES = {"en": "English", "zh": "简体中文"}
+LANG_SHORT = {"en": "English", "zh": "中文"}  # the top switch: short, and not the sidebar's words (tests find those)
+
+
 def language_switch() -> None:
-    """Drawn once per run by app.py, so it is the same widget on every page and never resets."""
-    st.session_state["_lang_pick"] = lang()
+    """Drawn once per run by app.py, so it is the same widget on every page and never resets.
 
-    def changed() -> None:
-        st.session_state[LANG] = st.session_state["_lang_pick"]
+    Two switches over the one `lang` state: the sidebar's radio, and a compact one at the top of the main area
+    for a phone, where the sidebar starts collapsed. The top one is shown only while the sidebar is collapsed
+    (CSS on the sidebar's data-collapsed), so a desktop sees one switch. Both are seeded from `lang` before they
+    are drawn and write it from their own callback, so they cannot disagree."""
+    ss = st.session_state
+    ss["_lang_pick"] = ss["_lang_top"] = lang()
 
-    st.sidebar.radio("Language / 语言", ["en", "zh"], key="_lang_pick", horizontal=True, on_change=changed,
-                     format_func=lambda x: {"en": "English", "zh": "简体中文"}[x])
+    def changed(key: str) -> Callable[[], None]:
+        def cb() -> None:
+            if ss.get(key) in LANG_NAMES:  # the segmented control gives None when its pick is clicked again
+                ss[LANG] = ss[key]
+        return cb
+
+    label = T("ui_language")  # the same in both languages: whoever cannot read this one still finds it
+    st.sidebar.radio(label, list(LANG_NAMES), key="_lang_pick", horizontal=True, on_change=changed("_lang_pick"),
+                     format_func=LANG_NAMES.get)
+    with st.container(key="lang_top", horizontal=True, horizontal_alignment="right"):
+        st.segmented_control(label, list(LANG_SHORT), key="_lang_top", required=True, label_visibility="collapsed",
+                             format_func=LANG_SHORT.get, on_change=changed("_lang_top"))
+    st.html('<style>body:has([data-testid="stSidebar"][data-collapsed="false"]) .st-key-lang_top '
+            "{ display: none; }</style>")
+
+
+# ---------------------------------------------------------------- uploads (Streamlit's uploader, in our words)
+
+UPLOAD_MAX_MB = 1  # Streamlit's cap per uploaded file, per widget; .streamlit/config.toml's server.maxUploadSize too
+
+
+def size_text(n_bytes: int) -> str:
+    """256 KiB, 1 MB: a byte limit as the captions state it."""
+    if n_bytes % (1 << 20) == 0:
+        return f"{n_bytes >> 20} MiB"
+    if n_bytes % 1_000_000 == 0:
+        return f"{n_bytes // 1_000_000} MB"
+    if n_bytes >= 1 << 10:
+        return f"{n_bytes / 1024:.0f} KiB" if n_bytes % 1024 == 0 else f"{n_bytes / 1024:.1f} KiB"
+    return f"{n_bytes} B"
+
+
+def _css_string(text: str) -> str:
+    """Our own text as a CSS string literal inside a <style> tag: anything but letters, digits and spaces is a
+    hex escape, so no quote, backslash or "</style>" can end it."""
+    return '"' + "".join(ch if ch.isalnum() or ch == " " else f"\\{ord(ch):x} " for ch in text) + '"'
+
+
+def uploader_style() -> None:
+    """What Streamlit's uploader says in English and cannot be told otherwise: its button ("Upload"), the
+    drop-zone line with Streamlit's own size and types ("1MB per file • YAML, YML") and, while a file is
+    dragged over it, "Drag and drop a file here". The line is hidden (each uploader's caption states the one
+    limit that holds); the button and the drag text say ours, from strings.yaml (CSS generated text, which a
+    screen reader reads too)."""
+    zone = '[data-testid="stFileUploaderDropzone"]'
+    drag = f"{zone} > div:not([data-testid]):not(:has([data-testid])) > span"  # the overlay shown while dragging
+    st.html(f"""<style>
+      [data-testid="stFileUploaderDropzoneInstructions"] {{ display: none; }}
+      {zone} button [data-testid="stMarkdownContainer"] > * {{ display: none; }}
+      {zone} button [data-testid="stMarkdownContainer"]::after {{ content: {_css_string(T("ui_upload_browse"))}; }}
+      {drag} {{ font-size: 0; }}
+      {drag}::after {{ content: {_css_string(T("ui_upload_drop"))}; font-size: 1rem; }}
+    </style>""")
+
+
+def file_uploader(label: str, types: list[str], key: str, on_change: Callable[[], None], limit_bytes: int,
+                  types_text: str, label_visibility: str = "visible") -> None:
+    """st.file_uploader with our texts: the label, a help tip and a caption that states the types and the one
+    limit that holds (the smaller of the app's own `limit_bytes` and Streamlit's cap)."""
+    uploader_style()
+    st.file_uploader(label, type=types, key=key, on_change=on_change, help=T("ui_upload_help"),
+                     max_upload_size=UPLOAD_MAX_MB, label_visibility=label_visibility)
+    st.caption(T("ui_upload_limit", types=types_text, size=size_text(min(limit_bytes, UPLOAD_MAX_MB * 1_000_000))))
 
 
 # ---------------------------------------------------------------- answers
@@ -348,15 +424,17 @@ def take_model_config(pasted: bool = False) -> None:
         if up is None:
             return
         raw, name = up.getvalue(), (up.name or "config.json")[:80]
+    from advisor.report import md_escape  # the file's name and what is wrong with it are shown as Markdown
+
     try:
         path = keep_config(raw, cache_dir() / "configs", name)
     except (ModelSpecError, OSError) as err:
-        st.session_state[NOTICE] = ("error", T("ui_config_error", file=name, err=str(err)[:300]))
+        st.session_state[NOTICE] = ("error", T("ui_config_error", file=md_escape(name), err=md_escape(str(err)[:300])))
         return
     model = {key: v for key, v in (answers_data().get("model") or {}).items() if key not in ("name", "path")}
     if set_answers({**answers_data(), "model": {**model, "path": str(path)}}) is None:
         st.session_state["m_path"] = str(path)
-        st.session_state[NOTICE] = ("ok", T("ui_config_loaded", file=name, path=path.name))
+        st.session_state[NOTICE] = ("ok", T("ui_config_loaded", file=md_escape(name), path=path.name))
 
 
 # ---------------------------------------------------------------- planning inputs

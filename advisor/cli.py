@@ -173,6 +173,21 @@ def _load_result(path: str, what: str):
         raise UsageError(f"{p}: not a {what} result JSON ({first})") from None
 
 
+def _ids_from_names(paths: list[str]) -> list[int] | None:
+    """The history ids of files named probe-<id>.json (as the app's downloads and reproduce bundle name them), so a
+    rebuilt report numbers its runs as the original did; None when any name is not of that form, or ids repeat."""
+    import re
+    from pathlib import Path
+
+    ids = []
+    for p in paths:
+        m = re.fullmatch(r"probe-(\d{1,9})\.json", Path(p).name)
+        if not m:
+            return None
+        ids.append(int(m.group(1)))
+    return ids if len(set(ids)) == len(ids) else None
+
+
 def cmd_report(args, knowledge) -> int:
     from advisor.decide import recommend
     from advisor.inputs import load_answers
@@ -186,14 +201,15 @@ def cmd_report(args, knowledge) -> int:
     spec, machine = _inputs(answers, knowledge)
     rec = recommend(answers, hardware, knowledge, lang=args.lang, spec=spec, machine=machine)
     checks = _checks(results, knowledge, args.lang)
-    images, files = (chart_images(rec, results, args.lang, checks, sweeps=sweeps,
+    images, files = (chart_images(rec, results, args.lang, checks, sweeps=sweeps, run_ids=_ids_from_names(args.probe),
                                   ttft_target_ms=float(answers.ttft_p95_ms))
                      if out.suffix.lower() == ".pdf" else ({}, {}))
     from advisor.inputs import detect
 
     md = build_markdown(answers, hardware, rec, results, knowledge, args.lang, images=images,
                         answers_file=args.answers, probe_files=args.probe, checks=checks, sweeps=sweeps,
-                        cores=(hardware or detect(knowledge)).cpu.usable_cores if sweeps else None)
+                        cores=(hardware or detect(knowledge)).cpu.usable_cores if sweeps else None,
+                        run_ids=_ids_from_names(args.probe), sweep_files=args.sweep)
     try:
         data = md.encode("utf-8") if out.suffix.lower() == ".md" else markdown_to_pdf(md, files)
     except ReportError as err:

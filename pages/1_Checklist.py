@@ -9,9 +9,10 @@ from typing import get_args
 import streamlit as st
 
 from advisor.inputs import Precision, dump_answers
+from advisor.inputs.answers import MAX_FILE_BYTES
 from advisor.report import md_escape
-from ui_common import (ANSWERS, NOTICE, STEP, T, answers, knowledge, lang, model_shape_caption, on_change, seed,
-                       set_answers, show_notice, take_model_config, target_editor)
+from ui_common import (ANSWERS, NOTICE, STEP, T, answers, file_uploader, knowledge, lang, model_shape_caption,
+                       on_change, seed, set_answers, show_notice, size_text, take_model_config, target_editor)
 
 k = knowledge()
 L = lang()
@@ -56,7 +57,11 @@ else:
             ss.pop("m_path", None)
         if mid:  # a known model fills what the planner will use, so the answers and the plan agree
             x = models[mid]
-            new.update(params_b=x.params_b, architecture=x.architecture, context_tokens=min(x.max_context, 1_048_576))
+            # the context stays the user's (a model's maximum, 131,072 for Llama 3.1, is not a serving default: at
+            # 16 users it needs 16 full windows of KV); only a context beyond the model's window is cut to it
+            ctx = int(new.get("context_tokens") or 4096)
+            new.update(params_b=x.params_b, architecture=x.architecture, context_tokens=min(ctx, x.max_context))
+            ss.pop("m_ctx", None)  # re-seeded from the answers on this rerun
         set_answers({**ss[ANSWERS], "model": {key: v for key, v in new.items() if v is not None}})
 
     from advisor.planner import find_known
@@ -73,8 +78,10 @@ else:
     if m.get("path") and not known:  # the file's own shape wins over the size and architecture below
         st.info(T("ui_path_wins", path=md_escape(Path(m["path"]).name[:120])))
     with st.expander(T("ui_config_upload"), expanded=False):
-        st.file_uploader(T("ui_config_upload"), type=["json"], key="m_config", on_change=take_model_config,
-                         label_visibility="collapsed")
+        from advisor.planner.model_files import MAX_JSON_BYTES
+
+        file_uploader(T("ui_config_upload"), ["json"], "m_config", take_model_config, MAX_JSON_BYTES,
+                      T("ui_upload_types_config"), label_visibility="collapsed")
         st.text_area(T("ui_config_paste"), key="m_config_text", max_chars=1 << 20, height=120)
         st.button(T("ui_config_use"), key="m_config_use", on_click=take_model_config, args=(True,))
     c1, c2 = st.columns(2)
@@ -128,13 +135,14 @@ def go(to: int) -> None:
 
 
 if ss.pop("_focus_step", False):  # after Back/Next, the keyboard lands on the new question, not the buttons
-    import streamlit.components.v1 as components
-
-    components.html("""<script>
+    # st.iframe (srcdoc, same origin) in place of the deprecated components.html; the step in the text makes each
+    # step's frame a new document, so its script runs again. Nothing user-supplied goes into it.
+    st.iframe(f"""<!-- step {int(step)} --><style>html, body {{ margin: 0; height: 0; overflow: hidden; }}</style>
+    <script>
       const doc = window.parent.document;
       const el = doc.querySelector('[data-testid="stMain"] input:not([disabled]), [data-testid="stMain"] [role="radio"]');
-      if (el) { el.focus({preventScroll: true}); }
-    </script>""", height=0)
+      if (el) {{ el.focus({{preventScroll: true}}); }}
+    </script>""", height="content", tab_index=-1)
 
 
 c1, c2, _ = st.columns([1, 2, 3])
@@ -147,22 +155,34 @@ st.caption(" · ".join(f"{'**' if i == step else ''}{i + 1}{'**' if i == step el
 
 
 def uploaded() -> None:
+    """An answers file, YAML or JSON (JSON is YAML: one parser, the CLI's, reads both)."""
     from advisor.inputs import AnswersError, answers_from_text
 
     up = ss.get("upload")
     if up is None:
         return
+    raw, name = up.getvalue(), md_escape((up.name or "answers")[:120])  # the name is shown as Markdown
+    if len(raw) > MAX_FILE_BYTES:  # said here in the reader's language, before the parser's English line
+        ss[NOTICE] = ("error", T("ui_upload_too_big", file=name, size=size_text(len(raw)),
+                                 limit=size_text(MAX_FILE_BYTES)))
+        return
     try:
-        a, count = answers_from_text(up.getvalue(), up.name)
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        ss[NOTICE] = ("error", T("ui_upload_not_text", file=name))
+        return
+    try:
+        a, count = answers_from_text(raw, name)
     except AnswersError as err:
-        ss[NOTICE] = ("error", str(err))
+        ss[NOTICE] = ("error", md_escape(str(err)))
         return
     ss[ANSWERS] = a.model_dump(mode="json", exclude_none=True)
-    ss[NOTICE] = ("ok", T("ui_loaded_answers", n=count, file=up.name))
+    ss[NOTICE] = ("ok", T("ui_loaded_answers", n=count, file=name))
 
 
 with st.expander(T("ui_upload"), expanded=NOTICE in ss):
-    st.file_uploader(T("ui_upload_label"), type=["yaml", "yml"], key="upload", on_change=uploaded)
+    file_uploader(T("ui_upload_label"), ["yaml", "yml", "json"], "upload", uploaded, MAX_FILE_BYTES,
+                  T("ui_upload_types_answers"))
     st.download_button(T("ui_download_answers"), dump_answers(answers()), file_name="answers.yaml",
                        mime="application/x-yaml", key="dl_answers")
     if st.button(T("ui_reset_answers"), key="reset_answers"):

@@ -2,9 +2,17 @@
 import streamlit as st
 
 from advisor.decide import recommend
-from advisor.report import (concurrency_chart, header_lines, link_urls, md_escape, memory_chart, plan_rows,
-                            ranking_chart, roofline_chart, support_table)
+from advisor.report import (cite, concurrency_chart, header_lines, link_urls, md_escape, memory_chart, plan_rows,
+                            ranking_chart, roofline_chart, seed_lines, support_table)
 from ui_common import T, answers, hardware, knowledge, lang, plan_inputs, show_notice
+
+
+def md_table(header: list[str], rows: list[list[str]], align: str = "") -> str:
+    """A Markdown table (cells already escaped): it wraps its cells in full at any width, where st.dataframe cuts
+    them. align: one character per column, "r" right-aligned, anything else left."""
+    rule = ["---:" if a == "r" else "---" for a in align.ljust(len(header))]
+    return "\n".join("| " + " | ".join(r) + " |" for r in [[md_escape(h) for h in header], rule, *rows])
+
 
 lang = lang()
 k = knowledge()
@@ -23,17 +31,18 @@ if short:  # say it first: no engine fits as asked, and what would make each fit
     st.error(md_escape(T("nothing_fits")) + "\n" + "\n".join(
         f"- **{md_escape(name)}**: " + md_escape(T("nothing_fits_ram", gib=ram) if ram else fix or T("nothing_fits_none"))
         for name, fix, ram in short))
-st.plotly_chart(ranking_chart(rec, lang), key="ranking_chart")
+st.plotly_chart(ranking_chart(rec, lang), key="ranking_chart", config={"displayModeBar": False})
 for i, r in enumerate(rec.ranking, 1):
     with st.expander(f"{i}. {r.name} — {r.score:g}", expanded=i == 1):
-        st.dataframe([{"Δ": f"{x.delta:+g}", T("col_reason"): x.text, T("source"): x.source, T("col_rule"): x.rule}
-                      for x in r.reasons], hide_index=True, column_config={
-                          T("col_reason"): st.column_config.TextColumn(width="large"),
-                          T("source"): st.column_config.TextColumn(width="medium")})
+        st.markdown(md_table(["Δ", T("col_reason"), T("source"), T("col_rule")],
+                             [[f"{x.delta:+g}", link_urls(md_escape(x.text)), cite(x.source, k, lang),
+                               md_escape(x.rule)] for x in r.reasons], align="r"))
 if rec.excluded:
     st.subheader(T("excluded_title"))
     for x in rec.excluded:
-        st.markdown(link_urls(f"**{x.name}** — " + " ".join(f"{y.text} _({y.source})_" for y in x.reasons)))
+        paren = "（{}）" if lang == "zh" else "({})"
+        st.markdown(f"**{md_escape(x.name)}** — " + " ".join(
+            f"{link_urls(md_escape(y.text))} _{paren.format(cite(y.source, k, lang))}_" for y in x.reasons))
 st.subheader(T("sup_title"))
 st.markdown("\n".join(support_table.markdown(support_table.from_recommendation(rec, k), k, lang)))
 st.caption(T("sup_caption", date=support_table.read_date(k)))
@@ -50,9 +59,9 @@ for line in header_lines(plan, k, lang):
 cols, rows = plan_rows(plan, k, lang)
 st.dataframe([dict(zip(cols, r)) for r in rows], hide_index=True, key="plan_table")
 c1, c2 = st.columns(2)
-c1.plotly_chart(memory_chart(plan, names, lang), key="memory_chart")
-c2.plotly_chart(concurrency_chart(plan, names, lang), key="concurrency_chart")
-st.plotly_chart(roofline_chart(plan, [], names, lang), key="roofline_chart")
+c1.plotly_chart(memory_chart(plan, names, lang), key="memory_chart", config={"displayModeBar": False})
+c2.plotly_chart(concurrency_chart(plan, names, lang), key="concurrency_chart", config={"displayModeBar": False})
+st.plotly_chart(roofline_chart(plan, [], names, lang), key="roofline_chart", config={"displayModeBar": False})
 for e, p in plan.engines.items():
     if p.options:
         st.markdown(link_urls(f"**{T('plan_options_for', engine=names[e])}:**"))
@@ -61,9 +70,11 @@ with st.expander(T("plan_assumptions_for", engine=rec.top.name if rec.top else "
     if rec.top:
         st.markdown(link_urls("\n".join(f"- {x}" for x in rec.top.plan.assumptions)))
 with st.expander(T("ui_seed_table")):
-    st.dataframe([{T("col_verdict"): T(f"claim_verdict_{c.verdict}"), T("col_claim"): c.claim.get(lang),
-                   T("col_check"): c.check.get(lang), T("col_quote"): c.quote, T("source"): c.source,
-                   T("col_evidence"): c.evidence or ""}
-                  for c in k.claims.claims], hide_index=True)
+    st.markdown(md_table([T("col_verdict"), T("col_claim"), T("col_check"), T("col_quote"), T("source"),
+                          T("col_evidence")],
+                         [[md_escape(T(f"claim_verdict_{c.verdict}")), md_escape(c.claim.get(lang)),
+                           md_escape(c.check.get(lang)), f"“{md_escape(c.quote)}”", cite(c.source, k, lang),
+                           cite(c.evidence, k, lang) if c.evidence else ""] for c in k.claims.claims]))
+    st.markdown(T("cite_seeds_intro") + "\n" + "\n".join(f"- {line}" for line in seed_lines(k, lang)))
 if st.button(T("ui_run_probe"), key="to_probe", type="primary"):
     st.switch_page("pages/4_Probe.py")

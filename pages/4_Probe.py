@@ -2,17 +2,24 @@
 
 The job belongs to the server (ui_common.probe_board), not to this tab: it saves each result to the history
 the moment it ends, and a reloaded or second tab finds it running, with its progress and Cancel.
+
+Evidence belongs to its question: this page shows, and the report takes, only the runs and sweeps this browser
+session made or the user picked from the history; each is judged against the target it was run with.
 """
+import time
+
 import streamlit as st
 
 from advisor.decide import recommend
 from advisor.evidence import check_capacity, check_probe, history, revisit, target_device
-from advisor.report import latency_chart, link_urls, roofline_chart, run_label, sweep_charts, throughput_chart
+from advisor.inputs import answers_id
+from advisor.report import (latency_chart, link_urls, md_escape, not_measured_text, roofline_chart, run_label,
+                            sweep_charts, throughput_chart)
 from probes.registry import BACKENDS
 from probes.result import ProbeSettings
-from probes.validation import settings_error
-from ui_common import (T, answers, engine_availability, hardware, knowledge, lang, llama_cpu_build_on_gpu_machine,
-                       machine, plan_inputs, probe_board, seed)
+from probes.validation import model_path_problem, settings_error
+from ui_common import (RUNS, SWEEPS, T, answers, engine_availability, hardware, knowledge, lang,
+                       llama_cpu_build_on_gpu_machine, machine, plan_inputs, probe_board, seed, sync_url)
 
 k = knowledge()
 L = lang()
@@ -21,21 +28,40 @@ hw = hardware()
 ss = st.session_state
 board = probe_board()
 st.title(T("nav_probe"))
+status_label = lambda s: T(f"status_{s}") if f"status_{s}" in k.strings else s  # noqa: E731
+CHART = {"displayModeBar": False}
+
+
+def serving_label(r) -> str:
+    key = f"serving_mode_{r.serving_mode}"
+    return T(key) if r.serving_mode and key in k.strings else (r.serving or "—")
+
+
+def num(v, digits: int = 1) -> str:
+    """A figure for a table cell: "—" when not measured (never "None")."""
+    return "—" if v is None else f"{v:,.{digits}f}"
+
 
 job = board.current
 if job is not None:
     ss["watch_job"] = job.id  # a reloaded or second tab takes over the running job's progress
     phase_label = lambda j: T(f"phase_{j.phase}") if f"phase_{j.phase}" in k.strings else j.phase  # noqa: E731
 
-    @st.fragment(run_every=1.0)
+    # a slow refresh: each rerun costs the server and the browser CPU, which the probe is measuring
+    @st.fragment(run_every=3.0)
     def progress() -> None:
         j = board.current
         if j is None:  # it ended: redraw the whole page with its results
             st.rerun()
-        with st.status(T("ui_probe_progress", engine=j.current or "…", i=j.index + 1, n=len(j.settings),
-                         phase=phase_label(j)), expanded=True):
+        label = T("ui_probe_progress", engine=j.current or "…", i=j.index + 1, n=len(j.settings), phase=phase_label(j))
+        if j.levels:
+            label += " · " + T("ui_probe_level", i=(j.level or 0) + 1, n=j.levels, c=j.level_c)
+        label += " · " + T("ui_probe_elapsed", s=f"{j.elapsed_s:.0f}")
+        with st.status(label, expanded=True, state="running"):
             st.progress(j.fraction, text=T("ui_probe_requests", done=j.done_requests, total=j.total_requests)
                         if j.phase == "run" else (j.message[:200] or phase_label(j)))
+            if j.phase == "run":
+                st.caption(T("ui_probe_measuring_quiet"))
             if j.cancel.is_set():
                 st.caption(T("ui_cancelling"))
             elif st.button(T("ui_cancel"), key="cancel_probe"):
@@ -62,13 +88,13 @@ else:
     if mode == "local":
         if "probe_engines" not in ss:
             ss["probe_engines"] = [e for e in ss.get("probe_engines_v", [default]) if e in local]
-        engines = st.multiselect(T("ui_engines_to_probe"), local, key="probe_engines",
-                                 format_func={e: e if avail.get(e) is None else f"{e} — {T('ui_unavailable')}"
+        engines = st.multiselect(T("ui_engines_to_probe"), local, key="probe_engines", placeholder=T("ui_pick_placeholder"),
+                                 format_func={e: e if avail.get(e) is None else f"{e}: {T('ui_unavailable')}"
                                               for e in local}.get)
         ss["probe_engines_v"] = engines
         for e in engines:
             if avail.get(e):
-                st.caption(f"**{e}**: {avail[e]}")
+                st.caption(f"**{e}**: {md_escape(avail[e])}")
         cpu_llama = llama_cpu_build_on_gpu_machine(hw) if "llama.cpp" in engines else None
         if cpu_llama:
             st.caption(cpu_llama)
@@ -80,26 +106,30 @@ else:
         engines, model = ["endpoint"], ""
         endpoint = st.text_input(T("ui_endpoint"), key=kept("probe_endpoint", ""), max_chars=2048,
                                  placeholder="http://127.0.0.1:8000")
+    sweep_on = st.checkbox(T("ui_sweep_mode"), key=kept("probe_sweep", False))
+    ss["probe_sweep_v"] = sweep_on
     c1, c2, c3 = st.columns(3)
     reqs = c1.number_input(T("ui_requests"), 1, 200, key=kept("probe_requests", 8))
-    conc = c2.number_input(T("ui_concurrency"), 1, 64, key=kept("probe_concurrency", min(a.concurrency, 4)))
+    conc = c2.number_input(T("ui_concurrency"), 1, 64, key=kept("probe_concurrency", min(a.concurrency, 4)),
+                           disabled=sweep_on, help=T("ui_sweep_conc_ignored") if sweep_on else None)
     toks = c3.number_input(T("ui_max_tokens"), 1, 512, key=kept("probe_tokens", 32))
     drawn = ("probe_model", model) if mode == "local" else ("probe_endpoint", endpoint)
     for key, value in (("probe_mode", mode), drawn, ("probe_requests", reqs), ("probe_concurrency", conc),
                        ("probe_tokens", toks)):
         ss[f"{key}_v"] = value
-    sweep_on = st.checkbox(T("ui_sweep_mode"), key=kept("probe_sweep", False))
-    ss["probe_sweep_v"] = sweep_on
     if sweep_on:
         levels_text = st.text_input(T("ui_sweep_levels"), key=kept("probe_levels", "1,2,4,8"), max_chars=100)
         ss["probe_levels_v"] = levels_text
     target, here = target_device(a, hw, k, L), target_device(a.model_copy(update={"hardware": None}), hw, k, L)
     if mode == "local" and target and here and (target.kind != here.kind or target.gpu_id != here.gpu_id):
-        st.info(T("ui_probe_elsewhere", here=here.label, target=target.label), icon="ℹ️")
+        st.info(T("ui_probe_elsewhere", here=here.label, target=target.label), icon=":material/info:")
     if st.button(T("ui_run_probe"), type="primary", key="run_probe"):
         problems = [settings_error(e, endpoint.strip() or None, int(reqs), int(conc), int(toks), 600.0)
                     for e in engines] if engines else [T("ui_pick_an_engine")]
         problems = [p for p in problems if p]
+        bad_model = model_path_problem(model) if mode == "local" else None
+        if bad_model:
+            problems.append(T(bad_model[0], **bad_model[1]))
         levels = None
         if sweep_on:
             try:
@@ -110,12 +140,13 @@ else:
                 problems.append(T("ui_sweep_levels_bad", got=levels_text[:100]))
         if problems:
             for p in dict.fromkeys(problems):
-                st.error(p)
+                st.error(md_escape(p))
         else:
             settings = [ProbeSettings(engine=e, model=model.strip() or None, endpoint=endpoint.strip() or None,
                                       requests=int(reqs), concurrency=int(conc), max_tokens=int(toks),
                                       prompt_mix=a.prompt_mix, ttft_target_ms=float(a.ttft_p95_ms), timeout_s=600,
-                                      input_tokens=a.model.input_tokens, output_tokens=a.model.output_tokens)
+                                      input_tokens=a.model.input_tokens, output_tokens=a.model.output_tokens,
+                                      answers_id=answers_id(a), asked_concurrency=a.concurrency)
                         for e in engines]
             sweep = None
             if levels:
@@ -130,13 +161,20 @@ else:
                 st.warning(T("ui_probe_running"))
             else:
                 ss["watch_job"] = started.id
+                ss.setdefault("my_jobs", []).append(started.id)
                 st.rerun()
 
 # ---------------------------------------------------------------- the job this tab watched, when it has ended
 done = board.get(ss.get("watch_job"))
 if done is not None and not done.running and ss.get("acked_job") != done.id:
     ss["acked_job"] = done.id
-    ss["report_runs"] = [rid for rid in done.run_ids if rid is not None]
+    if done.sweep is not None:  # a sweep's conclusion is its capacity; its levels stay in the history
+        ss[SWEEPS] = [done.group]
+        ss.pop("sweeps_pick", None)
+    else:
+        ss[RUNS] = [rid for rid in done.run_ids if rid is not None]
+        ss.pop("runs_pick", None)
+    sync_url()  # at once: F5 right after the run keeps the pick
 if done is not None and not done.running:
     for err in done.save_errors:
         st.error(T("ui_not_saved", why=err))
@@ -145,36 +183,65 @@ if done is not None and not done.running:
             st.download_button(T("ui_download_json", run=run_label(None, r.engine)), r.model_dump_json(indent=2),
                                file_name=f"probe-{r.engine}-unsaved.json", mime="application/json",
                                key=f"dl_unsaved_{done.id}_{i}")
-def _sweep_section() -> None:
-    """The measured capacity: the latest (or chosen) group of sweeps, side by side, against Q1 and with cost."""
-    sweeps = history.list_sweeps()
-    if not sweeps:
+
+
+def _when(group: str) -> str:
+    try:
+        return time.strftime("%Y-%m-%d %H:%M", time.localtime(int(group.split("-")[2])))
+    except (IndexError, ValueError, OverflowError, OSError):
+        return group
+
+
+def _sweep_section(rec) -> None:
+    """The measured capacity of the sweeps this session made or picked, side by side, against Q1 and with cost."""
+    listed = history.list_sweeps()
+    picked = [g for g in ss.get(SWEEPS, []) if isinstance(g, str)]
+    groups = list(dict.fromkeys([*picked, *(g for _, g, _ in listed)]))
+    if not groups:
         return
-    groups = list(dict.fromkeys(g for _, g, _ in sweeps))
     st.subheader(T("cap_title"))
-    labels = {g: " + ".join(sorted({sw.engine for _, gg, sw in sweeps if gg == g})) + f" · {g.split('-')[1]}"
+    found = {g: [sw for _, gg, sw in history.get_sweeps(groups) if gg == g] for g in groups}
+    labels = {g: T("ui_sweep_label", engines=" + ".join(sorted({sw.engine for sw in found.get(g, [])})) or "—",
+                   when=_when(g), levels=",".join(str(c) for c in sorted({lv.concurrency for sw in found.get(g, [])
+                                                                          for lv in sw.levels})) or "—")
               for g in groups}
-    grp = st.selectbox(T("ui_sweep_pick"), groups, format_func=labels.get, key="sweep_group")
-    ss["report_sweep"] = grp
-    chosen = [sw for _, g, sw in reversed(sweeps) if g == grp]
+
+    def picked_sweeps() -> None:
+        ss[SWEEPS] = list(ss["sweeps_pick"])
+        sync_url()
+
+    chosen_groups = st.multiselect(T("ui_sweeps_pick"), groups, format_func=labels.get, placeholder=T("ui_pick_placeholder"),
+                                   key=seed("sweeps_pick", [g for g in picked if g in groups]), on_change=picked_sweeps)
+    others = len([g for g in groups if g not in chosen_groups])
+    if others and not chosen_groups:
+        st.caption(T("ui_sweeps_hidden", n=others))
+    chosen = [sw for g in chosen_groups for sw in found.get(g, [])]
+    if not chosen:
+        return
     names = {e.id: e.name for e in k.engines.values()}
-    share = chosen[0].goodput_share if chosen else 0.9
-    figs = sweep_charts(chosen, float(a.ttft_p95_ms), share, L, names)
-    st.plotly_chart(figs["ttft"], key="sweep_ttft")
+    share = chosen[0].goodput_share
+    run_target = chosen[0].ttft_target_ms or float(a.ttft_p95_ms)  # each sweep is drawn against its own target
+    figs = sweep_charts(chosen, run_target, share, L, names)
+    st.plotly_chart(figs["ttft"], key="sweep_ttft", config=CHART)
     c1, c2 = st.columns(2)
-    c1.plotly_chart(figs["goodput"], key="sweep_goodput")
-    c2.plotly_chart(figs["tps"], key="sweep_tps")
+    c1.plotly_chart(figs["goodput"], key="sweep_goodput", config=CHART)
+    c2.plotly_chart(figs["tps"], key="sweep_tps", config=CHART)
     v = check_capacity(chosen, a.concurrency, rec.top.engine if rec.top else None, k, L,
-                       cores=hw.cpu.usable_cores, gpu_price=a.gpu_usd_per_hour, core_price=a.cpu_core_usd_per_hour)
-    (st.warning if v.changes_advice else st.info)(v.summary)
+                       cores=hw.cpu.usable_cores, gpu_price=a.gpu_usd_per_hour, core_price=a.cpu_core_usd_per_hour,
+                       target=target_device(a, hw, k, L), target_ms=float(a.ttft_p95_ms), answers_id=answers_id(a))
+    top_meets = bool(rec.top) and any(r.engine == rec.top.engine and r.capacity and r.capacity >= a.concurrency
+                                      and not r.held for r in v.rows)
+    (st.warning if v.changes_advice or not top_meets else st.success)(md_escape(v.summary))
     for line in v.lines:
-        st.markdown(f"- {line}")
+        st.markdown(f"- {md_escape(line)}")
     cols = T("cap_cols").split("|")
-    r1 = lambda x: None if x is None else round(x, 1)  # noqa: E731
-    st.dataframe([dict(zip(cols, [r.name, r.capacity, a.concurrency, r1(r.ttft_p95_ms), r1(r.output_tps),
-                                  None if r.usd_per_m_tokens is None else round(r.usd_per_m_tokens, 3),
-                                  r.plan_max_concurrency, r.stop_reason or ""])) for r in v.rows],
-                 hide_index=True, key="sweep_table")
+    st.dataframe([dict(zip(cols + [T("col_inconclusive")],
+                           [r.name, "—" if r.capacity is None else str(r.capacity), str(a.concurrency),
+                            num(r.ttft_p95_ms), num(r.output_tps),
+                            "—" if r.usd_per_m_tokens is None else f"${r.usd_per_m_tokens:,.3f}",
+                            "—" if r.plan_max_concurrency is None else str(r.plan_max_concurrency), r.stop_reason or "",
+                            "—" if r.inconclusive_at is None else str(r.inconclusive_at)]))
+                  for r in v.rows], hide_index=True, key="sweep_table")
     st.caption(T("ui_sweep_cost_note"))
 
 
@@ -183,31 +250,52 @@ runs = history.list_runs()  # first: what it finds wrong with the database is sh
 for note in dict.fromkeys(history.NOTICES):
     st.warning(note)
 history.NOTICES.clear()
-if runs:
-    by_id = {rid: r for rid, _, r in runs}
-    status_label = lambda s: T(f"status_{s}") if f"status_{s}" in k.strings else s  # noqa: E731
-    labels = {rid: f"{run_label(rid, r.engine)} · {status_label(r.status)} · {(r.started_at or '')[:19]}"
-              for rid, _, r in runs}
-    current = [rid for rid in ss.get("report_runs", []) if rid in labels]
+picked_ids = [rid for rid in ss.get(RUNS, []) if isinstance(rid, int)]
+by_id = {rid: r for rid, _, r in runs}
+by_id.update(history.get_runs([rid for rid in picked_ids if rid not in by_id]))  # a pick older than the newest 50
+if by_id:
+    def conc_of(r) -> str:
+        return f" · c={r.settings.concurrency}" if r.settings else ""
+
+    labels = {rid: f"{run_label(rid, r.engine)} · {status_label(r.status)}{conc_of(r)} · {(r.started_at or '')[:19]}"
+              for rid, r in sorted(by_id.items(), reverse=True)}
+    current = [rid for rid in picked_ids if rid in labels]
 
     def picked_runs() -> None:
-        ss["report_runs"] = list(ss["runs_pick"])
+        ss[RUNS] = list(ss["runs_pick"])
+        sync_url()
 
     st.multiselect(T("ui_use_runs"), list(labels), format_func=labels.get, key=seed("runs_pick", current),
-                   on_change=picked_runs)
+                   on_change=picked_runs, placeholder=T("ui_pick_placeholder"))
     chosen = sorted(current)  # oldest first: the verdict takes the latest run of each engine
     if chosen:
         st.subheader(T("ui_results"))
-        pct = lambda v: None if v is None else round(v * 100)  # noqa: E731
-        r1 = lambda v: None if v is None else round(v, 1)  # noqa: E731
+        for rid in chosen:  # a run that measured nothing says why, first, in full
+            r = by_id[rid]
+            if r.status in ("partial", "error", "unavailable"):
+                st.error(T("ui_run_failed", run=run_label(rid, r.engine), why=md_escape(not_measured_text(r, k, L))))
+            elif r.status == "cancelled":
+                st.warning(T("ui_run_failed", run=run_label(rid, r.engine), why=md_escape(not_measured_text(r, k, L))))
+        pct = lambda v: "—" if v is None else f"{v * 100:.0f}%"  # noqa: E731
+        ci = lambda r: "—" if not r.ttft_p95_ci_ms else f"{r.ttft_p95_ci_ms[0]:,.0f}–{r.ttft_p95_ci_ms[1]:,.0f}"  # noqa: E731
         st.dataframe([{T("col_run"): run_label(rid, by_id[rid].engine), T("col_status"): status_label(by_id[rid].status),
-                       T("col_ttft_p95"): r1(by_id[rid].ttft_ms.p95), T("col_ttft_p50"): r1(by_id[rid].ttft_ms.p50),
-                       T("col_itl_p50"): r1(by_id[rid].itl_ms.p50),
-                       T("col_decode_tps"): r1(by_id[rid].decode_tps_per_request.p50),
-                       T("col_total_tps"): r1(by_id[rid].output_tps_total), T("col_goodput_pct"): pct(by_id[rid].goodput),
-                       T("col_peak_rss"): r1(by_id[rid].peak_rss_mb), T("col_reason"): by_id[rid].reason or "",
-                       T("col_serving"): by_id[rid].serving or ""} for rid in chosen],
-                     hide_index=True, key="results_table")
+                       T("col_requests_split"): f"{by_id[rid].requests_ok} / {by_id[rid].requests_incomplete} / "
+                                                f"{by_id[rid].errors}",
+                       T("col_cause"): by_id[rid].top_cause or "",
+                       T("col_ttft_p95"): num(by_id[rid].ttft_ms.p95), T("col_ttft_p95_ci"): ci(by_id[rid]),
+                       T("col_ttft_p50"): num(by_id[rid].ttft_ms.p50), T("col_itl_p50"): num(by_id[rid].itl_ms.p50),
+                       T("col_decode_tps"): num(by_id[rid].decode_tps_per_request.p50),
+                       T("col_total_tps"): num(by_id[rid].output_tps_total), T("col_goodput_pct"): pct(by_id[rid].goodput),
+                       T("col_target"): num(by_id[rid].ttft_target_ms, 0),
+                       T("col_peak_rss"): num(by_id[rid].peak_rss_mb), T("col_serving"): serving_label(by_id[rid])}
+                      for rid in chosen], hide_index=True, key="results_table")
+        for rid in chosen:  # how each run was served, in words (the table cell is narrow)
+            r = by_id[rid]
+            if r.requests_total:
+                slots = (r.backend_settings or {}).get("parallel_slots")
+                st.caption(f"{run_label(rid, r.engine)}: {serving_label(r)}"
+                           + (f" ({T('ui_slots', n=slots)})" if slots else "")
+                           + (f" · c={r.settings.concurrency}" if r.settings else ""))
         dl = st.columns(min(4, len(chosen)))
         for i, rid in enumerate(chosen):
             dl[i % len(dl)].download_button(T("ui_download_json", run=run_label(rid, by_id[rid].engine)),
@@ -218,31 +306,34 @@ if runs:
         ok_labels = [run_label(rid, by_id[rid].engine) for rid in ok_ids]
         if ok:
             c1, c2 = st.columns(2)
-            c1.plotly_chart(latency_chart(ok, "ttft", L, labels=ok_labels), key="ttft_chart")
-            c2.plotly_chart(latency_chart(ok, "itl", L, labels=ok_labels), key="itl_chart")
-            st.plotly_chart(throughput_chart(ok, L, labels=ok_labels), key="tps_chart")
+            c1.plotly_chart(latency_chart(ok, "ttft", L, labels=ok_labels), key="ttft_chart", config=CHART)
+            c2.plotly_chart(latency_chart(ok, "itl", L, labels=ok_labels), key="itl_chart", config=CHART)
+            st.plotly_chart(throughput_chart(ok, L, labels=ok_labels), key="tps_chart", config=CHART)
             checks = [c for c in (check_probe(r, k, hw, machine(), L) for r in ok) if c is not None]
             if checks:
                 st.subheader(T("check_title"))
                 for c in checks:
                     st.markdown(link_urls(f"- {c.text}"))
                 st.plotly_chart(roofline_chart(None, checks, {e.id: e.name for e in k.engines.values()}, L),
-                                key="probe_roofline_chart")
-            if job is None:
-                v = revisit(rec, ok, float(a.ttft_p95_ms), L, labels=ok_labels,
-                            target=target_device(a, hw, k, L), knowledge=k)
-                st.subheader(T("ui_verdict"))
-                {"confirmed": st.success, "changed": st.warning, "missed": st.error}.get(v.status, st.info)(v.summary)
-                for e in v.engines:
-                    if e.measured:
-                        st.markdown(f"- **{e.engine}**: {e.text}")
-    if job is None:  # the plan (rec) is only built when no probe is running
-        _sweep_section()
+                                key="probe_roofline_chart", config=CHART)
+        if job is None:
+            judged = [by_id[rid] for rid in chosen]
+            v = revisit(rec, judged, float(a.ttft_p95_ms), L, labels=[run_label(rid, by_id[rid].engine) for rid in chosen],
+                        target=target_device(a, hw, k, L), knowledge=k)
+            st.subheader(T("ui_verdict"))
+            {"confirmed": st.success, "changed": st.warning, "missed": st.error, "failed": st.error,
+             "held": st.warning}.get(v.status, st.info)(md_escape(v.summary))
+            for e in v.engines:
+                if e.measured or e.failed:
+                    st.markdown(f"- **{e.engine}**: {md_escape(e.text)}")
+if job is None:  # the plan (rec) is only built when no probe is running
+    _sweep_section(rec)
+if runs:
     with st.expander(T("ui_history")):
         st.dataframe([{T("col_run"): run_label(rid, r.engine), T("col_status"): status_label(r.status),
-                       T("col_started"): (r.started_at or "")[:19], T("col_ttft_p95"): None if r.ttft_ms.p95 is None
-                       else round(r.ttft_ms.p95, 1), T("col_total_tps"): None if r.output_tps_total is None
-                       else round(r.output_tps_total, 1), T("col_reason"): r.reason or ""} for rid, _, r in runs],
-                     hide_index=True)
+                       T("col_requests_split"): f"{r.requests_ok} / {r.requests_incomplete} / {r.errors}",
+                       T("col_started"): (r.started_at or "")[:19], T("col_ttft_p95"): num(r.ttft_ms.p95),
+                       T("col_total_tps"): num(r.output_tps_total), T("col_reason"): r.reason or ""}
+                      for rid, _, r in runs], hide_index=True)
 if st.button(T("ui_go_report"), key="to_report"):
     st.switch_page("pages/5_Report.py")

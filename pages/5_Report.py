@@ -5,8 +5,9 @@ import streamlit as st
 from advisor.decide import recommend
 from advisor.evidence import check_probe, history
 from advisor.inputs import dump_answers
-from advisor.report import ReportError, build_markdown, chart_images, link_urls, markdown_to_pdf, run_label
-from ui_common import T, answers, hardware, knowledge, lang, machine, plan_inputs
+from advisor.report import (ReportError, build_markdown, chart_images, link_urls, markdown_to_pdf, reproduce_bundle,
+                            run_label)
+from ui_common import RUNS, SWEEPS, T, answers, hardware, knowledge, lang, machine, plan_inputs
 
 L = lang()
 k = knowledge()
@@ -17,19 +18,21 @@ spec, bench, spec_error = plan_inputs(a)
 if spec_error:
     st.error(spec_error)
 rec = recommend(a, hw, k, lang=L, spec=spec, machine=bench)
-picked = sorted(set(ss.get("report_runs", [])))
-by_id = {rid: r for rid, _, r in history.list_runs()}
+picked = sorted(set(ss.get(RUNS, [])))
+by_id = history.get_runs(picked)  # however old: nothing picked drops out because newer runs came after it
 for note in dict.fromkeys(history.NOTICES):  # a database moved aside: said where the runs went
     st.warning(note)
 history.NOTICES.clear()
 run_ids = [rid for rid in picked if rid in by_id]
 results = [by_id[rid] for rid in run_ids]
 checks = [c for c in (check_probe(r, k, hardware(), machine(), L) for r in results) if c is not None]
-grp = ss.get("report_sweep")  # the sweep group picked on the Probe page (the latest one there by default)
-sweeps = [sw for _, g, sw in reversed(history.list_sweeps()) if g == grp] if grp else []
+groups = list(ss.get(SWEEPS, []))  # the sweeps this session made or picked on the Probe page; nothing else
+sweeps = [sw for _, _, sw in history.get_sweeps(groups)] if groups else []
+grp = tuple(groups)
 cores = hardware().cpu.usable_cores
+sweep_files = [f"sweep-{i}.json" for i in range(1, len(sweeps) + 1)]
 md = build_markdown(a, hw, rec, results, k, L, answers_file="answers.yaml", checks=checks, run_ids=run_ids,
-                    sweeps=sweeps, cores=cores)
+                    sweeps=sweeps, cores=cores, sweep_files=sweep_files)
 
 c1, c2, c3 = st.columns(3)
 c1.download_button(T("ui_download_md"), md.encode("utf-8"), file_name=f"report-{L}.md", mime="text/markdown",
@@ -48,7 +51,8 @@ elif c2.button(T("ui_build_pdf"), key="build_pdf"):
                                          ttft_target_ms=float(a.ttft_p95_ms))
             ss["pdf_bytes"] = markdown_to_pdf(build_markdown(a, hw, rec, results, k, L, images=images,
                                                              answers_file="answers.yaml", checks=checks,
-                                                             run_ids=run_ids, sweeps=sweeps, cores=cores), files)
+                                                             run_ids=run_ids, sweeps=sweeps, cores=cores,
+                                                             sweep_files=sweep_files), files)
             ss["pdf_for"] = pdf_key
             ss.pop("pdf_error", None)
         except ReportError as err:
@@ -58,6 +62,8 @@ elif c2.button(T("ui_build_pdf"), key="build_pdf"):
     st.rerun()
 if ss.get("pdf_error"):
     st.error(T("ui_pdf_failed", why=ss["pdf_error"]))
+st.download_button(T("ui_download_bundle"), reproduce_bundle(dump_answers(a), list(zip(run_ids, results)), sweeps, L),
+                   file_name=f"reproduce-{L}.zip", mime="application/zip", key="dl_bundle", help=T("ui_bundle_help"))
 if results:
     dl = st.columns(min(4, len(results)))
     for i, (rid, r) in enumerate(zip(run_ids, results)):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import signal
 import sys
 import time
 import traceback
@@ -22,6 +23,8 @@ class Events:
         self.f = os.fdopen(fd, "w", buffering=1, encoding="utf-8")
 
     def emit(self, event: dict) -> None:
+        if _LIVE.get("stopping") and event.get("type") != "result":
+            return
         self.f.write(json.dumps(event) + "\n")
         self.f.flush()
 
@@ -53,6 +56,9 @@ def main(argv: list[str]) -> int:
     settings = ProbeSettings.model_validate_json(argv[0])
     _watchdog(int(os.environ.get("PROBE_PARENT_PID", os.getppid())), settings.timeout_s + 30)
     ev = Events()
+    _EVENTS.append(ev)
+    signal.signal(signal.SIGUSR1, _on_stop)
+    signal.signal(signal.SIGUSR2, _on_stop)
     result = measure(settings, ev)
     result.peak_child_maxrss_mb = _own_peak_rss_mb()
     ev.emit({"type": "result", "result": json.loads(result.model_dump_json())})
@@ -117,16 +123,11 @@ def measure(settings: ProbeSettings, ev: Events) -> ProbeResult:
             warm = settings.model_copy(update={"concurrency": 1})
             backend.run(warm_prompts, warm, lambda n: None)
         ev.emit({"type": "progress", "phase": "run", "done": 0, "total": len(prompts)})
+        _LIVE.update(settings=settings, backend=backend, base=base, notes=workload_notes, total=len(prompts))
         records = backend.run(prompts, settings,
                               lambda n: ev.emit({"type": "progress", "phase": "run", "done": n,
                                                  "total": len(prompts)}))
-        figures = metrics.compute(records, settings.ttft_target_ms)
-        status = "ok" if figures["requests_ok"] else "error"
-        reason = None if figures["requests_ok"] else next((r.error for r in records if r.error),
-                                                          "no request finished" if records else "no requests ran")
-        res = ProbeResult(status=status, reason=reason, device=backend.device,
-                          backend_settings=backend.backend_settings, serving=backend.serving,
-                          notes=workload_notes + backend.notes, requests=records, **base, **figures)
+        res = _result(records, settings, backend, base, workload_notes)
         backend.close()
         return res
     except Unavailable as err:
@@ -137,6 +138,49 @@ def measure(settings: ProbeSettings, ev: Events) -> ProbeResult:
         tb = traceback.extract_tb(err.__traceback__)[-1]
         return ProbeResult(status="error", reason=f"{type(err).__name__}: {err} (at {tb.filename}:{tb.lineno})",
                            **base)
+
+
+def _result(records, settings: ProbeSettings, backend, base: dict, notes: list[str],
+            stopped: str | None = None) -> ProbeResult:
+    """The result of the requests that finished; `stopped` says why the run ended before its last one."""
+    from probes import metrics
+
+    figures = metrics.compute(records, settings.ttft_target_ms)
+    status, reason = metrics.judge(figures, records)
+    if stopped is not None:
+        status = "cancelled" if stopped.startswith("cancelled") else ("error" if status == "error" else "partial")
+        reason = (f"{stopped} after {len(records)} of {_LIVE.get('total', '?')} requests; the "
+                  f"{figures['requests_ok']} that finished ok are kept")
+    elif status == "ok" and figures["requests_ok"] < figures["requests_total"]:
+        notes = [*notes, f"{figures['requests_total'] - figures['requests_ok']} of {figures['requests_total']} "
+                         f"requests did not finish ok ({figures['top_cause']}); counted as misses in goodput"]
+    return ProbeResult(status=status, reason=reason, device=backend.device, backend_settings=backend.backend_settings,
+                       serving=backend.serving, serving_mode=getattr(backend, "serving_mode", None),
+                       notes=notes + backend.notes, requests=records, **base, **figures)
+
+
+#: what the running measurement has (set when the measured requests start), for a stop signal to report on
+_LIVE: dict = {}
+
+
+def _on_stop(signum, frame) -> None:
+    """SIGUSR1 (cancel) or SIGUSR2 (the parent's deadline): send what finished as the result, then exit."""
+    from probes.backends.base import FINISHED
+
+    why = "cancelled by the user" if signum == signal.SIGUSR1 else "stopped at the probe's deadline"
+    if _LIVE.get("backend") is None:
+        os._exit(143)
+    _LIVE["stopping"] = True  # progress events stop: the result line must not interleave with one
+    records = sorted(list(FINISHED), key=lambda r: r.index)
+    try:
+        res = _result(records, _LIVE["settings"], _LIVE["backend"], _LIVE["base"], _LIVE["notes"], stopped=why)
+        res.peak_child_maxrss_mb = _own_peak_rss_mb()
+        _EVENTS[0].emit({"type": "result", "result": json.loads(res.model_dump_json())})
+    finally:
+        os._exit(0)
+
+
+_EVENTS: list = []
 
 
 class WorkloadError(Exception):

@@ -41,12 +41,20 @@ class ProbeJob:
         self.message = ""
         self.done_requests = 0
         self.total_requests = 0
+        self.level: int | None = None  # a sweep's level being measured, 0-based, of `levels`, at `level_c`
+        self.levels: int | None = None
+        self.level_c: int | None = None
+        self.session: str | None = None  # the browser session that started it (the UI shows its own evidence)
         self.finished = threading.Event()
         self.started = time.time()
         self.ended: float | None = None
         self._thread = threading.Thread(target=self._run, name=f"probe-job-{self.id}", daemon=True)
 
     def _event(self, ev: dict) -> None:
+        if ev.get("type") == "sweep":
+            self.level, self.levels, self.level_c = ev.get("level"), ev.get("levels"), ev.get("concurrency")
+            self.done_requests, self.total_requests = 0, 0
+            return
         phase = ev.get("phase", self.phase)
         if phase != self.phase:
             self.message = ""  # a new phase: the old phase's message no longer applies
@@ -120,8 +128,15 @@ class ProbeJob:
         if self.finished.is_set():
             return 1.0
         part = self.done_requests / self.total_requests if self.total_requests else 0.0
-        done = len(self.sweeps) if self.sweep is not None else len(self.results)
-        return min(1.0, (done + part) / n)
+        if self.sweep is not None:
+            if self.levels:  # within this engine's sweep: its levels, then this level's requests
+                part = ((self.level or 0) + part) / self.levels
+            return min(1.0, (len(self.sweeps) + part) / n)
+        return min(1.0, (len(self.results) + part) / n)
+
+    @property
+    def elapsed_s(self) -> float:
+        return (self.ended or time.time()) - self.started
 
 
 class JobBoard:

@@ -18,6 +18,12 @@ count the other two.
 - goodput: share of all measured requests (ok, incomplete and error alike) that finished ok and whose
   TTFT ≤ target.
 Percentiles use linear interpolation between closest ranks (numpy's default "linear" method).
+- TTFT p95 interval: a 95 % percentile-bootstrap interval (2,000 resamples, seeded, so a result is
+  reproducible) of the p95 over the ok requests. With 20 requests the p95 is close to the slowest one, so the
+  interval says how far the figure could move on a rerun; a target inside it is "inconclusive", not a miss.
+- A run's status (`judge`): ok when at most FAIL_SHARE (10 %) of its requests failed or ended early; partial
+  when more did but some finished (its figures speak for the survivors only, and it decides nothing); error
+  when none finished. Its reason then says "N of M requests failed: the most frequent cause".
 
 Against GuideLLM (0.8.1, checked in its source; `bench/guidellm_compare.py` runs both on one server):
 - TTFT: the same span up to where it starts: GuideLLM's `request_start` is the first write of the request's
@@ -38,6 +44,8 @@ Against GuideLLM (0.8.1, checked in its source; `bench/guidellm_compare.py` runs
 from __future__ import annotations
 
 import math
+import random
+from collections import Counter
 from typing import Iterable, Sequence
 
 from probes.result import Percentiles, RequestRecord
@@ -61,6 +69,54 @@ def summary(values: Iterable[float]) -> Percentiles:
                        mean=r(sum(xs) / len(xs)))
 
 
+FAIL_SHARE = 0.10
+BOOTSTRAP_RESAMPLES = 2000
+
+
+def p95_interval(values: Sequence[float], seed: int = 0, resamples: int = BOOTSTRAP_RESAMPLES
+                 ) -> list[float] | None:
+    """95 % percentile-bootstrap interval of the p95; None below 2 values (no spread to resample)."""
+    xs = list(values)
+    if len(xs) < 2:
+        return None
+    rng = random.Random(seed)
+    n = len(xs)
+    stats = sorted(percentile([xs[rng.randrange(n)] for _ in range(n)], 95) for _ in range(resamples))
+    return [round(percentile(stats, 2.5), 3), round(percentile(stats, 97.5), 3)]
+
+
+def _cause(text: str) -> str:
+    """A cause without its request-specific numbers ("after 3 of 32 tokens"), so like failures count as one."""
+    import re
+
+    return re.sub(r"\d+", "N", text.strip())[:300]
+
+
+def top_cause(records: list[RequestRecord]) -> str | None:
+    """The most frequent cause among failed and incomplete requests (the first such request's own words)."""
+    bad = [r.error for r in records if r.status != "ok" and r.error]
+    if not bad:
+        return None
+    counts = Counter(_cause(e) for e in bad)
+    best = counts.most_common(1)[0][0]
+    return next(e for e in bad if _cause(e) == best)[:300]
+
+
+def judge(figures: dict, records: list[RequestRecord]) -> tuple[str, str | None]:
+    """(status, reason) of a finished run from its accounting: ok, partial or error (see the module docstring)."""
+    total = figures.get("requests_total", 0)
+    ok = figures.get("requests_ok", 0)
+    if not total:
+        return "error", "no requests ran"
+    bad = total - ok
+    cause = top_cause(records) or "no request finished"
+    if not ok:
+        return "error", f"not measured: {bad} of {total} requests failed: {cause}"
+    if bad / total > FAIL_SHARE:
+        return "partial", f"not measured: {bad} of {total} requests failed or ended early: {cause}"
+    return "ok", None
+
+
 def compute(records: list[RequestRecord], ttft_target_ms: float | None) -> dict:
     ok = [r for r in records if r.status == "ok" and r.first_token_s is not None]
     incomplete = sum(1 for r in records if r.status == "incomplete")
@@ -75,6 +131,8 @@ def compute(records: list[RequestRecord], ttft_target_ms: float | None) -> dict:
         "requests_incomplete": incomplete,
         "errors": len(records) - len(ok) - incomplete,
         "ttft_ms": summary(ttft),
+        "ttft_p95_ci_ms": p95_interval(ttft),
+        "top_cause": top_cause(records),
         "itl_ms": summary(itl),
         "e2e_ms": summary(e2e),
         "decode_tps_per_request": summary(decode),

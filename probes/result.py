@@ -8,7 +8,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-Status = Literal["ok", "unavailable", "error", "cancelled"]
+#: ok: measured, at most FAIL_SHARE of its requests failed or ended early; partial: more did, so its figures speak
+#: for the requests that finished only and it decides nothing; error: none finished (or it could not run)
+Status = Literal["ok", "partial", "unavailable", "error", "cancelled"]
 #: ok: finished normally; incomplete: some tokens arrived, then the stream ended early or was cut at a deadline
 #: (its tokens are kept, `error` says why); error: failed, `error` says why
 RequestStatus = Literal["ok", "incomplete", "error"]
@@ -71,6 +73,10 @@ class ProbeSettings(BaseModel):
     output_tokens: int | None = None  # the exact output length per request; wins over max_tokens
     prompts_file: str | None = None  # JSONL of {"prompt": ..., "max_tokens": ...}, taken in order (cycled)
     preset: str | None = None  # a named workload (workload.PRESETS); fills the token fields left None
+    # the question this run was made for: a fingerprint of the answers (advisor.inputs.answers_id) and their
+    # concurrency (Q1); the TTFT target is ttft_target_ms above. None: run from the CLI without answers
+    answers_id: str | None = None
+    asked_concurrency: int | None = None
 
     @model_validator(mode="after")
     def _preset_fills_the_rest(self) -> "ProbeSettings":
@@ -98,6 +104,9 @@ class ProbeResult(BaseModel):
     device: str | None = None
     backend_settings: dict[str, Any] = Field(default_factory=dict)
     serving: str | None = None  # how concurrent requests were really served
+    #: the serving mode in one word: in-process (one at a time), in-process-batching (the engine's own
+    #: scheduler in this process), llama-server (parallel slots), endpoint (a server we did not start)
+    serving_mode: str | None = None
     settings: ProbeSettings | None = None
     load_time_s: float | None = None
     prepare_time_s: float | None = None  # one-off conversion/export before loading (cached afterwards)
@@ -105,10 +114,12 @@ class ProbeResult(BaseModel):
     requests_ok: int = 0
     requests_incomplete: int = 0  # ended early or cut at a deadline; not in the figures
     errors: int = 0
+    top_cause: str | None = None  # the most frequent cause among failed and incomplete requests
     prompt_tokens_total: int | None = None
     output_tokens_total: int | None = None
     duration_s: float | None = None
     ttft_ms: Percentiles = Field(default_factory=Percentiles)
+    ttft_p95_ci_ms: list[float] | None = None  # 95 % bootstrap interval of the TTFT p95 [low, high]
     itl_ms: Percentiles = Field(default_factory=Percentiles)
     e2e_ms: Percentiles = Field(default_factory=Percentiles)
     decode_tps_per_request: Percentiles = Field(default_factory=Percentiles)
@@ -128,6 +139,13 @@ class ProbeResult(BaseModel):
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    @property
+    def failed_share(self) -> float | None:
+        """Failed and incomplete requests over all requests; None when none ran."""
+        if not self.requests_total:
+            return None
+        return (self.errors + self.requests_incomplete) / self.requests_total
 
 
 _GPU_WORDS = ("cuda", "gpu", "rocm", "hip", "metal", "mps", "xpu", "dml", "webgpu")

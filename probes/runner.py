@@ -121,6 +121,26 @@ def _kill_tree(proc: subprocess.Popen) -> None:
         pass
 
 
+STOP_GRACE_S = 5.0
+
+
+def _stop(proc: subprocess.Popen, sig: int, phase: str, result: dict) -> None:
+    """During the measured requests, ask the child for the requests that finished (it sends them as its result and
+    exits); otherwise, or when it does not answer within STOP_GRACE_S, kill its whole group."""
+    if phase == "run":
+        try:
+            os.kill(proc.pid, sig)
+            end = time.monotonic() + STOP_GRACE_S
+            while proc.poll() is None and time.monotonic() < end:
+                time.sleep(0.05)
+            t_end = time.monotonic() + 2  # the reader thread may still be parsing the result line
+            while "r" not in result and time.monotonic() < t_end and proc.poll() is not None:
+                time.sleep(0.05)
+        except (ProcessLookupError, PermissionError):
+            pass
+    _kill_tree(proc)
+
+
 def _describe_exit(code: int) -> str:
     if code < 0:
         name = signal.Signals(-code).name
@@ -185,11 +205,11 @@ def run_probe(settings: ProbeSettings, on_event: Callable[[Event], None] | None 
         while proc.poll() is None:
             if cancel.is_set():
                 failure = f"cancelled by the user during '{phase['name']}'"
-                _kill_tree(proc)
+                _stop(proc, signal.SIGUSR1, phase["name"], result)
                 break
             if time.monotonic() > deadline:
                 failure = f"timed out after {settings.timeout_s:g} s during '{phase['name']}'; the engine was killed"
-                _kill_tree(proc)
+                _stop(proc, signal.SIGUSR2, phase["name"], result)
                 break
             time.sleep(0.1)
     except BaseException:  # Ctrl-C or SIGTERM in the caller: the engine must not outlive it
@@ -213,7 +233,7 @@ def run_probe(settings: ProbeSettings, on_event: Callable[[Event], None] | None 
     if load.busy:
         load.note = (f"other processes used {other:.0f}% of this machine's CPU during the run; figures are "
                      "likely slower than on an idle machine (a busy CPU measured up to 4× slower here)")
-    if failure is None and "r" in result:
+    if "r" in result and (failure is None or result["r"].get("requests")):  # a stopped run keeps what finished
         res = ProbeResult.model_validate(result["r"])
     else:
         if failure is None:

@@ -1,9 +1,13 @@
 """A concurrency sweep: the same workload at rising concurrency, until the TTFT target or goodput breaks.
 
-Each level is one probe (`run_probe`: its own child process, one warm-up, at least max(8, 2 × concurrency)
-measured requests), so every level is measured under the same conditions as a single probe. The sweep's answer
-is the SLA capacity: the highest concurrency whose goodput (share of requests finished within the TTFT target)
-is at least `goodput_share`.
+Each level is one probe (`run_probe`: its own child process, one warm-up, at least max(MIN_LEVEL_REQUESTS,
+2 × concurrency) measured requests), so every level is measured under the same conditions as a single probe.
+With fewer than 20 requests a "p95" is the slowest request; each level also carries the p95's bootstrap interval.
+
+The sweep's answer is the SLA capacity: the highest level, counted up from the first, that meets the target
+(`level_outcome`: goodput ≥ `goodput_share` and the p95 within the target with its interval). A level whose
+interval straddles the target is inconclusive: it is neither capacity nor a reason to stop. A level measured
+on a busy machine is kept and marked, and the sweep as a whole is then `busy` (it cannot change the advice).
 """
 from __future__ import annotations
 
@@ -12,9 +16,10 @@ import time
 from typing import Callable
 
 from probes.result import ProbeResult, ProbeSettings
-from probes.sweep_result import SweepLevel, SweepResult
+from probes.sweep_result import SweepLevel, SweepResult, level_outcome
 
 DEFAULT_LEVELS = (1, 2, 4, 8, 16, 32, 64)
+MIN_LEVEL_REQUESTS = 20
 
 
 def levels_for(spec: str | list[int] | None, plan_max: int | None = None) -> list[int]:
@@ -41,18 +46,24 @@ def run_sweep(base: ProbeSettings, levels: list[int], until_sla: bool = True, go
     t0 = time.monotonic()
     out = SweepResult(engine=base.engine, status="ok", ttft_target_ms=base.ttft_target_ms, goodput_share=goodput_share,
                       plan_max_concurrency=plan_max, plan_decode_total_bound=plan_total_bound,
-                      started_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+                      started_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"), answers_id=base.answers_id,
+                      asked_concurrency=base.asked_concurrency)
     target = base.ttft_target_ms
+    climbing = True  # capacity counts up from the first level: a meet above a miss is luck, not capacity
     for i, c in enumerate(levels):
         if cancel.is_set():
             out.status, out.stop_reason = "cancelled", "cancelled by the user"
+            out.stop = {"key": "cancelled", "c": c}
             break
         on_event({"type": "sweep", "level": i, "levels": len(levels), "concurrency": c})
-        s = base.model_copy(update={"concurrency": c, "requests": max(base.requests, 8, 2 * c),
+        s = base.model_copy(update={"concurrency": c, "requests": max(base.requests, MIN_LEVEL_REQUESTS, 2 * c),
                                     "warmup": max(1, base.warmup)})
         res = runner(s, on_event=on_event, cancel=cancel)
         out.results.append(res)
-        out.levels.append(SweepLevel.of(c, res))
+        level = SweepLevel.of(c, res)
+        level.outcome = level_outcome(level, target, goodput_share)
+        out.levels.append(level)
+        out.busy = out.busy or level.busy
         out.device = out.device or res.device
         out.model = out.model or res.model
         out.serving = out.serving or res.serving
@@ -60,23 +71,32 @@ def run_sweep(base: ProbeSettings, levels: list[int], until_sla: bool = True, go
             if i == 0 or res.status == "cancelled":
                 out.status, out.reason = res.status, res.reason
             out.stop_reason = f"concurrency {c}: {res.status}: {res.reason}"
+            out.stop = {"key": "failed", "c": c, "status": res.status, "why": (res.reason or "")[:300]}
             break
-        good = res.goodput if res.goodput is not None else 0.0
-        p95 = res.ttft_ms.p95
-        if good >= goodput_share:
+        if level.outcome == "meets" and climbing:
             out.capacity = c
+        elif level.outcome == "inconclusive":
+            out.inconclusive_at = out.inconclusive_at or c
+            climbing = False
+        else:
+            climbing = False
         if not until_sla:
             continue
-        if target is not None and p95 is not None and p95 > target:
-            out.stop_reason = f"at concurrency {c}, TTFT p95 {p95:.0f} ms > the {target:g} ms target"
-            break
-        if good < goodput_share:
-            out.stop_reason = f"at concurrency {c}, goodput {good:.0%} < {goodput_share:.0%}"
+        if level.outcome == "misses":
+            p95 = res.ttft_ms.p95
+            good = res.goodput if res.goodput is not None else 0.0
+            slow = target is not None and p95 is not None and p95 > target
+            out.stop_reason = (f"at concurrency {c}, TTFT p95 {p95:.0f} ms > the {target:g} ms target" if slow else
+                               f"at concurrency {c}, goodput {good:.0%} < {goodput_share:.0%}")
+            out.stop = ({"key": "ttft", "c": c, "p95": round(p95), "target": target} if slow else
+                        {"key": "goodput", "c": c, "good": round(good * 100), "share": round(goodput_share * 100)})
             break
         if plan_max is not None and c >= plan_max:
             out.stop_reason = f"concurrency {c} is the plan's memory-bound maximum"
+            out.stop = {"key": "plan_max", "c": c}
             break
     else:
         out.stop_reason = out.stop_reason or "every level ran"
+        out.stop = out.stop or {"key": "all"}
     out.duration_s = round(time.monotonic() - t0, 2)
     return out

@@ -13,18 +13,47 @@ class SweepLevel(BaseModel):
     requests_total: int = 0
     requests_ok: int = 0
     errors: int = 0
+    requests_incomplete: int = 0
     ttft_ms: Percentiles = Field(default_factory=Percentiles)
+    ttft_p95_ci_ms: list[float] | None = None  # 95 % bootstrap interval of the p95
     itl_ms: Percentiles = Field(default_factory=Percentiles)
     output_tps_total: float | None = None
     requests_per_s: float | None = None
     goodput: float | None = None
     reason: str | None = None
+    busy: bool = False  # other processes loaded the CPU during this level (SystemLoad.busy)
+    other_cpu_percent: float | None = None
+    #: against the sweep's target: meets | misses | inconclusive (the target lies inside the p95's interval)
+    #: | failed (the level is not measured: partial or error)
+    outcome: str | None = None
 
     @classmethod
     def of(cls, c: int, r: ProbeResult) -> "SweepLevel":
         return cls(concurrency=c, status=r.status, requests_total=r.requests_total, requests_ok=r.requests_ok,
-                   errors=r.errors, ttft_ms=r.ttft_ms, itl_ms=r.itl_ms, output_tps_total=r.output_tps_total,
-                   requests_per_s=r.requests_per_s, goodput=r.goodput, reason=r.reason)
+                   errors=r.errors, requests_incomplete=r.requests_incomplete, ttft_ms=r.ttft_ms,
+                   ttft_p95_ci_ms=r.ttft_p95_ci_ms, itl_ms=r.itl_ms, output_tps_total=r.output_tps_total,
+                   requests_per_s=r.requests_per_s, goodput=r.goodput, reason=r.reason, busy=r.system_load.busy,
+                   other_cpu_percent=r.system_load.other_processes_cpu_percent)
+
+
+def level_outcome(level: SweepLevel, target_ms: float | None, goodput_share: float) -> str:
+    """meets | misses | inconclusive | failed. A level meets when its goodput reaches the share and its TTFT p95 is
+    within the target with its whole interval; a target inside the interval is inconclusive, not a miss."""
+    if level.status != "ok":
+        return "failed"
+    good = level.goodput if level.goodput is not None else 0.0
+    p95 = level.ttft_ms.p95
+    if target_ms is None or p95 is None:
+        return "meets" if good >= goodput_share else "misses"
+    lo, hi = (level.ttft_p95_ci_ms or [p95, p95])[:2]
+    if lo <= target_ms < hi:
+        return "inconclusive"
+    if p95 <= target_ms and good >= goodput_share:
+        return "meets"
+    if p95 > target_ms:
+        return "misses"
+    # p95 clearly within the target but goodput short: failed or slow requests beyond the p95 decide it
+    return "misses"
 
 
 class SweepResult(BaseModel):
@@ -37,7 +66,12 @@ class SweepResult(BaseModel):
     goodput_share: float = 0.9
     levels: list[SweepLevel] = Field(default_factory=list)
     capacity: int | None = None  # the highest concurrency that met the SLA (goodput ≥ share); None: not even 1
-    stop_reason: str | None = None
+    inconclusive_at: int | None = None  # the lowest level whose p95 interval straddles the target
+    busy: bool = False  # some level ran on a busy machine: shown, but it cannot change the advice
+    answers_id: str | None = None  # the answers the sweep was made for (ProbeSettings.answers_id)
+    asked_concurrency: int | None = None
+    stop_reason: str | None = None  # in English (the CLI's words); `stop` holds the same for translation
+    stop: dict | None = None  # {"key": ttft|goodput|plan_max|failed|cancelled|all, "c": level, ...figures}
     plan_max_concurrency: int | None = None  # the planner's memory-bound figure, for comparison
     plan_decode_total_bound: float | None = None
     serving: str | None = None

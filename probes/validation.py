@@ -3,6 +3,7 @@ refuse the same input with the same one-line message."""
 from __future__ import annotations
 
 import math
+import re
 from urllib.parse import urlparse
 
 from probes.registry import BACKENDS
@@ -91,3 +92,27 @@ def workload_error(input_tokens: int | None = None, input_tokens_sd: int | None 
         except PromptsFileError as err:
             return str(err)
     return None
+
+
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[\w.-]{1,95}$")
+
+
+def model_path_problem(path: str | None) -> tuple[str, dict] | None:
+    """Checked before a probe starts, as the endpoint URL is: (a string key, its arguments) when the model path
+    names nothing here. A model hub id ("org/name") is said to be one: nothing is ever downloaded."""
+    from pathlib import Path
+
+    text = (path or "").strip()
+    if not text:
+        return None  # the bundled model
+    shown = text[:200]
+    try:
+        p = Path(text).expanduser()
+        exists = p.exists()
+    except (OSError, ValueError, RuntimeError):
+        return "model_path_missing", {"path": shown}
+    if exists:
+        return None
+    if _HUB_ID.match(text) and not text.startswith((".", "~")):
+        return "model_path_hub_id", {"path": shown}
+    return "model_path_missing", {"path": shown}

@@ -2,6 +2,10 @@
 
 Candidates are the options of each checklist question (knowledge/checklist.yaml); distance is how
 many option steps a change moves. Singles are tried first, then pairs of one-step moves.
+
+A flip is a change the user can make to their own answers: the hardware question is left out (swapping in a
+preset machine they never asked about, a Mac or an Arc card, is not advice), and a flip whose new leader scores
+0 or less is no flip (a leader at 0 only means every engine was ruled down).
 """
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ from typing import Any
 
 from advisor.decide.recommendation import Flip
 from advisor.decide.scoring import totals
-from advisor.inputs.answers import Answers, TargetHardware
+from advisor.inputs.answers import Answers
 from advisor.knowledge.load import Knowledge
 
 MAX_FLIPS = 3
@@ -32,36 +36,17 @@ def _current_index(values: list[Any], current: Any) -> int:
     return -1
 
 
-def _target_key(hw: TargetHardware | None, knowledge: Knowledge) -> tuple | None:
-    """What makes two targets the same choice for "what would flip": the GPUs, not the RAM or core count."""
-    if hw is None:
-        return None
-    from advisor.planner.target import find_gpu
-
-    known = find_gpu(hw.gpu_model, knowledge)
-    return hw.gpu_vendor, known.id if known else (hw.gpu_model or "").lower(), hw.gpu_count
-
-
 def _candidates(answers: Answers, knowledge: Knowledge):
     """Yield (question, option, distance, update-dict) for every single-answer change."""
     for q in knowledge.checklist.questions:
         values = [o.value for o in q.options]
-        if not values:
+        if not values or q.kind == "hardware":
             continue
-        if q.kind == "hardware":
-            cur = _target_key(answers.hardware, knowledge)
-            cur_i = next((i for i, v in enumerate(values)
-                          if _target_key(None if v is None else TargetHardware.model_validate(v), knowledge) == cur),
-                         -1)
-        else:
-            cur = getattr(answers, q.key)
-            cur_i = _current_index(values, cur)
+        cur_i = _current_index(values, getattr(answers, q.key))
         for i, opt in enumerate(q.options):
             if i == cur_i:
                 continue
             value = opt.value
-            if q.kind == "hardware" and value is not None:
-                value = TargetHardware.model_validate(value)
             dist = abs(i - cur_i) if cur_i >= 0 else 1
             yield q, opt, dist, {q.key: value}
 
@@ -85,9 +70,9 @@ def find_flips(answers: Answers, ev, scored) -> tuple[list[Flip], str | None]:
         if second in excluded:
             return None, float("-inf")
         if top in excluded:
-            return _Hit(scores, excluded), float("inf")
+            return (_Hit(scores, excluded), float("inf")) if scores[second] > 0 else (None, float("-inf"))
         gap = scores[second] - scores[top]
-        wins = gap > 0 or (gap == 0 and order.index(second) < order.index(top))
+        wins = (gap > 0 or (gap == 0 and order.index(second) < order.index(top))) and scores[second] > 0
         return (_Hit(scores, excluded) if wins else None), gap
 
     singles = list(_candidates(answers, knowledge))

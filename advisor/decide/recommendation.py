@@ -12,7 +12,7 @@ class Reason(BaseModel):
     rule: str
     text: str
     delta: float | None = None
-    source: str
+    source: str  # as knowledge/*.yaml writes it; the engine's own doc where the rule names one (Rule.sources)
 
 
 class RankedEngine(BaseModel):

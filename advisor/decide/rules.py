@@ -107,7 +107,8 @@ def recommend(answers: Answers, hardware: Hardware | None, knowledge: Knowledge,
             return Reason(rule=rule_id, text=support_text(v, knowledge, lang), delta=delta, source=v.cell.source or "")
         r = rules[rule_id]
         f = {**facts, **engine_facts[engine]} if r.scope == "each-engine" else facts
-        return Reason(rule=r.id, text=_fmt(r.text.get(lang), f, knowledge.strings, lang), delta=delta, source=r.source)
+        return Reason(rule=r.id, text=_fmt(r.text.get(lang), f, knowledge.strings, lang), delta=delta,
+                      source=r.source_for(engine))
 
     ranking = [
         RankedEngine(engine=e, name=knowledge.engines[e].name, score=s.scores[e], plan=plan.engines[e],

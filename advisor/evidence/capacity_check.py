@@ -17,8 +17,10 @@ class CapacityRow(BaseModel):
     usd_per_hour: float | None = None
     usd_per_m_tokens: float | None = None  # measured: at the capacity level's output tok/s
     plan_max_concurrency: int | None = None
-    stop_reason: str | None = None
+    stop_reason: str | None = None  # in the page's language (SweepResult.stop), else the sweep's English words
     device: str | None = None
+    inconclusive_at: int | None = None
+    held: str | None = None  # why this sweep cannot change the advice (busy, another device, another question)
 
 
 class CapacityVerdict(BaseModel):
@@ -46,40 +48,85 @@ def machine_usd_per_hour(device: str | None, cores: int | None, knowledge: Knowl
     return None
 
 
+def stop_text(sw, knowledge: Knowledge, lang: str) -> str:
+    """Why the sweep stopped, in the page's language (from its structured `stop`), else its English words."""
+    st = sw.stop or {}
+    key = f"cap_stop_{st.get('key')}"
+    if key in knowledge.strings:
+        try:
+            return knowledge.s(key, lang, **{k: v for k, v in st.items() if k != "key"})
+        except (KeyError, IndexError, ValueError):
+            pass
+    return sw.stop_reason or ""
+
+
 def check_capacity(sweeps, asked: int, top: str | None, knowledge: Knowledge, lang: str = "en",
                    cores: int | None = None, gpu_price: float | None = None,
-                   core_price: float | None = None) -> CapacityVerdict:
+                   core_price: float | None = None, target=None, target_ms: float | None = None,
+                   answers_id: str | None = None) -> CapacityVerdict:
+    """Each sweep is judged against the target it was run with. A sweep measured on a busy machine, on another
+    device than `target` (a TargetDevice) or for other answers than `answers_id` is shown, and cannot change
+    the advice."""
+    from advisor.evidence.verdict import mismatch
+
     s = lambda key, **kw: knowledge.s(key, lang, **kw)  # noqa: E731
     rows, lines = [], []
     for sw in sweeps:
         name = knowledge.engines[sw.engine].name if sw.engine in knowledge.engines else sw.engine
         at = next((lv for lv in sw.levels if lv.concurrency == sw.capacity), None)
         usd = machine_usd_per_hour(sw.device, cores, knowledge, gpu_price, core_price)
+        held = None
+        if sw.busy:
+            held = s("cap_held_busy", pct=f"{max((lv.other_cpu_percent or 0) for lv in sw.levels):.0f}")
+        elsewhere = mismatch(sw, target, knowledge, lang) if target is not None else None
+        if elsewhere:
+            held = elsewhere
+        if answers_id and sw.answers_id and sw.answers_id != answers_id:
+            held = s("cap_held_other_answers")
         row = CapacityRow(engine=sw.engine, name=name, capacity=sw.capacity, device=sw.device,
                           ttft_p95_ms=at.ttft_ms.p95 if at else None, output_tps=at.output_tps_total if at else None,
-                          usd_per_hour=usd, plan_max_concurrency=sw.plan_max_concurrency, stop_reason=sw.stop_reason)
+                          usd_per_hour=usd, plan_max_concurrency=sw.plan_max_concurrency,
+                          stop_reason=stop_text(sw, knowledge, lang), inconclusive_at=sw.inconclusive_at, held=held)
         cost = usd_per_million_tokens(usd, row.output_tps)
         row.usd_per_m_tokens = None if cost is None else round(cost, 4)
         rows.append(row)
-        target = f"{sw.ttft_target_ms:g}" if sw.ttft_target_ms else "—"
+        target_txt = f"{sw.ttft_target_ms:g}" if sw.ttft_target_ms else "—"
+        their_asked = sw.asked_concurrency or asked
         if sw.status != "ok":
-            lines.append(s("cap_line_failed", engine=name, why=sw.reason or sw.status))
+            line = s("cap_line_failed", engine=name, why=sw.reason or sw.status)
+        elif sw.capacity is None and sw.inconclusive_at:
+            line = s("cap_line_inconclusive", engine=name, ms=target_txt, c=sw.inconclusive_at, asked=their_asked)
         elif sw.capacity is None:
-            lines.append(s("cap_line_none", engine=name, ms=target, asked=asked))
+            line = s("cap_line_none", engine=name, ms=target_txt, asked=their_asked)
         else:
-            lines.append(s("cap_line", engine=name, ms=target, n=sw.capacity, asked=asked,
-                           share=f"{sw.goodput_share:.0%}"))
+            line = s("cap_line", engine=name, ms=target_txt, n=sw.capacity, asked=their_asked,
+                     share=f"{sw.goodput_share:.0%}")
+            if sw.inconclusive_at:
+                line += " " + s("cap_line_then_inconclusive", c=sw.inconclusive_at)
+        if target_ms is not None and sw.ttft_target_ms and abs(sw.ttft_target_ms - target_ms) > 0.5:
+            line += " " + s("cap_other_target", run=f"{sw.ttft_target_ms:g}", now=f"{target_ms:g}")
+        if held:
+            line += " " + s("cap_held", why=held)
+        lines.append(line)
     measured = {r.engine: r for r in rows if r.capacity is not None}
+    decisive = {e: r for e, r in measured.items() if r.held is None}
     top_row = measured.get(top) if top else None
-    best = max(measured.values(), key=lambda r: r.capacity, default=None)
+    best = max(decisive.values(), key=lambda r: r.capacity, default=None)
+    best_any = max(measured.values(), key=lambda r: r.capacity, default=None)
     changes, better = False, None
     if top and top_row is not None and top_row.capacity >= asked:
         summary = s("cap_sum_top_meets", engine=top_row.name, n=top_row.capacity, asked=asked)
     elif best is not None and best.capacity >= asked and best.engine != top:
         changes, better = True, best.engine
         summary = s("cap_sum_changes", best=best.name, n=best.capacity, asked=asked)
+    elif rows and all(r.held for r in rows):
+        summary = s("cap_sum_held")
     elif best is not None:
         summary = s("cap_sum_none_meets", best=best.name, n=best.capacity, asked=asked)
+    elif best_any is not None:
+        summary = s("cap_sum_held")
+    elif any(r.inconclusive_at for r in rows):
+        summary = s("cap_sum_inconclusive")
     else:
         summary = s("cap_sum_unmeasured")
     return CapacityVerdict(rows=rows, lines=lines, summary=summary, changes_advice=changes, better=better)

@@ -120,6 +120,50 @@ def list_runs(limit: int = 50, path: Path | None = None) -> list[tuple[int, floa
             _rows("SELECT id, created, result FROM runs ORDER BY id DESC LIMIT ?", limit, ProbeResult, path)]
 
 
+def get_runs(ids: list[int], path: Path | None = None) -> dict[int, ProbeResult]:
+    """The runs with these ids, however old (a pick is never dropped because newer runs came after it)."""
+    ids = [int(i) for i in ids][:200]
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    try:
+        with closing(_open(path)) as c:
+            rows = c.execute(f"SELECT id, result FROM runs WHERE id IN ({marks})", ids).fetchall()
+    except (sqlite3.Error, HistoryError) as err:
+        NOTICES.append(str(err))
+        return {}
+    out = {}
+    for rid, blob in rows:
+        if isinstance(blob, (str, bytes)) and len(blob) <= MAX_RESULT_BYTES:
+            try:
+                out[int(rid)] = ProbeResult.model_validate_json(blob)
+            except (ValueError, TypeError):
+                continue
+    return out
+
+
+def get_sweeps(groups: list[str], path: Path | None = None) -> list[tuple[int, str, SweepResult]]:
+    """The sweeps of these groups, oldest first, however old."""
+    groups = [str(g) for g in groups][:50]
+    if not groups:
+        return []
+    marks = ",".join("?" * len(groups))
+    try:
+        with closing(_open(path)) as c:
+            rows = c.execute(f"SELECT id, grp, result FROM sweeps WHERE grp IN ({marks}) ORDER BY id", groups).fetchall()
+    except (sqlite3.Error, HistoryError) as err:
+        NOTICES.append(str(err))
+        return []
+    out = []
+    for sid, grp, blob in rows:
+        if isinstance(blob, (str, bytes)) and len(blob) <= MAX_RESULT_BYTES:
+            try:
+                out.append((int(sid), str(grp), SweepResult.model_validate_json(blob)))
+            except (ValueError, TypeError):
+                continue
+    return out
+
+
 def save_sweep(sweep: SweepResult, group: str, path: Path | None = None) -> int:
     """A sweep's summary (its levels' full results are runs of their own, named by `run_ids`); one group per job."""
     return _insert("INSERT INTO sweeps (created, grp, engine, result) VALUES (?, ?, ?, ?)",

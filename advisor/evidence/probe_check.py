@@ -110,8 +110,13 @@ def check_probe(res: ProbeResult, knowledge: Knowledge, hardware: Hardware | Non
     roof = plan.decode_tps_upper_bound
     pct = round(tps / roof * 100, 1) if tps and roof else None
     s = knowledge.s
-    parts = [s("check_memory", lang, engine=knowledge.engines[res.engine].name, predicted=round(predicted),
-               measured=round(measured) if measured else "—", err=f"{err:+.0f}" if err is not None else "—")]
+    if res.prepare_time_s and not on_gpu:  # the one-off conversion ran in this probe's process: its heap stays
+        err = None
+        parts = [s("check_memory_prepared", lang, engine=knowledge.engines[res.engine].name, predicted=round(predicted),
+                   measured=round(measured) if measured else "—", prep=f"{res.prepare_time_s:.0f}")]
+    else:
+        parts = [s("check_memory", lang, engine=knowledge.engines[res.engine].name, predicted=round(predicted),
+                   measured=round(measured) if measured else "—", err=f"{err:+.0f}" if err is not None else "—")]
     if pct is not None:
         parts.append(s("check_roofline", lang, pct=round(pct), tps=round(tps, 1), roof=round(roof, 1),
                        what=s("check_bw_cpu" if not on_gpu else "check_bw_gpu", lang)))

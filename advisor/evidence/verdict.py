@@ -20,6 +20,8 @@ class EngineVerdict(BaseModel):
     output_tps_total: float | None = None
     text: str
     elsewhere: str | None = None  # why this measurement does not speak for the target hardware
+    held: str | None = None  # why it cannot change the advice (a busy machine, not served as deployed)
+    failed: bool = False  # its latest run is partial or error: "not measured", with the cause in `text`
 
 
 class Verdict(BaseModel):
@@ -29,7 +31,10 @@ class Verdict(BaseModel):
     # confirmed: the top engine meets the target; changed: another measured engine should lead;
     # missed: the top engine misses and nothing measured meets it; unmeasured: the top engine was not measured;
     # elsewhere: it was measured, but on another kind of device (or GPU) than the target, so that says nothing
-    status: Literal["confirmed", "changed", "missed", "unmeasured", "elsewhere"] = "unmeasured"
+    # inconclusive: the target lies within the p95's interval; held: measured, but on a busy machine or not as
+    # deployed; failed: its latest run is partial or error
+    status: Literal["confirmed", "changed", "missed", "unmeasured", "elsewhere", "inconclusive", "held",
+                    "failed"] = "unmeasured"
 
 
 class TargetDevice(BaseModel):
@@ -64,12 +69,13 @@ def target_device(answers, hardware, knowledge, lang: str = "en") -> TargetDevic
     return TargetDevice(kind="cpu", label=_t(lang, "this machine's CPU", "本机 CPU"))
 
 
-def measured_on(res: ProbeResult) -> tuple[str | None, str | None]:
-    """("cpu" | "gpu" | "remote" | None, the GPU's name when the result names it) from what the probe recorded."""
+def measured_on(res) -> tuple[str | None, str | None]:
+    """("cpu" | "gpu" | "remote" | None, the GPU's name when the result names it) from what the probe recorded
+    (a ProbeResult or a SweepResult: anything with a `device`)."""
     return device_kind(res.device)
 
 
-def mismatch(res: ProbeResult, target: TargetDevice | None, knowledge=None, lang: str = "en") -> str | None:
+def mismatch(res, target: TargetDevice | None, knowledge=None, lang: str = "en") -> str | None:
     """Why this measurement does not speak for the target (None when it does, or when that cannot be told)."""
     if target is None:
         return None
@@ -96,73 +102,146 @@ def _t(lang: str, en: str, zh: str) -> str:
     return zh if lang == "zh" else en
 
 
+GOODPUT_SHARE = 0.9  # an SLA is met when at least this share of all requests (failed ones count) met the target
+
+
+def _ms(x: float) -> str:
+    return f"{x:,.0f}"
+
+
+def _judge_one(res: ProbeResult, target_ms: float, lang: str) -> tuple[bool | None, str, str | None]:
+    """(meets the SLA: True / False / None for inconclusive, its text, why it cannot change the advice or None).
+
+    Goodput first (failed requests are misses), then the p95 with its bootstrap interval; judged against the
+    target the run was made with."""
+    p95 = res.ttft_ms.p95
+    good = res.goodput
+    lo, hi = (res.ttft_p95_ci_ms or [p95, p95])[:2] if p95 is not None else (None, None)
+    band = (f" [{_ms(lo)}–{_ms(hi)}]" if res.ttft_p95_ci_ms and p95 is not None else "")
+    if p95 is None:
+        meets = False
+    elif lo is not None and lo <= target_ms < hi:
+        meets = None
+    else:
+        meets = p95 <= target_ms and (good is None or good >= GOODPUT_SHARE)
+    if meets is None:
+        text = _t(lang, f"TTFT p95 {_ms(p95)} ms{band} around the {_ms(target_ms)} ms target: inconclusive (more "
+                        "requests would tell)",
+                  f"首 token p95 {_ms(p95)} 毫秒{band}，目标 {_ms(target_ms)} 毫秒落在区间内：无法定论（需要更多请求）")
+    elif meets:
+        text = _t(lang, f"TTFT p95 {_ms(p95)} ms{band} ≤ target {_ms(target_ms)} ms: meets the SLA",
+                  f"首 token p95 {_ms(p95)} 毫秒{band} ≤ 目标 {_ms(target_ms)} 毫秒：满足 SLA")
+    elif p95 is not None and p95 <= target_ms:
+        text = _t(lang, f"TTFT p95 {_ms(p95)} ms ≤ target {_ms(target_ms)} ms, but only {good:.0%} of the requests "
+                        f"met it (at least {GOODPUT_SHARE:.0%} must): misses the SLA",
+                  f"首 token p95 {_ms(p95)} 毫秒 ≤ 目标 {_ms(target_ms)} 毫秒，但只有 {good:.0%} 的请求达标（至少需要 "
+                  f"{GOODPUT_SHARE:.0%}）：未满足 SLA")
+    else:
+        text = _t(lang, f"TTFT p95 {_ms(p95)} ms{band} > target {_ms(target_ms)} ms: misses the SLA",
+                  f"首 token p95 {_ms(p95)} 毫秒{band} > 目标 {_ms(target_ms)} 毫秒：未满足 SLA")
+    if good is not None and not (meets is False and p95 is not None and p95 <= target_ms):
+        text += _t(lang, f"; goodput {good:.0%}", f"；达标率 {good:.0%}")
+    held = None
+    if res.system_load.busy:
+        pct = res.system_load.other_processes_cpu_percent
+        held = _t(lang, f"measured on a busy machine (other processes used {pct:.0f}% of the CPU): shown, but it "
+                        "cannot change the advice; rerun on an idle machine",
+                  f"测量时机器繁忙（其他进程占用 {pct:.0f}% 的 CPU）：仅供参考，不改变建议；请在空闲时重测")
+    conc = res.settings.concurrency if res.settings else 1
+    if res.engine == "llama.cpp" and res.serving_mode == "in-process" and conc > 1:
+        held = _t(lang, f"served one request at a time in-process at concurrency {conc}; llama.cpp deployed with "
+                        "llama-server batches them, so this run cannot change the advice",
+                  f"在并发 {conc} 下于进程内逐个服务；以 llama-server 部署的 llama.cpp 会批处理，因此这次运行不改变建议")
+    return meets, text, held
+
+
 def revisit(rec: Recommendation, results: list[ProbeResult], target_ms: float, lang: str = "en",
             labels: list[str] | None = None, target: TargetDevice | None = None, knowledge=None) -> Verdict:
-    """The latest ok result per engine decides (results come oldest first; labels, e.g. "#12 llama.cpp", name
-    the run that decided); a ranked engine that misses the TTFT p95 target loses the lead to the best-ranked
-    engine that meets it. A result measured on another kind of device than `target` (a CPU probe for a GPU
-    target, or another GPU model) is shown with that caveat and never changes the advice."""
+    """The latest measured result per engine decides (results come oldest first; labels, e.g. "#12 llama.cpp", name
+    the run that decided); a ranked engine that misses its SLA loses the lead to the best-ranked engine that meets
+    it. Each run is judged against the TTFT target it was run with (a different current target is said beside it).
+    A run that is not ok (partial, error: more than 10 % of its requests failed) is "not measured" with its cause.
+    A result measured on another device than `target`, on a busy machine, or (llama.cpp) one at a time where it
+    would batch, is shown with that caveat and never changes the advice."""
     latest: dict[str, ProbeResult] = {}
+    failed: dict[str, ProbeResult] = {}
     label: dict[str, str] = {}
     count: dict[str, int] = {}
     for i, r in enumerate(results):
         if r.status == "ok":
             latest[r.engine] = r
+            failed.pop(r.engine, None)
             label[r.engine] = labels[i] if labels and i < len(labels) else r.engine
             count[r.engine] = count.get(r.engine, 0) + 1
+        elif r.status in ("partial", "error") and r.engine not in latest:
+            failed[r.engine] = r
+            label[r.engine] = labels[i] if labels and i < len(labels) else r.engine
     rank = {r.engine: i for i, r in enumerate(rec.ranking, 1)}
     out = []
-    for engine in [r.engine for r in rec.ranking] + sorted(set(latest) - set(rank)):
+    for engine in [r.engine for r in rec.ranking] + sorted((set(latest) | set(failed)) - set(rank)):
         res = latest.get(engine)
         if res is None:
+            bad = failed.get(engine)
+            text = (_t(lang, f"not measured: {bad.reason or bad.status} (run {label[engine]})",
+                       f"未实测：{bad.reason or bad.status}（运行 {label[engine]}）") if bad else
+                    _t(lang, "not measured", "未实测"))
             out.append(EngineVerdict(engine=engine, rank=rank.get(engine), measured=False, target_ms=target_ms,
-                                     text=_t(lang, "not measured", "未实测")))
+                                     text=text, failed=bad is not None))
             continue
-        p95 = res.ttft_ms.p95
-        meets = p95 is not None and p95 <= target_ms
-        text = (_t(lang, f"TTFT p95 {p95:.0f} ms ≤ target {target_ms:.0f} ms — meets the SLA",
-                   f"首 token p95 {p95:.0f} 毫秒 ≤ 目标 {target_ms:.0f} 毫秒——满足 SLA") if meets else
-                _t(lang, f"TTFT p95 {p95:.0f} ms > target {target_ms:.0f} ms — misses the SLA",
-                   f"首 token p95 {p95:.0f} 毫秒 > 目标 {target_ms:.0f} 毫秒——未满足 SLA"))
-        if res.goodput is not None:
-            text += _t(lang, f"; goodput {res.goodput:.0%}", f"；达标率 {res.goodput:.0%}")
-        if res.system_load.busy:
-            text += _t(lang, " (measured on a busy machine)", "（测量时机器繁忙）")
+        run_target = res.ttft_target_ms if res.ttft_target_ms is not None else target_ms
+        meets, text, held = _judge_one(res, run_target, lang)
+        if abs(run_target - target_ms) > 0.5:
+            text += _t(lang, f" (run for a {_ms(run_target)} ms target; yours is now {_ms(target_ms)} ms)",
+                       f"（该次运行的目标为 {_ms(run_target)} 毫秒；你现在的目标是 {_ms(target_ms)} 毫秒）")
         if count[engine] > 1:
             text += _t(lang, f" (run {label[engine]}, the latest of {count[engine]} runs of {engine})",
                        f"（取 {engine} 的 {count[engine]} 次运行中最新的一次：{label[engine]}）")
         elsewhere = mismatch(res, target, knowledge, lang)
         if elsewhere:
-            text += " — " + elsewhere
-        out.append(EngineVerdict(engine=engine, rank=rank.get(engine), measured=True, ttft_p95_ms=p95,
-                                 target_ms=target_ms, meets_sla=meets, goodput=res.goodput,
-                                 output_tps_total=res.output_tps_total, text=text, elsewhere=elsewhere))
+            text += _t(lang, ": ", "：") + elsewhere
+        if held:
+            text += _t(lang, "; ", "；") + held
+        out.append(EngineVerdict(engine=engine, rank=rank.get(engine), measured=True, ttft_p95_ms=res.ttft_ms.p95,
+                                 target_ms=run_target, meets_sla=meets, goodput=res.goodput,
+                                 output_tps_total=res.output_tps_total, text=text, elsewhere=elsewhere, held=held))
     top = rec.ranking[0].engine if rec.ranking else None
     by = {v.engine: v for v in out}
     changes = False
     status = "unmeasured"
-    if top and by.get(top) and by[top].measured and by[top].elsewhere:
+    t = by.get(top) if top else None
+    if t is not None and t.measured and t.elsewhere:
         status = "elsewhere"
-        summary = _t(lang, f"{top}: {by[top].elsewhere}. The advice stands on the plan; measure on the target "
+        summary = _t(lang, f"{top}: {t.elsewhere}. The advice stands on the plan; measure on the target "
                            "hardware to confirm it.",
-                     f"{top}：{by[top].elsewhere}。建议仍以容量规划为准；请在目标硬件上实测以确认。")
-    elif top and by.get(top) and by[top].measured:
-        if by[top].meets_sla:
-            status = "confirmed"
-            summary = _t(lang, f"The measurement confirms the advice: {top} meets the TTFT target.",
-                         f"实测支持该建议：{top} 满足首 token 目标。")
+                     f"{top}：{t.elsewhere}。建议仍以容量规划为准；请在目标硬件上实测以确认。")
+    elif t is not None and t.measured and t.meets_sla:
+        status = "confirmed"
+        summary = _t(lang, f"The measurement confirms the advice: {top} meets the TTFT target.",
+                     f"实测支持该建议：{top} 满足首 token 目标。")
+    elif t is not None and t.measured and t.meets_sla is None:
+        status = "inconclusive"
+        summary = _t(lang, f"{top}: the measurement is inconclusive against the target (it lies within the p95's "
+                           "interval); the advice stands. Run more requests to decide.",
+                     f"{top}：实测结果相对目标无法定论（目标落在 p95 的区间内）；建议不变。请增加请求数再测。")
+    elif t is not None and t.measured and t.held:
+        status = "held"
+        summary = _t(lang, f"{top}: {t.held}.", f"{top}：{t.held}。")
+    elif t is not None and t.measured:
+        better = next((v.engine for v in out if v.measured and v.meets_sla and v.rank and not v.elsewhere
+                       and not v.held), None)
+        if better:
+            changes, status = True, "changed"
+            summary = _t(lang, f"The measurement changes the advice: {top} misses the TTFT target and "
+                               f"{better} meets it: prefer {better} on this hardware.",
+                         f"实测改变了建议：{top} 未达到首 token 目标，而 {better} 达到；在该硬件上优先选择 {better}。")
         else:
-            better = next((v.engine for v in out if v.measured and v.meets_sla and v.rank and not v.elsewhere), None)
-            if better:
-                changes, status = True, "changed"
-                summary = _t(lang, f"The measurement changes the advice: {top} misses the TTFT target and "
-                                   f"{better} meets it — prefer {better} on this hardware.",
-                             f"实测改变了建议：{top} 未达到首 token 目标，而 {better} 达到——在该硬件上优先选择 {better}。")
-            else:
-                status = "missed"
-                summary = _t(lang, f"{top} misses the TTFT target and no measured engine meets it: revisit the "
-                                   "hardware, the model size or the target.",
-                             f"{top} 未达到首 token 目标，且没有已测引擎达到：请重新考虑硬件、模型大小或目标。")
+            status = "missed"
+            summary = _t(lang, f"{top} misses the TTFT target and no measured engine meets it: revisit the "
+                               "hardware, the model size or the target.",
+                         f"{top} 未达到首 token 目标，且没有已测引擎达到：请重新考虑硬件、模型大小或目标。")
+    elif t is not None and t.failed:
+        status = "failed"
+        summary = _t(lang, f"{top}: {t.text}.", f"{top}：{t.text}。")
     else:
         summary = _t(lang, "The top-ranked engine has not been measured yet.", "排名第一的引擎尚未实测。")
     return Verdict(engines=out, changes_advice=changes, summary=summary, status=status)

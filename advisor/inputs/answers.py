@@ -238,5 +238,14 @@ def load_answers(path: str | Path) -> Answers:
     return answers_from_text(raw, str(p))[0]
 
 
+def answers_id(answers: Answers) -> str:
+    """A short fingerprint of the answers: a run or sweep keeps the one it was made for, so it is never judged
+    against, nor shown for, another question by default."""
+    import hashlib
+
+    raw = answers.model_dump_json(exclude_none=True)
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:12]
+
+
 def dump_answers(answers: Answers) -> str:
     return yaml.safe_dump(answers.model_dump(mode="json", exclude_none=True), sort_keys=False, allow_unicode=True)

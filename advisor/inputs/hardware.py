@@ -1,7 +1,9 @@
 """What this machine has, found without importing any inference engine.
 
 NVML absent (no driver, no GPU) is the normal case on many machines: it yields no GPUs and a
-`nvml_error` explaining why, never an exception.
+`nvml_error` explaining why, never an exception. The UI translates that through a stable code
+(`nvml_error_code`, a key `hw_err_<code>` in knowledge/strings.yaml) and shows the library's own words
+(`nvml_error_detail`, untranslated) only as a detail; `nvml_error` is the English line for the CLI and logs.
 """
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import importlib.util
 import os
 import platform
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, Field
 
@@ -48,12 +50,43 @@ class EngineInstall(BaseModel):
     location: str | None = None  # where it was found: "app venv", or the engine's own venv (vLLM)
 
 
+NvmlErrorCode = Literal["nvml_not_installed", "nvml_unavailable", "nvml_failed"]
+NVML_ERROR_CODES: tuple[str, ...] = get_args(NvmlErrorCode)
+_EN = {  # the English line of each code (knowledge/strings.yaml's hw_err_<code> says the same, in en and zh)
+    "nvml_not_installed": "nvidia-ml-py is not installed (pip install nvidia-ml-py)",
+    "nvml_unavailable": "NVML unavailable",
+    "nvml_failed": "NVML error",
+}
+DETAIL_MAX_CHARS = 200
+
+
+class DetectionError(BaseModel):
+    """Why a detection step found nothing: a stable code to translate, and the library's own words (a detail)."""
+
+    code: NvmlErrorCode
+    detail: str | None = None  # untranslated, one printable line
+
+    @property
+    def message(self) -> str:
+        return f"{_EN[self.code]}: {self.detail}" if self.detail else _EN[self.code]
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _detail(err: BaseException) -> str | None:
+    text = " ".join("".join(ch if ch.isprintable() else " " for ch in str(err)).split())
+    return text[:DETAIL_MAX_CHARS] or None
+
+
 class Hardware(BaseModel):
     gpu_vendor: Literal["nvidia", "amd", "intel", "apple", "none"]
     gpus: list[GpuInfo] = Field(default_factory=list)
     driver_version: str | None = None
     cuda_version: str | None = None
-    nvml_error: str | None = None
+    nvml_error: str | None = None  # English, for the CLI and logs
+    nvml_error_code: NvmlErrorCode | None = None  # what the UI translates (hw_err_<code>)
+    nvml_error_detail: str | None = None  # the library's own message, shown untranslated as a detail
     cpu: CpuInfo
     ram_total_mb: float
     ram_available_mb: float
@@ -64,15 +97,15 @@ class Hardware(BaseModel):
     source: Literal["detected", "answers"] = "detected"
 
 
-def _nvml() -> tuple[list[GpuInfo], str | None, str | None, str | None]:
+def _nvml() -> tuple[list[GpuInfo], str | None, str | None, DetectionError | None]:
     try:
         import pynvml  # from nvidia-ml-py; pure ctypes, loads no engine
     except ImportError:
-        return [], None, None, "nvidia-ml-py is not installed (pip install nvidia-ml-py)"
+        return [], None, None, DetectionError(code="nvml_not_installed")
     try:
         pynvml.nvmlInit()
     except pynvml.NVMLError as err:
-        return [], None, None, f"NVML unavailable: {err}"
+        return [], None, None, DetectionError(code="nvml_unavailable", detail=_detail(err))
     try:
         gpus = []
         for i in range(pynvml.nvmlDeviceGetCount()):
@@ -96,7 +129,7 @@ def _nvml() -> tuple[list[GpuInfo], str | None, str | None, str | None]:
             cuda = None
         return gpus, driver, cuda, None
     except pynvml.NVMLError as err:
-        return [], None, None, f"NVML error: {err}"
+        return [], None, None, DetectionError(code="nvml_failed", detail=_detail(err))
     finally:
         try:
             pynvml.nvmlShutdown()
@@ -271,7 +304,9 @@ def detect(knowledge: Knowledge) -> Hardware:
     cpu = CpuInfo(model=model, arch=machine, physical_cores=psutil.cpu_count(logical=False),
                   logical_cores=psutil.cpu_count(logical=True) or 1, usable_cores=usable, flags=flags)
     vendor = gpus[0].vendor if gpus else "none"
-    return Hardware(gpu_vendor=vendor, gpus=gpus, driver_version=driver, cuda_version=cuda, nvml_error=nvml_error,
-                    cpu=cpu, ram_total_mb=vm.total / 2**20, ram_available_mb=vm.available / 2**20,
+    return Hardware(gpu_vendor=vendor, gpus=gpus, driver_version=driver, cuda_version=cuda,
+                    nvml_error=nvml_error.message if nvml_error else None,
+                    nvml_error_code=nvml_error.code if nvml_error else None,
+                    nvml_error_detail=nvml_error.detail if nvml_error else None, cpu=cpu, ram_total_mb=vm.total / 2**20, ram_available_mb=vm.available / 2**20,
                     os=_os_name(system, platform.release()), os_release=platform.release(),
                     apple_silicon=apple, engines=installed_engines(knowledge))

@@ -70,11 +70,16 @@ class Knowledge:
     strings: dict[str, ks.Text]
     support: ks.SupportFile
     prices: ks.PricesFile
+    sources: ks.SourcesFile
 
     def s(self, key: str, lang: str = "en", **kw: object) -> str:
         """A UI/report string in the chosen language."""
         text = self.strings[key].get(lang)
         return text.format(**kw) if kw else text
+
+    def cite(self, source: str, lang: str = "en") -> ks.Citation | None:
+        """What a `source` string is (title, section, link) from sources.yaml; None when it is not listed."""
+        return self.sources.cite(source, lang)
 
 
 def load_knowledge(directory: str | Path | None = None) -> Knowledge:
@@ -125,4 +130,5 @@ def _cached(d: Path) -> Knowledge:
         strings=_load(d / "strings.yaml", ks.StringsFile).strings,
         support=support,
         prices=prices,
+        sources=_load(d / "sources.yaml", ks.SourcesFile),
     )

@@ -8,7 +8,8 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Generic, Literal, TypeVar, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Discriminator, Field, PrivateAttr, Tag, field_validator,
+                      model_validator)
 
 from advisor.knowledge.vocabulary import Precision as AnswersPrecision  # one list of precisions
 
@@ -239,9 +240,18 @@ class Rule(Sourced):
     exclude_self: bool = False
     text: Text
     source: str
+    # the doc of each engine's own mechanism, where the text speaks of several engines (falls back to `source`)
+    sources: dict[EngineId, SourceStr] = Field(default_factory=dict)
+
+    def source_for(self, engine: str) -> str:
+        """The source a reason about `engine` cites: that engine's own doc when the rule names one."""
+        return self.sources.get(engine, self.source)  # type: ignore[call-overload]
 
     @model_validator(mode="after")
     def _does_something(self) -> "Rule":
+        stray = sorted(set(self.sources) - set(self.deltas) - set(self.exclude)) if self.scope == "answers" else []
+        if stray:
+            raise ValueError(f"sources names engines the rule does not score or exclude: {', '.join(stray)}")
         if self.scope == "answers":
             if self.self_delta is not None or self.exclude_self:
                 raise ValueError("self_delta / exclude_self need scope: each-engine")
@@ -419,6 +429,100 @@ class PricesFile(Strict):
     currency: Literal["USD"]
     cpu_core_hour: Price
     gpus: dict[str, Price]
+
+
+# ---------------------------------------------------------------- sources (sources.yaml): what each source is
+
+_SEED_FILE_RE = re.compile(r"^\d{3}_[0-9a-f]{16}\.txt$")
+_GROUP_RE = re.compile(r"\{(\w+)\}")
+
+
+class SeedArticle(Strict):
+    """One of the seed articles (shared/seeds/): its title in its own language and in English, where it appeared."""
+
+    title: Text  # the seeds are Chinese: zh is the article's own title, en an English rendering
+    original: Literal["en", "zh"] = "zh"
+    site: Text | None = None  # the site or author it names, if any
+    url: str | None = Field(default=None, pattern=r"^https?://\S+$")
+    url_is_copy: bool = False  # the url is a republished copy of the same text, not the original
+    note: Text
+
+
+class SourcePattern(Strict):
+    """A family of sources titled from their address (a model's config.json, a vendor's product page)."""
+
+    match: str  # a regular expression the whole source must match
+    title: Text  # may name the expression's groups in braces: "{repo}"
+
+    @model_validator(mode="after")
+    def _compiles(self) -> "SourcePattern":
+        try:
+            groups = set(re.compile(self.match).groupindex)
+        except re.error as err:
+            raise ValueError(f"match {self.match!r} is not a regular expression: {err}") from None
+        for t in (self.title.en, self.title.zh):
+            missing = set(_GROUP_RE.findall(t)) - groups
+            if missing:
+                raise ValueError(f"title names {sorted(missing)}, which match {self.match!r} does not capture")
+        return self
+
+
+class Citation(BaseModel):
+    """A source as a reader sees it: a title, the section cited, the link (None for a seed without one)."""
+
+    title: str
+    section: str | None = None
+    url: str | None = None
+    seed: bool = False
+
+
+def _page_key(source: str) -> str:
+    """Scheme and host are case-insensitive (https://ONNXRuntime.ai is onnxruntime.ai); a #fragment is a place in
+    the page, not another page."""
+    m = re.match(r"^(https?://[^/]+)(.*)$", source)
+    key = m.group(1).lower() + m.group(2) if m else source
+    return key.split("#", 1)[0]
+
+
+class SourcesFile(Strict):
+    seeds: dict[str, SeedArticle]
+    pages: dict[str, Text]  # a URL (or a bench script of this project) and its page title
+    patterns: list[SourcePattern] = Field(default_factory=list)
+    _by_key: dict[str, Text] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _keys(self) -> "SourcesFile":
+        for name in self.seeds:
+            if not _SEED_FILE_RE.match(name):
+                raise ValueError(f"seeds: {name!r} is not a seed file name (000_0123456789abcdef.txt)")
+        keys: dict[str, str] = {}
+        for page in self.pages:
+            check_source(page)
+            if page.startswith(tuple(self.seeds)):
+                raise ValueError(f"pages: {page!r} is a seed; list it under seeds")
+            if _page_key(page) in keys:
+                raise ValueError(f"pages: {page!r} and {keys[_page_key(page)]!r} are the same page")
+            keys[_page_key(page)] = page
+        self._by_key = {k: self.pages[v] for k, v in keys.items()}
+        return self
+
+    def cite(self, source: str, lang: str = "en") -> Citation | None:
+        """What `source` is, in `lang`; None when the catalogue does not know it."""
+        source = source.strip()
+        name, _, section = source.partition(" §")
+        if name in self.seeds:
+            seed = self.seeds[name]
+            return Citation(title=seed.title.get(lang), section=section or None, url=seed.url, seed=True)
+        url = source if source.startswith(("http://", "https://")) else None
+        key = _page_key(source)
+        if key in self._by_key:
+            fragment = source.split("#", 1)[1] if "#" in source else None
+            return Citation(title=self._by_key[key].get(lang), section=fragment, url=url)
+        for p in self.patterns:
+            m = re.fullmatch(p.match, source)
+            if m:
+                return Citation(title=p.title.get(lang).format(**m.groupdict()), url=url)
+        return None
 
 
 # ---------------------------------------------------------------- UI / report strings

@@ -662,6 +662,16 @@ def _options(c: _Calc) -> list[PlanOption]:
         return []
     s, lang, k = c.k.s, c.lang, c.k
     out: list[PlanOption] = []
+    # ranked by effect: a smaller KV cache first (it halves what usually overflows), where the matrix allows it
+    if c.kv_dtype not in ("fp8", "int8") and c.device in ("gpu", "gpu+cpu", "cpu"):
+        for dtype in ("fp8", "int8"):
+            alt = _Calc(c.engine, c.spec, c.target, replace(c.wl, kv_cache_dtype=dtype), k, lang, c.prec)
+            if alt.kv_dtype == dtype and alt.fits:
+                out.append(PlanOption(kind="kv_dtype", kv_cache_dtype=dtype, total_gib=_r(alt.total_gib),
+                                      available_gib=_r(alt.available_gib),
+                                      text=s("plan_fix_kv_dtype", lang, dtype=dtype.upper(),
+                                             total=round(alt.total_gib, 1), avail=round(alt.available_gib, 1))))
+                break
     mc, mx = c.max_concurrency(), c.max_context()
     if mx and mx >= 128 and c.device != "gpu+cpu":
         key = "plan_fix_reduce" if mc else "plan_fix_reduce_ctx"

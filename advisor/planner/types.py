@@ -42,8 +42,9 @@ class Target(BaseModel):
 class PlanOption(BaseModel):
     """One way to make a plan that does not fit fit."""
 
-    kind: Literal["quantize", "add_gpus", "offload", "reduce_context", "more_memory"]
+    kind: Literal["kv_dtype", "quantize", "add_gpus", "offload", "reduce_context", "more_memory"]
     text: str
+    kv_cache_dtype: str | None = None
     precision: str | None = None
     gpu_count: int | None = None
     context_tokens: int | None = None

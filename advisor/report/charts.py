@@ -80,19 +80,49 @@ def _text_px(text: str, size: float) -> float:
     return sum(size if ord(ch) > 0x2E80 else size * 0.62 for ch in str(text))
 
 
+MIN_HEIGHT = 320  # px: on a phone (390 px wide) a chart keeps room for its data
+AXIS_BELOW_PX = 64  # the x axis's tick labels and title under the plot area: the legend starts below them
+LEGEND_ROW_PX = 22
+LEGEND_WIDTH_PX = 560  # the plot-area width a legend's rows are counted for (a PNG's; a phone has more rows)
+TITLE_MAX_PX = 380  # a title wider than this at 15 px is set at 13 px, so a phone (~358 px of chart) shows it
+
+
+def _legend_px(names: list[str], width: float = LEGEND_WIDTH_PX) -> int:
+    """The height of a horizontal legend of these entries (symbol, gap and text each), wrapped at `width`."""
+    px, used, row_lines = 8, 0.0, 1
+    for name in names:
+        lines = name.split("<br>")
+        w = max(_text_px(line, 12) for line in lines) + 48
+        if used and used + w > width:
+            px += LEGEND_ROW_PX * row_lines
+            used, row_lines = 0.0, 1
+        used += w
+        row_lines = max(row_lines, len(lines))
+    return px + LEGEND_ROW_PX * row_lines
+
+
 def _style(fig: go.Figure, title: str, x: dict, y: dict, height: int, legend: bool = True) -> go.Figure:
+    """Our layout on every chart. The legend is a horizontal row under the x axis, left-aligned, not a column at
+    the right: on a phone a right legend took half the width and covered the values. The height (at least
+    MIN_HEIGHT) grows by the legend's rows, so the plot area keeps its size; the title has the top margin to itself
+    (the pages also hide Plotly's mode bar, which covered it)."""
     names = [t.name for t in fig.data if t.name and t.showlegend is not False] if legend else []
-    # the legend sits right of the plot; reserve its width explicitly (autoexpand alone has cut it off in exports)
-    right = 30 + (int(max(_text_px(line, 12) for n in names for line in n.split("<br>"))) + 60 if names else 0)
+    legend_px = _legend_px(names) if names else 0
+    title_size = 15 if _text_px(title, 15) <= TITLE_MAX_PX else 13  # a long title still fits a phone's width
+    top = 52
+    height = max(int(height), MIN_HEIGHT) + legend_px
+    # the legend's top sits AXIS_BELOW_PX under the plot area: y is a fraction of the plot area's height, which is
+    # what is left once the legend has pushed the bottom margin (autoexpand) down to the axis and itself
+    plot_px = max(80, height - top - AXIS_BELOW_PX - legend_px)
     fig.update_layout(
         template="none", paper_bgcolor="white", plot_bgcolor="white",
         font=dict(family=FONT, size=13, color="#222"),
-        title=dict(text=title, x=0.01, xref="container", xanchor="left", y=0.98, yref="container", yanchor="top",
-                   font=dict(size=15)),
-        height=height, margin=dict(l=80, r=right, t=52, b=70, pad=4, autoexpand=True),
-        xaxis=x, yaxis=y, showlegend=legend,
-        legend=dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top", bgcolor="rgba(255,255,255,0.8)",
-                    font=dict(size=12)),
+        title=dict(text=title, x=0.01, xref="container", xanchor="left", y=1 - 10 / height, yref="container",
+                   yanchor="top", font=dict(size=title_size)),
+        height=height, margin=dict(l=80, r=30, t=top, b=70, pad=4, autoexpand=True),
+        xaxis=x, yaxis=y, showlegend=bool(names),
+        legend=dict(orientation="h", x=0, xanchor="left", y=-AXIS_BELOW_PX / plot_px, yanchor="top",
+                    bgcolor="rgba(255,255,255,0.8)", font=dict(size=12), traceorder="normal"),
     )
     return fig
 

@@ -19,7 +19,7 @@ from advisor.evidence.verdict import revisit, target_device
 from advisor.inputs.answers import Answers, ModelBlock, TargetHardware
 from advisor.inputs.hardware import Hardware
 from advisor.knowledge.load import Knowledge
-from advisor.report.mdtext import ZWSP, fold, md_escape
+from advisor.report.mdtext import ZWSP, cite, fold, md_escape, seed_lines
 from probes.result import ProbeResult
 
 CJK_FONTS = [  # (path, index of the Simplified Chinese face in a collection)
@@ -66,6 +66,18 @@ def _txt(text) -> str:
 def run_label(run_id: int | None, engine: str) -> str:
     """How a probe run is named everywhere (selector, tables, charts, verdict, report): "#12 llama.cpp"."""
     return engine if run_id is None else f"#{run_id} {engine}"
+
+
+def not_measured_text(r: ProbeResult, knowledge: Knowledge, lang: str) -> str:
+    """Why a run that is not ok measured nothing, in the page's language: "not measured: N of M requests failed:
+    CAUSE" (the cause in the engine's own words), or the run's reason when no request ran."""
+    bad = r.errors + r.requests_incomplete
+    if r.requests_total and bad and r.status in ("partial", "error"):
+        return knowledge.s("run_not_measured", lang, bad=bad, total=r.requests_total,
+                           cause=r.top_cause or r.reason or r.status)
+    if r.status == "cancelled" and r.requests_total:
+        return knowledge.s("run_cancelled_kept", lang, n=r.requests_total, ok=r.requests_ok)
+    return knowledge.s("run_not_measured_why", lang, why=r.reason or r.status)
 
 
 def run_labels(results: list[ProbeResult], run_ids: list[int] | None = None) -> list[str]:
@@ -129,7 +141,7 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
                    knowledge: Knowledge, lang: str = "en", images: dict[str, ChartImage] | None = None,
                    answers_file: str = "answers.yaml", probe_files: list[str] | None = None,
                    checks: list | None = None, run_ids: list[int] | None = None, sweeps: list | None = None,
-                   cores: int | None = None) -> str:
+                   cores: int | None = None, sweep_files: list[str] | None = None) -> str:
     """checks: advisor.evidence.probe_check results (predicted vs measured) for local probes.
     run_ids: the history id of each result (same order): runs are labelled "#<id> <engine>" and the reproduce line
     names them probe-<id>.json (the Probe page's download names); without it runs are #1, #2, … and the reproduce
@@ -175,13 +187,14 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
     out += [f"### {s('report_reasons')}", ""]
     for r in rec.ranking:
         out += [f"**{_txt(r.name)}** ({_num(r.score)})", ""]
-        out += [f"- `{round(x.delta, 1):+g}` {_txt(x.text)} — *{_txt(x.rule)}; {s('source')}: {_txt(x.source)}*"
-                for x in r.reasons]
+        out += [f"- `{round(x.delta, 1):+g}` {_txt(x.text)} — *{_txt(x.rule)}; {s('source')}: "
+                f"{cite(x.source, knowledge, lang)}*" for x in r.reasons]
         out.append("")
     if rec.excluded:
         out += [f"## {s('excluded_title')}", ""]
         for x in rec.excluded:
-            out += [f"- **{_txt(x.name)}**: " + " ".join(f"{_txt(y.text)} (*{_txt(y.source)}*)" for y in x.reasons)]
+            out += [f"- **{_txt(x.name)}**: " + " ".join(f"{_txt(y.text)} (*{cite(y.source, knowledge, lang)}*)"
+                                                         for y in x.reasons)]
         out.append("")
     from advisor.report import support_table
 
@@ -206,7 +219,10 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
         rows = []
         for lab, r in zip(labels, results):
             status = s(f"status_{r.status}") if f"status_{r.status}" in knowledge.strings else r.status
+            bad = r.errors + r.requests_incomplete
             rows.append([_cell(lab), _cell(status),
+                         f"{r.requests_ok} / {r.requests_incomplete} / {r.errors}" if r.requests_total else "–",
+                         _cell(r.top_cause or "") if bad else "",
                          f"{_fmt(r.ttft_ms.p50)} / {_fmt(r.ttft_ms.p95)} / {_fmt(r.ttft_ms.p99)}",
                          f"{_fmt(r.itl_ms.p50)} / {_fmt(r.itl_ms.p95)}", _fmt(r.decode_tps_per_request.p50),
                          _fmt(r.output_tps_total), "–" if r.goodput is None else f"{r.goodput:.0%}",
@@ -215,7 +231,7 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
         for lab, r in zip(labels, results):
             version = f" {_txt(r.engine_version)}" if r.engine_version else ""
             if r.status != "ok":
-                detail = r.reason or ""
+                detail = not_measured_text(r, knowledge, lang)
             else:
                 settings = ", ".join(f"{k}={v}" for k, v in r.backend_settings.items())
                 detail = "; ".join(x for x in (r.serving, r.device, settings) if x)
@@ -230,14 +246,18 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
         v = revisit(rec, results, float(answers.ttft_p95_ms), lang, labels=labels,
                     target=target_device(answers, hardware, knowledge, lang), knowledge=knowledge)
         out += [f"## {s('report_verdict')}", "", f"**{_txt(v.summary)}**", ""]
-        out += [f"- {_txt(e.engine)}: {_txt(e.text)}" for e in v.engines if e.measured]
+        out += [f"- {_txt(e.engine)}: {_txt(e.text)}" for e in v.engines if e.measured or e.failed]
         out.append("")
     # caveats
     if sweeps:
         from advisor.evidence.capacity_check import check_capacity
 
+        from advisor.inputs import answers_id
+
         v = check_capacity(sweeps, answers.concurrency, rec.top.engine if rec.top else None, knowledge, lang,
-                           cores=cores, gpu_price=answers.gpu_usd_per_hour, core_price=answers.cpu_core_usd_per_hour)
+                           cores=cores, gpu_price=answers.gpu_usd_per_hour, core_price=answers.cpu_core_usd_per_hour,
+                           target=target_device(answers, hardware, knowledge, lang),
+                           target_ms=float(answers.ttft_p95_ms), answers_id=answers_id(answers))
         out += ["", f"## {s('cap_title')}", "", f"**{_txt(v.summary)}**", ""]
         out += [f"- {_txt(line)}" for line in v.lines] + [""]
         r1 = lambda x: "—" if x is None else f"{x:,.1f}"  # noqa: E731
@@ -254,11 +274,16 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
     out += ["", f"### {s('report_claims')}", ""]
     for c in knowledge.claims.claims:
         if c.verdict in ("impossible", "misleading", "optimistic", "outdated"):
-            out.append(f"- **{s('claim_verdict_' + c.verdict)}** — “{_txt(c.quote)}” ({_txt(c.source)}): "
-                       f"{_txt(c.check.get(lang))}" + (f" ({_txt(c.evidence)})" if c.evidence else ""))
-    files = ([f"probe-{i}.json" for i in run_ids] if run_ids is not None else list(probe_files or []))
+            out.append(f"- **{s('claim_verdict_' + c.verdict)}** — “{_txt(c.quote)}” "
+                       f"({cite(c.source, knowledge, lang)}): {_txt(c.check.get(lang))}"
+                       + (f" ({cite(c.evidence, knowledge, lang)})" if c.evidence else ""))
+    out += ["", s("cite_seeds_intro"), ""]
+    out += [f"- {line}" for line in seed_lines(knowledge, lang)]
+    files = (list(probe_files) if probe_files is not None else
+             [f"probe-{i}.json" for i in run_ids] if run_ids is not None else [])
+    sweep_names = list(sweep_files) if sweep_files is not None else [f"sweep-{i}.json" for i in range(1, len(sweeps or []) + 1)]
     cmd = ("python -m advisor report --answers " + _shell(answers_file) + "".join(f" --probe {_shell(p)}" for p in files)
-           + f" --lang {lang} --out report.pdf")
+           + "".join(f" --sweep {_shell(p)}" for p in sweep_names) + f" --lang {lang} --out report.pdf")
     out += ["", f"## {s('report_reproduce')}", "", "```", cmd.replace("`", "'"), "```", ""]
     return "\n".join(out)
 
@@ -356,7 +381,10 @@ def _render_table(pdf, rows: list[list[tuple[str, str, str | None]]], family: st
     heading = all(tag == "th" for tag, _, _ in rows[0])
     pdf.set_font(family, size=TABLE_PT)
     pdf.ln(1)
-    with pdf.table(width=sum(widths), col_widths=widths, align="LEFT", line_height=pdf.font_size * 1.35,
+    total = sum(widths)
+    if total > epw:  # float sums can land a hair over the page width, which fpdf2 refuses
+        widths = [w * epw / total for w in widths]
+    with pdf.table(width=min(sum(widths), epw), col_widths=widths, align="LEFT", line_height=pdf.font_size * 1.35,
                    padding=(0.6, 1.0), text_align=tuple("RIGHT" if x else "LEFT" for x in numeric),
                    first_row_as_headings=heading, num_heading_rows=1 if heading else 0, repeat_headings=1,
                    headings_style=FontFace(emphasis="BOLD", fill_color=(236, 239, 242)),

@@ -1,5 +1,6 @@
 """Text going into Markdown: user and model text escaped as literal text (`md_escape`), long runs given break
-opportunities (`fold`), and bare URLs made explicit links that end where the URL ends (`link_urls`).
+opportunities (`fold`), bare URLs made explicit links that end where the URL ends (`link_urls`), and a knowledge
+`source` shown as its title and section, linked (`cite`).
 
 Without the last, a Chinese sentence "（来源：https://example.org/page）。" is autolinked up to the next space,
 so the link takes the full-width "）。" with it and 404s.
@@ -8,6 +9,11 @@ from __future__ import annotations
 
 import html
 import re
+from typing import TYPE_CHECKING
+from urllib.parse import quote
+
+if TYPE_CHECKING:
+    from advisor.knowledge.load import Knowledge
 
 # a URL stops at whitespace, angle brackets, quotes and CJK punctuation; trailing ASCII punctuation is not part of it
 _URL = re.compile(r"(?<![(<\[\w/])https?://[^\s<>\"'`（）【】《》「」『』，。；：！？、\u3000]+")
@@ -51,3 +57,43 @@ def fold(text: str, limit: int = 300, token: int = 60) -> str:
         text = text[: limit - 1].rstrip() + "…"
     return re.sub(r"[^\s\u200b]{%d,}" % (token + 1),
                   lambda m: ZWSP.join(m.group(0)[i:i + token] for i in range(0, len(m.group(0)), token)), text)
+
+
+def cite(source: str, knowledge: Knowledge, lang: str = "en") -> str:
+    """A `source` from knowledge/*.yaml as Markdown a reader can follow: "[vLLM docs — Paged Attention](url)", or a
+    seed article by its title and section, "Choosing an inference stack: … (§8)" (linked when sources.yaml knows
+    where it appeared). A source the catalogue does not list shows as itself, escaped, its URL linked."""
+    source = " ".join(str(source or "").split())
+    if not source:
+        return ""
+    c = knowledge.cite(source, lang)
+    if c is None:
+        return link_urls(md_escape(source))
+    text = md_escape(c.title)
+    if c.url:
+        text = f"[{text}]({quote(c.url, safe=_URL_SAFE)})"
+    if c.section:
+        text += f"（§{md_escape(c.section)}）" if lang == "zh" else f" (§{md_escape(c.section)})"
+    return text
+
+
+_URL_SAFE = ":/?#[]@!$&'*+,;=%~"  # everything but what would end or break a Markdown link: spaces, ( ) < > "
+
+
+def seed_lines(knowledge: Knowledge, lang: str = "en") -> list[str]:
+    """The seed articles the project started from, one Markdown line each: title (and the original title when it is
+    in another language), site, file name, what the article is to this project, and its link where one is known."""
+    lines = []
+    for name, a in knowledge.sources.seeds.items():
+        line = f"**{md_escape(a.title.get(lang))}**"
+        if a.original != lang:
+            line += f" “{md_escape(a.title.get(a.original))}”"
+        if a.site:
+            line += ("，" if lang == "zh" else ", ") + md_escape(a.site.get(lang))
+        line += f" (`{name}`)" if lang != "zh" else f"（`{name}`）"
+        line += " — " + md_escape(a.note.get(lang))
+        if a.url:
+            label = knowledge.s("cite_seed_copy" if a.url_is_copy else "cite_seed_link", lang)
+            line += f" [{md_escape(label)}]({quote(a.url, safe=_URL_SAFE)})"
+        lines.append(line)
+    return lines

@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable
 
-from probes.backends.base import Backend, prompts_of
+from probes.backends.base import FINISHED, Backend, prompts_of
 from probes.result import ProbeSettings, RequestRecord
 
 
@@ -16,6 +16,7 @@ async def drive(prompts: list[Any], settings: ProbeSettings,
     """`start(i, prompt)` yields the number of new tokens each time the engine emits some."""
     sem = asyncio.Semaphore(max(1, settings.concurrency))
     done: list[RequestRecord] = []
+    FINISHED.clear()
 
     async def one(i: int, prompt: Any) -> None:
         async with sem:
@@ -35,6 +36,7 @@ async def drive(prompts: list[Any], settings: ProbeSettings,
             if rec.error is not None:  # the validator that derives status ran at construction, before this
                 rec.status = "error"
             done.append(rec)
+            FINISHED.append(rec)
             on_done(len(done))
 
     await asyncio.gather(*(one(i, p) for i, p in enumerate(prompts)))

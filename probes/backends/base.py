@@ -17,6 +17,11 @@ from probes.result import ProbeSettings, RequestRecord
 from probes.workload import Prompt, as_prompt, output_tokens
 
 
+#: every request of the measured run as it finishes (run_clients and drive append here), so a stop signal in the
+#: child can report the requests that finished before it (probes/child.py)
+FINISHED: list[RequestRecord] = []
+
+
 class Unavailable(Exception):
     """The engine cannot run here; str() is the reason."""
 
@@ -37,6 +42,7 @@ class Backend:
         self.device = "cpu"
         self.backend_settings: dict[str, Any] = {}
         self.serving = "one request at a time (no batching); concurrent requests queue in the client"
+        self.serving_mode = "in-process"  # see ProbeResult.serving_mode
         self.notes: list[str] = []
         #: tokens of context a request may use (prompt + output), known after load(); None when unknown
         self.context_tokens: int | None = None
@@ -154,6 +160,7 @@ def run_clients(prompts: list[Prompt], concurrency: int, one: Callable[[int, Pro
         todo.put((i, p))
     out: list[RequestRecord] = []
     out_lock = threading.Lock()
+    FINISHED.clear()  # the warm-up's requests are not the measured run's
 
     def worker() -> None:
         while True:
@@ -164,6 +171,7 @@ def run_clients(prompts: list[Prompt], concurrency: int, one: Callable[[int, Pro
             rec = one(i, p)
             with out_lock:
                 out.append(rec)
+                FINISHED.append(rec)
                 on_done(len(out))
 
     threads = [threading.Thread(target=worker, daemon=True) for _ in range(max(1, min(concurrency, len(prompts))))]

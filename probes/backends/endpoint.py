@@ -322,6 +322,7 @@ class EndpointBackend(Backend):
         self.device = f"remote server {self.url.netloc}"
         self.backend_settings = {"url": settings.endpoint, "model": self.model_name, "api": "/v1/chat/completions",
                                  "stream": True, "stall_timeout_s": self.stall_s, "request_timeout_s": self.request_s}
+        self.serving_mode = "endpoint"
         self.serving = (f"{settings.concurrency} concurrent HTTP requests; batching (or queueing) is the "
                         "server's own — a server that serves one request at a time makes TTFT include the wait")
         self.chunk_tokens: list[tuple[int, int]] = []

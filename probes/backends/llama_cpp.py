@@ -1,4 +1,12 @@
-"""llama.cpp through llama-cpp-python, in-process: one sequence at a time."""
+"""llama.cpp two ways: through llama-cpp-python in-process (one sequence at a time) at concurrency 1, and through
+llama.cpp's own `llama-server` (parallel slots, continuous batching), the way llama.cpp serves, above 1.
+
+llama-cpp-python's own server is not llama-server: it serves one request at a time and interrupts a running
+stream when the next request arrives. `llama-server` is built by `make llama-server` (part of `make install`)
+from the llama.cpp sources the pinned llama-cpp-python vendors, into the user cache dir, so both modes run the
+same llama.cpp. The server is started by the probe's child process (its process tree, so its memory is sampled
+and it dies with the probe) on a free loopback port, and measured by the endpoint client (the same metrics).
+"""
 from __future__ import annotations
 
 import os
@@ -29,6 +37,41 @@ def gpu_settings(supports_offload: bool, system_info: str, extra: dict) -> dict:
     return {"n_gpu_layers": n, "gpu_offload_supported": supports_offload, "build_backend": backend}
 
 
+def llama_server_binary() -> Path | None:
+    """Our build of llama-server for the installed llama-cpp-python (see the module docstring), or
+    INFERENCE_ADVISOR_LLAMA_SERVER; None when neither exists. PATH is not searched: a llama-server of another
+    llama.cpp version would be another engine than the in-process one."""
+    env = os.environ.get("INFERENCE_ADVISOR_LLAMA_SERVER")
+    if env:
+        p = Path(env)
+        return p if p.is_file() and os.access(p, os.X_OK) else None
+    from probes.cache import cache_dir
+
+    version = LlamaCppBackend.version()
+    if not version:
+        return None
+    for build in ("noamx", "native"):
+        p = cache_dir() / f"llama-server-{version}-{build}" / "llama-server"
+        if p.is_file() and os.access(p, os.X_OK):
+            return p
+    return None
+
+
+def _nvidia_gpu_here() -> bool:
+    """Only then is "rebuild for CUDA" advice (L5: every result on a GPU-less machine said so)."""
+    import shutil
+
+    return Path("/proc/driver/nvidia/version").exists() or shutil.which("nvidia-smi") is not None
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 class LlamaCppBackend(Backend):
     id = "llama.cpp"
     import_name = "llama_cpp"
@@ -42,7 +85,98 @@ class LlamaCppBackend(Backend):
         # weights (mmap) + KV for n_ctx + compute buffers; measured 208 MB peak for the 94 MB SmolLM2 file
         return file_size_mb(model) + 150
 
+    server = None  # the llama-server process, when this run is measured through it
+    ep = None  # the endpoint client that measures it
+
     def load(self, model: Path, fmt: str, settings: ProbeSettings) -> None:
+        mode = settings.extra.get("serving", "auto")
+        if settings.concurrency > 1 and mode != "in-process":
+            binary = llama_server_binary()
+            if binary is not None:
+                return self._load_server(binary, model, settings)
+            self.notes.append("llama-server is not built here (make llama-server), so these concurrent requests are "
+                              "served one at a time in-process; llama.cpp deployed with llama-server batches them "
+                              "in parallel slots, so this run understates llama.cpp at this concurrency")
+        self._load_in_process(model, settings)
+
+    def _load_server(self, binary: Path, model: Path, settings: ProbeSettings) -> None:
+        import subprocess
+        import tempfile
+        import time
+
+        import httpx
+
+        from probes.backends.endpoint import EndpointBackend
+        from probes.models import ModelError
+        from probes.workload import context_needed
+
+        threads = settings.threads or len(os.sched_getaffinity(0))
+        slots = settings.concurrency
+        need = context_needed(settings) or 0
+        per_slot = int(settings.extra.get("n_ctx") or max(2048, -(-need // 256) * 256))
+        port = _free_port()
+        n_gpu = 0 if settings.extra.get("device") == "cpu" else int(settings.extra.get("n_gpu_layers", 0))
+        cmd = [str(binary), "-m", str(model), "-c", str(per_slot * slots), "-np", str(slots), "-t", str(threads),
+               "-b", str(int(settings.extra.get("n_batch", 512))), "-ngl", str(n_gpu), "--cont-batching",
+               "--host", "127.0.0.1", "--port", str(port), "--no-webui"]
+        self.log = tempfile.TemporaryFile(mode="w+b")
+        self.server = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{port}"
+        start_s = float(settings.extra.get("server_start_s", 120))
+        end = time.monotonic() + start_s
+        while True:
+            if self.server.poll() is not None:
+                raise ModelError(f"llama-server exited with code {self.server.returncode} while loading: "
+                                 f"{self._log_tail()}")
+            try:
+                if httpx.get(f"{url}/health", timeout=2, trust_env=False).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > end:
+                raise ModelError(f"llama-server did not answer /health within {start_s:g} s: {self._log_tail()}")
+            time.sleep(0.2)
+        self.ep = EndpointBackend()
+        self.ep.load(None, "endpoint", settings.model_copy(update={"endpoint": url}))
+        self.context_tokens = per_slot
+        self.device = "cpu" if n_gpu == 0 else "gpu"
+        self.output_rule = self.ep.output_rule
+        version = (binary.parent / "version.txt")
+        built = version.read_text(encoding="utf-8", errors="replace")[:200].strip() if version.is_file() else ""
+        self.backend_settings = {"server": "llama-server", "server_version": built.splitlines()[-1] if built else None,
+                                 "parallel_slots": slots, "n_ctx_total": per_slot * slots, "n_ctx_per_slot": per_slot,
+                                 "n_threads": threads, "n_batch": int(settings.extra.get("n_batch", 512)),
+                                 "n_gpu_layers": n_gpu, "cont_batching": True, "sampling": "temperature 0",
+                                 "command": " ".join(["llama-server", *cmd[1:]])}
+        self.serving_mode = "llama-server"
+        self.serving = (f"llama-server: {slots} parallel slots with continuous batching, {per_slot} tokens of "
+                        f"context per slot, {threads} threads; measured over HTTP on loopback")
+
+    def _log_tail(self) -> str:
+        try:
+            self.log.seek(0)
+            lines = self.log.read()[-4000:].decode("utf-8", "replace").strip().splitlines()
+            return " | ".join(lines[-3:])[:500] or "no output"
+        except (OSError, ValueError):
+            return "no output"
+
+    def run(self, prompts, settings, on_done):
+        if self.ep is not None:
+            return self.ep.run(prompts, settings, on_done)
+        return super().run(prompts, settings, on_done)
+
+    def close(self) -> None:
+        if self.ep is not None:
+            self.ep.close()
+            self.notes.extend(n for n in self.ep.notes if n not in self.notes)
+        if self.server is not None and self.server.poll() is None:
+            self.server.terminate()
+            try:
+                self.server.wait(timeout=5)
+            except Exception:  # noqa: BLE001 (the probe's group is killed after the child exits anyway)
+                self.server.kill()
+
+    def _load_in_process(self, model: Path, settings: ProbeSettings) -> None:
         from llama_cpp import Llama
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
@@ -72,7 +206,7 @@ class LlamaCppBackend(Backend):
                 f"{gpu['build_backend'].lower()}:0"
         else:
             self.device = "cpu"
-            if not gpu["gpu_offload_supported"]:
+            if not gpu["gpu_offload_supported"] and _nvidia_gpu_here():
                 self.notes.append("this llama-cpp-python build has no GPU backend (CPU only); rebuild it with "
                                   "CMAKE_ARGS=-DGGML_CUDA=on pip install --force-reinstall --no-cache-dir "
                                   "llama-cpp-python to offload to an NVIDIA GPU")
@@ -98,8 +232,13 @@ class LlamaCppBackend(Backend):
             return self.llm.tokenize(text.encode(), add_bos=False, special=True)
         return self.llm.tokenize(prompt.encode(), add_bos=True)
 
-    def count_prompt_tokens(self, text: str) -> int:
+    def count_prompt_tokens(self, text: str) -> int | None:
+        if self.ep is not None:
+            return self.ep.count_prompt_tokens(text)
         return len(self._tokens(text))
+
+    def counts_exactly(self) -> bool:
+        return self.ep.counts_exactly() if self.ep is not None else True
 
     def stream(self, prompt: str, settings: ProbeSettings, max_tokens: int | None = None
                ) -> Iterator[tuple[str, Any]]:

@@ -53,6 +53,7 @@ class TensorRTLLMBackend(BatchingBackend):
 
         self.device = cuda_device(0)
         self.backend_settings = {"api": "tensorrt_llm.LLM (PyTorch backend)", "max_batch": settings.concurrency}
+        self.serving_mode = "in-process-batching"
         self.serving = f"in-flight batching by TensorRT-LLM's executor ({settings.concurrency} concurrent requests)"
 
     async def new_tokens(self, ids, max_tokens, settings):

@@ -63,6 +63,7 @@ class VllmBackend(BatchingBackend):
                                  "VLLM_CPU_KVCACHE_SPACE_GiB": None if cuda else os.environ["VLLM_CPU_KVCACHE_SPACE"],
                                  "VLLM_CPU_NUM_OF_RESERVED_CPU": None if cuda
                                  else os.environ["VLLM_CPU_NUM_OF_RESERVED_CPU"]}
+        self.serving_mode = "in-process-batching"
         self.serving = (f"continuous batching by vLLM's scheduler, up to {seqs} sequences at once "
                         f"({settings.concurrency} concurrent requests)")
 

@@ -53,12 +53,32 @@ def test_nvml_absent_is_normal(monkeypatch):
     h = hw.detect(K)
     assert h.gpus == [] or h.gpu_vendor == "apple"
     assert "NVML Shared Library Not Found" in h.nvml_error
+    # what the UI translates: a stable code with a string in both languages, the library's words apart
+    assert h.nvml_error_code == "nvml_unavailable" and h.nvml_error_detail == "NVML Shared Library Not Found"
 
 
 def test_pynvml_not_installed(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", None)  # import raises ImportError
     gpus, driver, cuda, err = hw._nvml()
-    assert gpus == [] and "nvidia-ml-py" in err
+    assert gpus == [] and "nvidia-ml-py" in str(err) and err.code == "nvml_not_installed" and err.detail is None
+
+
+def test_a_query_failing_after_init_has_its_own_code(monkeypatch):
+    m = _fake_pynvml(monkeypatch)
+
+    def fail():
+        raise m.NVMLError("GPU is lost\n\x1b[31m")  # the library's words, cleaned to one printable line
+
+    m.nvmlDeviceGetCount = fail
+    gpus, _, _, err = hw._nvml()
+    assert gpus == [] and err.code == "nvml_failed" and err.detail == "GPU is lost [31m"
+    assert str(err) == "NVML error: GPU is lost [31m"
+
+
+def test_every_detection_error_code_is_translated():
+    for code in hw.NVML_ERROR_CODES:
+        text = K.strings[f"hw_err_{code}"]
+        assert text.en and text.zh and text.en != text.zh, code
 
 
 def test_nvidia_gpus_are_listed(monkeypatch):

@@ -31,7 +31,9 @@ def test_markdown_has_every_section(lang, title, section, verdict):
     md = build_markdown(a, None, rec, [_result("vllm", 300.0)], K, lang, answers_file="a.yaml",
                         probe_files=["p.json"])
     assert md.startswith(title) and section in md
-    assert "vLLM" in md and "003_3107f110d92ff8c9.txt" in md  # reasons carry sources
+    seed = K.cite("003_3107f110d92ff8c9.txt §8", lang)
+    assert "vLLM" in md and f"{seed.title}" in md  # reasons carry sources, cited by title
+    assert "003_3107f110d92ff8c9.txt" in md  # and the seed list names each article's file
     assert "--answers a.yaml --probe p.json" in md  # the CLI line that reproduces it
     assert verdict in md  # the seeds' impossible claims are flagged, in the report's language
     if lang == "zh":

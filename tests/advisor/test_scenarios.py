@@ -114,3 +114,15 @@ def test_flip_names_a_change_that_really_flips(knowledge):
         again = recommend(changed, None, knowledge, with_flips=False)
         order = [r.engine for r in again.ranking]
         assert top in {x.engine for x in again.excluded} or order.index(second) < order.index(top)
+
+
+def test_flips_are_changes_to_the_users_own_answers_never_a_leader_at_zero(knowledge):
+    """The walk's M16: "→ Apple M3 Max", "→ Intel Arc A770 … llama.cpp would lead (0.0)"."""
+    from pathlib import Path
+
+    for f in sorted(Path("examples").glob("*.yaml")):
+        rec = recommend(load_answers(f), None, knowledge)
+        for flip in rec.flips:
+            assert "hardware" not in flip.changes, (f.name, flip.text)
+            second = [v for e, v in flip.scores.items() if e != rec.ranking[0].engine]
+            assert all(v is not None and v > 0 for v in second), (f.name, flip.text)

@@ -55,9 +55,13 @@ def _serve(data_dir):
         proc.wait(timeout=20)
 
 
+DATA: dict = {}  # the module server's data dir, so a journey can put another session's evidence in its history
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    with _serve(tmp_path_factory.mktemp("data")) as s:
+    DATA["dir"] = tmp_path_factory.mktemp("data")
+    with _serve(DATA["dir"]) as s:
         yield s
 
 
@@ -202,7 +206,7 @@ def test_model_name_fills_params_and_f5_keeps_the_answers(page, server):
     _to_step(page, url, 9)
     _select(page, "Known model (fills its size, architecture and context)", "llama-3.1-8b")
     expect(page.get_by_label("Parameters, billions")).to_have_value("8.03")
-    expect(page.get_by_label("Context per request, tokens")).to_have_value("131072")
+    expect(page.get_by_label("Context per request, tokens")).to_have_value("4096")  # the user's, not the maximum
     page.reload()
     _settle(page)
     expect(page.get_by_text("Step 9 of 9")).to_be_visible()
@@ -380,8 +384,10 @@ def test_a_two_engine_sweep_side_by_side_and_in_the_report(page, server):
     _settle(page, 300)
     page.get_by_role("button", name="Run the live probe").click()
     expect(page.get_by_role("heading", name="Measured capacity (concurrency sweep)")).to_be_visible(timeout=480_000)
-    expect(page.get_by_text(re.compile(r"llama\.cpp meets p95|llama\.cpp does not meet"))).to_be_visible()
-    expect(page.get_by_text(re.compile(r"ONNX Runtime meets p95|ONNX Runtime does not meet"))).to_be_visible()
+    expect(page.get_by_text(re.compile(r"llama\.cpp (meets p95|does not meet|: at concurrency \d+ the target)")).first
+           ).to_be_visible()
+    expect(page.get_by_text(re.compile(r"ONNX Runtime (meets p95|does not meet|: at concurrency \d+ the target)")).first
+           ).to_be_visible()
     page.wait_for_timeout(800)
     page.screenshot(path=str(ARTIFACTS / "j9-sweep.png"), full_page=True)
     page.get_by_role("button", name="Go to the report").click()
@@ -391,3 +397,200 @@ def test_a_two_engine_sweep_side_by_side_and_in_the_report(page, server):
     md = Path(d.value.path()).read_text(encoding="utf-8")
     assert "## Measured capacity (concurrency sweep)" in md
     assert "| llama.cpp |" in md and "| ONNX Runtime |" in md
+
+
+# ---------------------------------------------------------------- the walk's high findings (issue 18), as journeys
+
+def _fake_sweep(engine: str, capacity: int, busy: bool = False, answers_id: str | None = None):
+    from probes.result import Percentiles
+    from probes.sweep_result import SweepLevel, SweepResult
+
+    levels = [SweepLevel(concurrency=c, status="ok", requests_total=20, requests_ok=20, goodput=1.0, outcome="meets",
+                         ttft_ms=Percentiles(p50=100.0 * c, p95=150.0 * c), output_tps_total=40.0 * c, busy=busy,
+                         other_cpu_percent=45.0 if busy else 2.0) for c in (1, 2, 4)]
+    return SweepResult(engine=engine, status="ok", device="cpu", ttft_target_ms=1000, levels=levels, capacity=capacity,
+                       busy=busy, stop={"key": "all"}, stop_reason="every level ran", answers_id=answers_id)
+
+
+def _save_sweep(sweep, group: str) -> None:
+    from advisor.evidence import history
+
+    history.save_sweep(sweep, group, path=DATA["dir"] / "probes.sqlite3")
+
+
+def test_a_fresh_session_sees_no_foreign_sweep(browser, server):
+    """The walk's H3: a session that never swept was told to "revisit the hardware" from another session's sweep,
+    and merely visiting the Probe page attached it to the report."""
+    from playwright.sync_api import expect
+
+    url, _ = server
+    _save_sweep(_fake_sweep("llama.cpp", 1), "job-9001-1764590000")
+    ctx = browser.new_context(accept_downloads=True, viewport={"width": 1300, "height": 1000})
+    pg = ctx.new_page()
+    pg.set_default_timeout(60_000)
+    pg.goto(url + "/probe?lang=zh")
+    _settle(pg, 1500)
+    expect(pg.get_by_text(re.compile("次扫描来自其他会话或其他答案"))).to_be_visible()
+    assert pg.get_by_text(re.compile("重新考虑硬件")).count() == 0
+    assert pg.get_by_text(re.compile("在本机最多")).count() == 0
+    pg.goto(url + "/report?lang=zh")
+    _settle(pg, 1500)
+    with pg.expect_download() as d:
+        pg.get_by_role("button", name="下载报告（.md）").click()
+    assert "实测容量" not in Path(d.value.path()).read_text(encoding="utf-8")
+    ctx.close()
+
+
+def test_a_busy_sweep_is_shown_but_does_not_change_the_advice(page, server):
+    """The walk's H4: a sweep the UI itself slowed down concluded "the sweep changes the advice"."""
+    from playwright.sync_api import expect
+
+    url, _ = server
+    _save_sweep(_fake_sweep("onnxruntime", 4, busy=True), "job-9002-1764590100")
+    page.goto(url + "/probe?sw=job-9002-1764590100")  # picked by hand (a link holds the pick)
+    _settle(page, 1500)
+    expect(page.get_by_role("heading", name="Measured capacity (concurrency sweep)")).to_be_visible()
+    expect(page.get_by_text(re.compile("Shown, but it cannot change the advice: other processes used")).first
+           ).to_be_visible()
+    assert page.get_by_text(re.compile("The sweep changes the advice")).count() == 0
+
+
+class _Flaky:
+    """An OpenAI-compatible server whose first 3 completions stream and the rest answer HTTP 500 (the warm-up takes
+    one), as a llama-cpp-python server does when it interrupts one request for the next."""
+
+    def __init__(self):
+        import http.server
+        import json
+        import threading
+
+        served = {"n": 0}
+        lock = threading.Lock()
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                body = json.dumps({"object": "list", "data": [{"id": "flaky"}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                with lock:
+                    served["n"] += 1
+                    n = served["n"]
+                if n <= 3:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.end_headers()
+                    for _ in range(4):
+                        self.wfile.write(b'data: {"choices": [{"delta": {"content": "hi"}}]}\n\n')
+                    self.wfile.write(b"data: [DONE]\n\n")
+                    return
+                self.send_response(500)
+                self.send_header("Content-Length", "5")
+                self.end_headers()
+                self.wfile.write(b"boom!")
+
+        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.srv.daemon_threads = True
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.srv.server_address[1]}"
+
+
+def test_a_failing_endpoint_run_is_not_ok(page, server):
+    """The walk's H2: 7 of 8 requests failed, the run was stored as ok and the verdict said "meets the SLA"."""
+    from playwright.sync_api import expect
+
+    url, _ = server
+    flaky = _Flaky()
+    try:
+        page.goto(url + "/probe")
+        _settle(page)
+        page.get_by_text("a running server (OpenAI-compatible URL)").click()
+        _settle(page)
+        box = page.get_by_label("…or an OpenAI-compatible endpoint URL")
+        box.fill(flaky.url)
+        box.press("Enter")
+        _settle(page)
+        for label, value in (("Requests", "8"), ("Concurrency", "1")):
+            f = page.get_by_label(label, exact=True)
+            f.fill(value)
+            f.press("Enter")
+            _settle(page, 200)
+        page.get_by_role("button", name="Run the live probe").click()
+        expect(page.get_by_text(re.compile(r"not measured: 6 of 8 requests failed: HTTP 500")).first
+               ).to_be_visible(timeout=120_000)
+        expect(page.get_by_text(re.compile(r"#\d+ endpoint · partial")).first).to_be_visible()
+        assert page.get_by_text(re.compile("meets the SLA")).count() == 0
+        page.screenshot(path=str(ARTIFACTS / "j10-failing-endpoint.png"), full_page=True)
+    finally:
+        flaky.srv.shutdown()
+
+
+def test_llama_cpp_at_concurrency_4_is_measured_with_parallel_slots(page, server):
+    """The walk's M9: the one-click probe ran llama-cpp-python in-process at concurrency 4 (one at a time), then
+    told the user to revisit the hardware for the engine it had just recommended."""
+    from playwright.sync_api import expect
+
+    url, _ = server
+    page.goto(url + "/probe")
+    _settle(page)
+    box = page.get_by_role("combobox", name="Engines to measure")
+    box.click()
+    page.wait_for_timeout(500)
+    option = page.get_by_role("option", name="llama.cpp", exact=True)
+    if option.count():
+        option.first.click()
+        _settle(page, 300)
+    page.keyboard.press("Escape")
+    for label, value in (("Requests", "8"), ("Output tokens per request", "8"), ("Concurrency", "4")):
+        f = page.get_by_label(label, exact=True)
+        f.fill(value)
+        f.press("Enter")
+        _settle(page, 200)
+    page.get_by_role("button", name="Run the live probe").click()
+    expect(page.get_by_text("Verdict")).to_be_visible(timeout=240_000)
+    expect(page.get_by_text(re.compile(r"#\d+ llama\.cpp: llama-server, parallel slots with continuous batching "
+                                       r"\(4 slots\) · c=4")).first).to_be_visible()
+    page.reload()  # F5 right after the run keeps it picked (the URL was written when it was picked)
+    _settle(page, 1500)
+    expect(page.get_by_text(re.compile(r"#\d+ llama\.cpp: llama-server")).first).to_be_visible()
+
+
+def test_nothing_fits_says_so_first(page, server):
+    """The walk's H5: Llama-3.1-70B at FP16 on one RTX 4090, target RAM not given."""
+    from playwright.sync_api import expect
+
+    from ui_common import encode_answers
+
+    url, _ = server
+    a = {"concurrency": 16, "hardware": {"gpu_vendor": "nvidia", "gpu_model": "NVIDIA GeForce RTX 4090", "gpu_count": 1,
+                                         "os": "linux"},
+         "model": {"name": "llama-3.1-70b", "precision": "fp16", "context_tokens": 8192}}
+    page.goto(url + "/recommendation?a=" + encode_answers(a))
+    _settle(page, 1500)
+    expect(page.get_by_text(re.compile("Nothing fits as asked on this hardware")).first).to_be_visible()
+    page.screenshot(path=str(ARTIFACTS / "j11-nothing-fits.png"), full_page=False)
+
+
+def test_the_reasons_are_readable_in_full_at_1300_px(page, server):
+    """The walk's H6: reason cells were cut mid-sentence, the top engine's fix included."""
+    from ui_common import encode_answers
+
+    url, _ = server
+    a = {"concurrency": 16, "ttft_p95_ms": 800, "hardware": {"gpu_vendor": "nvidia", "gpu_model": "NVIDIA L40S",
+                                                             "gpu_count": 1, "os": "linux"},
+         "model": {"name": "llama-3.1-8b", "precision": "bf16", "context_tokens": 131072}}
+    page.goto(url + "/recommendation?a=" + encode_answers(a))
+    _settle(page, 1500)
+    reason = page.get_by_text(re.compile(r"the rest would queue or be preempted\. To fix: .*offload with llama\.cpp")).first
+    reason.wait_for()
+    box = reason.bounding_box()
+    assert box and box["x"] >= 0 and box["x"] + box["width"] <= 1300  # on screen, whole
+    assert reason.evaluate("e => e.scrollWidth <= e.clientWidth + 1")  # nothing cut off inside it

@@ -129,14 +129,21 @@ def test_gpu_chosen_at_step_3_survives_the_hardware_page_and_back():
     assert "has no GPU" not in text and "none GPU" not in text
 
 
-def test_known_model_fills_params_architecture_and_context():
+def test_known_model_fills_params_and_architecture_and_keeps_the_users_context():
+    """The walk's H1: picking Llama-3.1-8B set the context to its 131,072-token maximum, and nothing fit."""
     at = app().run()
     at.session_state["wizard_step"] = 8
     at.switch_page("pages/1_Checklist.py").run()
+    at.number_input(key="m_ctx").set_value(8192).run()
     at.selectbox(key="m_name").set_value("llama-3.1-8b").run()
     m = at.session_state["answers"]["model"]
-    assert m["name"] == "llama-3.1-8b" and m["params_b"] == 8.03 and m["context_tokens"] == 131072
+    assert m["name"] == "llama-3.1-8b" and m["params_b"] == 8.03 and m["context_tokens"] == 8192
     assert at.number_input(key="m_params_known_llama-3.1-8b").value == 8.03  # the named model's own size
+    assert at.number_input(key="m_ctx").value == 8192
+    assert any("131,072" in c.value for c in at.caption)  # the maximum is said, as information
+    at.number_input(key="m_ctx").set_value(200_000).run()
+    at.selectbox(key="m_name").set_value("smollm2-135m").run()  # a context beyond the window is cut to it
+    assert at.session_state["answers"]["model"]["context_tokens"] == 8192
 
 
 def test_answers_replaced_as_a_whole_show_in_the_widgets():
@@ -384,3 +391,93 @@ def test_nothing_fits_leads_the_recommendation_page():
     assert not at.exception
     assert at.error[0].value.startswith("Nothing fits as asked on this hardware")
     assert "hardware.ram_gb" in at.error[0].value
+
+
+# ---------------------------------------------------------------- phones, uploads, the focus frame
+
+def test_a_phone_has_a_language_switch_outside_the_sidebar():
+    """On a phone the sidebar starts collapsed: a compact switch at the top of the main area sets the same
+    `lang` as the sidebar's (and each is seeded from it, so they never disagree)."""
+    at = app().run()
+    top = at.segmented_control(key="_lang_top")
+    assert top.value == "en" and top.options == ["English", "中文"] and top.label == at.sidebar.radio[0].label
+    top.set_value("zh").run()
+    assert not at.exception and at.session_state["lang"] == "zh" and at.title[0].value == "推理引擎选型助手"
+    at.switch_page("pages/2_Hardware.py").run()
+    assert at.title[0].value == "硬件" and at.session_state["lang"] == "zh"
+    at = app()
+    at.session_state["lang"] = "zh"  # set by either switch (or the URL): both show it
+    at.run()
+    assert at.segmented_control(key="_lang_top").value == "zh" and at.sidebar.radio(key="_lang_pick").value == "zh"
+
+
+def test_next_moves_the_focus_with_st_iframe_and_no_deprecation_warning():
+    """The focus script after Back/Next is an st.iframe (components.html is deprecated): no warning is logged
+    or shown, and each step's frame is a new document (its script runs again)."""
+    import logging
+
+    seen: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())
+    loggers = [logging.getLogger(n) for n in ("streamlit.deprecation_util", "streamlit.elements.iframe")]
+    for lg in loggers:
+        lg.addHandler(handler)
+    try:
+        at = app().run()
+        at.switch_page("pages/1_Checklist.py").run()
+        at.button(key="next").click().run()
+        frames = at.get("iframe")
+        assert len(frames) == 1 and "focus(" in frames[0].proto.srcdoc and "step 1" in frames[0].proto.srcdoc
+        at.button(key="next").click().run()
+        assert "step 2" in at.get("iframe")[0].proto.srcdoc
+        assert not at.exception and not at.warning and not [m for m in seen if "deprecat" in m.lower()], seen
+    finally:
+        for lg in loggers:
+            lg.removeHandler(handler)
+    assert "components.v1" not in (Path(__file__).resolve().parents[2] / "pages" / "1_Checklist.py").read_text()
+
+
+def test_answers_upload_takes_json_and_states_one_limit():
+    at = app()
+    at.session_state["wizard_step"] = 8
+    at.run()
+    at.switch_page("pages/1_Checklist.py").run()
+    up = at.file_uploader(key="upload")
+    assert set(up.allowed_type) == {".yaml", ".yml", ".json"} and up.help
+    assert any("256 KiB" in c.value for c in at.caption)  # the app's own limit, the only one stated
+    assert not any("1MB" in c.value or "200MB" in c.value for c in at.caption)
+    body = json.dumps({"concurrency": 12, "model": {"name": "llama-3.1-8b"}}, indent="\t").encode()
+    up.set_value(("answers.json", body, "application/json")).run()
+    assert not at.exception and at.session_state["answers"]["concurrency"] == 12
+    assert at.success[0].value == "Loaded 2 answers from answers.json."
+    at.session_state["lang"] = "zh"
+    at.run()
+    at.file_uploader(key="upload").set_value(("big.yaml", b"#" * (300 * 1024), "application/x-yaml")).run()
+    assert at.session_state["answers"]["concurrency"] == 12  # refused: the answers before it are kept
+    assert "big.yaml 大小为 300 KiB；答案文件最大 256 KiB。" in at.error[0].value
+
+
+def test_charts_keep_their_legend_below_and_no_mode_bar():
+    at = app().run()
+    at.session_state["answers"] = {"concurrency": 4, "model": {"name": "llama-3-70b", "precision": "fp16"},
+                                   "hardware": {"gpu_vendor": "nvidia", "gpu_model": "RTX 4090", "gpu_count": 1}}
+    at.switch_page("pages/3_Recommendation.py").run()
+    assert not at.exception
+    charts = at.get("plotly_chart")
+    assert len(charts) == 4
+    for c in charts:
+        assert json.loads(c.proto.config) == {"displayModeBar": False}
+        layout = json.loads(c.proto.spec)["layout"]
+        assert layout["height"] >= 320 and layout["margin"]["r"] <= 40
+        if layout.get("showlegend"):
+            lg = layout["legend"]
+            assert lg["orientation"] == "h" and lg["y"] < 0 and lg["xanchor"] == "left"
+
+
+def test_streamlit_upload_cap_is_the_one_the_uploaders_pass():
+    import tomllib
+
+    from ui_common import UPLOAD_MAX_MB
+
+    config = tomllib.loads((Path(__file__).resolve().parents[2] / ".streamlit" / "config.toml").read_text())
+    assert config["server"]["maxUploadSize"] == UPLOAD_MAX_MB

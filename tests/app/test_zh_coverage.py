@@ -7,6 +7,7 @@ and options, table headers and cells, alerts and buttons. URLs, file names and c
 import re
 from pathlib import Path
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 ALLOW = {
@@ -43,6 +44,7 @@ PROSE_EXCLUDE = re.compile(
     r"|:[a-z]+(-background)?\["  # Streamlit colour directives (:green[●])
     r"|\b[A-Za-z][\w]*(-[\w.]+)*-\d+(\.\d+)?[BbMm]\b(-[A-Za-z]+)?"  # model names: Llama-3.1-8B, SmolLM2-135M
     r"|\b[a-z0-9]+(-[a-z0-9.]+)+\b")  # ids: rule ids, model ids, engine ids, commands (trtllm-build)
+LANGUAGE_SWITCHES = ("_lang_pick", "_lang_top")
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.+-]*[A-Za-z0-9]|[A-Za-z]")
 
 
@@ -51,9 +53,12 @@ def _texts(at) -> list[str]:
     for kind in ("title", "header", "subheader", "markdown", "caption", "info", "success", "warning", "error",
                  "exception"):
         out += [getattr(e, "value", "") or "" for e in getattr(at, kind)]
-    for kind in ("button", "radio", "selectbox", "multiselect", "number_input", "text_input", "checkbox"):
+    for kind in ("button", "radio", "selectbox", "multiselect", "number_input", "text_input", "checkbox",
+                 "segmented_control", "file_uploader"):
         for e in getattr(at, kind):
-            out.append(e.label)
+            if getattr(e, "key", None) in LANGUAGE_SWITCHES:  # names each language in its own: "English", "中文"
+                continue
+            out += [e.label, getattr(e, "help", "") or "", getattr(e, "placeholder", "") or ""]
             out += [str(o) for o in getattr(e, "options", []) or []]
     for d in at.dataframe:
         df = d.value
@@ -72,6 +77,12 @@ def _english_words(text: str, machine_names: tuple[str, ...] = ()) -> set[str]:
     return {w for w in WORD.findall(text) if w.lower() not in ALLOW and not w.isupper()}
 
 
+def _machine_names(k, hw) -> tuple[str, ...]:
+    """Product names are not prose: this machine's CPU/GPU, and the accelerator catalogue the GPU picker lists."""
+    return tuple(sorted({n for n in (hw.cpu.model, *(g.name for g in hw.gpus), *(g.name for g in k.gpus.gpus)) if n},
+                        key=len, reverse=True))
+
+
 def test_every_page_in_chinese_has_no_english_prose(tmp_path):
     from advisor.evidence import history
     from advisor.inputs import detect
@@ -80,9 +91,7 @@ def test_every_page_in_chinese_has_no_english_prose(tmp_path):
 
     k = load_knowledge()
     hw = detect(k)
-    # product names are not prose: this machine's CPU/GPU, and the accelerator catalogue the GPU picker lists
-    machine_names = tuple(sorted({n for n in (hw.cpu.model, *(g.name for g in hw.gpus),
-                                              *(g.name for g in k.gpus.gpus)) if n}, key=len, reverse=True))
+    machine_names = _machine_names(k, hw)
 
     res = ProbeResult(engine="llama.cpp", status="ok", requests_total=2, requests_ok=2, device="cpu",
                       ttft_ms=Percentiles(p50=50.0, p95=60.0, p99=61.0), itl_ms=Percentiles(p50=10.0, p95=12.0),
@@ -106,3 +115,47 @@ def test_every_page_in_chinese_has_no_english_prose(tmp_path):
         if words:
             found[page] = words
     assert not found, "; ".join(f"{p}: {' '.join(sorted(w))}" for p, w in found.items())
+
+
+@pytest.fixture
+def detection_fails(monkeypatch):
+    """Hardware detection as on a machine where NVML fails: `fail(code, detail)` sets what it finds; the app's
+    cached detection is cleared before and after, so no other test sees the simulated machine."""
+    import ui_common
+    from advisor.inputs import hardware as hwmod
+
+    monkeypatch.setattr(hwmod, "_rocm", lambda: [])
+    monkeypatch.setattr(hwmod, "_xpu", lambda: [])
+    monkeypatch.setattr(hwmod.platform, "system", lambda: "Linux")  # no Apple GPU stands in for the missing one
+
+    def fail(code: str, detail: str | None) -> None:
+        monkeypatch.setattr(hwmod, "_nvml", lambda: ([], None, None, hwmod.DetectionError(code=code, detail=detail)))
+        ui_common.hardware.clear()
+
+    yield fail
+    ui_common.hardware.clear()
+
+
+@pytest.mark.parametrize("code, detail", [("nvml_unavailable", "NVML Shared Library Not Found"),
+                                          ("nvml_not_installed", None), ("nvml_failed", "Unknown Error")])
+def test_hardware_page_says_why_no_gpu_was_found_in_chinese(detection_fails, code, detail):
+    """Every message detection can send to the Hardware page is ours, in Chinese; the library's own words are
+    only a detail, as code, in full-width parentheses; colons in the prose are full-width."""
+    from advisor.inputs import detect
+    from advisor.knowledge import load_knowledge
+
+    detection_fails(code, detail)
+    k = load_knowledge()
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "app.py"), default_timeout=120)
+    at.session_state["lang"] = "zh"
+    at.run()
+    at.switch_page("pages/2_Hardware.py").run()
+    assert not at.exception
+    why = next(i.value for i in at.info if i.value.startswith("未检测到 GPU"))
+    assert why == k.s("hw_no_gpu", "zh", why=k.s("hw_err_detail", "zh", msg=k.s(f"hw_err_{code}", "zh"),
+                                                 detail=f"`{detail}`") if detail else k.s(f"hw_err_{code}", "zh"))
+    assert ":" not in PROSE_EXCLUDE.sub(" ", why) and "NVML unavailable" not in why
+    words = set().union(*(_english_words(t, _machine_names(k, detect(k))) for t in _texts(at)))
+    assert not words, " ".join(sorted(words))
+    lacks = [m.value for m in at.markdown if m.value.startswith("- **")]
+    assert lacks and all("**：" in line for line in lacks), lacks

@@ -48,7 +48,24 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self):
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        if self.mode == "500":
+        if self.mode.startswith("ok-then-500:"):  # the first N posts (the warm-up included) stream, then 500s
+            with self.lock:
+                type(self).served += 1
+                n = type(self).served
+            if n <= int(self.mode.split(":")[1]):
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                for _ in range(4):
+                    chunk = {"choices": [{"delta": {"content": "hi"}}]}
+                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                self.wfile.write(b"data: [DONE]\n\n")
+                return
+            self.send_response(500)
+            self.send_header("Content-Length", "5")
+            self.end_headers()
+            self.wfile.write(b"boom!")
+        elif self.mode == "500":
             self.send_response(500)
             self.send_header("Content-Length", "5")
             self.end_headers()
@@ -72,7 +89,7 @@ def fake_server():
     servers = []
 
     def start(mode):
-        handler = type("H", (_Handler,), {"mode": mode})
+        handler = type("H", (_Handler,), {"mode": mode, "served": 0, "lock": threading.Lock()})
         srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         srv.daemon_threads = True
         threading.Thread(target=srv.serve_forever, daemon=True).start()
@@ -105,3 +122,35 @@ def test_server_that_stalls(fake_server):
 def test_unreachable_endpoint():
     res = run_probe(_settings("http://127.0.0.1:9", requests=1))
     assert res.status == "error" and "unreachable" in res.reason
+
+
+def test_a_run_where_most_requests_fail_is_not_ok(fake_server):
+    """The walk's H2: 7 of 8 requests failed and the run was stored as ok, "meets the SLA"."""
+    res = run_probe(_settings(fake_server("ok-then-500:3"), requests=8, concurrency=1, warmup=1))
+    assert res.requests_ok == 2 and res.errors == 6
+    assert res.status == "partial"
+    assert res.reason.startswith("not measured: 6 of 8 requests failed") and "HTTP 500" in res.reason
+    assert "HTTP 500" in res.top_cause
+    assert res.goodput is not None and res.goodput <= 0.25  # failed requests are misses
+
+
+def test_one_failure_in_twenty_stays_ok_and_is_said(fake_server):
+    res = run_probe(_settings(fake_server("ok-then-500:20"), requests=20, concurrency=1, warmup=1))
+    assert res.status == "ok" and res.errors == 1 and res.requests_ok == 19
+    assert any("1 of 20 requests did not finish ok" in n for n in res.notes)
+    assert res.goodput == pytest.approx(0.95)
+
+
+def test_verdict_of_a_failed_run_says_not_measured_and_why(fake_server):
+    from advisor.decide import recommend
+    from advisor.evidence import revisit
+    from advisor.inputs import Answers
+    from advisor.knowledge import load_knowledge
+
+    res = run_probe(_settings(fake_server("ok-then-500:3"), requests=8, concurrency=1))
+    k = load_knowledge()
+    a = Answers()
+    rec = recommend(a, None, k)
+    v = revisit(rec, [res.model_copy(update={"engine": rec.top.engine})], 1000.0, "en")
+    assert v.status == "failed" and "meets" not in v.summary
+    assert "not measured: 6 of 8 requests failed" in v.summary

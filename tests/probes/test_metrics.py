@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from probes.metrics import compute, percentile
+from probes.metrics import compute, judge, p95_interval, percentile
 from probes.result import RequestRecord
 
 
@@ -62,3 +62,43 @@ def test_a_record_with_an_error_is_never_ok():
     old = RequestRecord.model_validate_json('{"index": 0, "submitted_s": 0.0, "error": "HTTP 500"}')
     assert old.status == "error"  # a result stored before `status` existed
     assert RequestRecord(index=0, submitted_s=0.0, error="cut", status="incomplete").status == "incomplete"
+
+
+def test_the_p95_interval_holds_the_p95_and_narrows_with_more_requests():
+    import random
+
+    rng = random.Random(3)
+    few = [rng.gauss(500, 100) for _ in range(20)]
+    many = [rng.gauss(500, 100) for _ in range(400)]
+    lo, hi = p95_interval(few)
+    assert lo <= percentile(few, 95) <= hi
+    lo2, hi2 = p95_interval(many)
+    assert (hi2 - lo2) < (hi - lo)
+    assert p95_interval(few) == p95_interval(few)  # seeded: a stored result is reproducible
+    assert p95_interval([1.0]) is None
+
+
+def _rec(i, ok=True, err=None):
+    if ok:
+        return RequestRecord(index=i, output_tokens=2, submitted_s=0.0, first_token_s=0.1, token_times_s=[0.1, 0.2],
+                             finished_s=0.2)
+    return RequestRecord(index=i, submitted_s=0.0, error=err or f"HTTP 500 after {i} ms", finished_s=0.1)
+
+
+@pytest.mark.parametrize("n_bad,total,status", [(0, 10, "ok"), (1, 10, "ok"), (2, 10, "partial"), (7, 8, "partial"),
+                                                (8, 8, "error")])
+def test_a_run_is_ok_only_when_at_most_a_tenth_of_it_failed(n_bad, total, status):
+    recs = [_rec(i, ok=i >= n_bad) for i in range(total)]
+    got, reason = judge(compute(recs, 1000), recs)
+    assert got == status
+    if status != "ok":
+        assert reason.startswith(f"not measured: {n_bad} of {total} requests") and "HTTP 500 after 0 ms" in reason
+    else:
+        assert reason is None
+
+
+def test_the_most_frequent_cause_counts_like_failures_as_one():
+    recs = [_rec(0, False, "refused"), _rec(1, False, "HTTP 500 after 3 of 32 tokens"),
+            _rec(2, False, "HTTP 500 after 7 of 32 tokens"), _rec(3)]
+    m = compute(recs, 1000)
+    assert m["top_cause"] == "HTTP 500 after 3 of 32 tokens"

@@ -6,15 +6,19 @@ from probes.result import Percentiles, ProbeResult, ProbeSettings
 from probes.sweep import levels_for, run_sweep
 
 
-def _recorded(table):
+def _recorded(table, busy=(), ci=None):
     """A runner that returns, per concurrency, the result a probe recorded at that level."""
+    from probes.result import SystemLoad
+
     calls = []
 
     def runner(s, on_event=None, cancel=None):
         calls.append(s)
         p95, goodput = table[s.concurrency]
+        load = SystemLoad(busy=s.concurrency in busy, other_processes_cpu_percent=40.0 if s.concurrency in busy else 2)
         return ProbeResult(engine=s.engine, status="ok", ttft_ms=Percentiles(p50=p95 / 2, p95=p95), goodput=goodput,
-                           requests_total=s.requests, requests_ok=s.requests, device="cpu")
+                           requests_total=s.requests, requests_ok=s.requests, device="cpu", system_load=load,
+                           ttft_p95_ci_ms=(ci or {}).get(s.concurrency))
     return runner, calls
 
 
@@ -26,7 +30,7 @@ def test_it_stops_at_the_ttft_target_and_names_the_capacity():
     r = run_sweep(BASE, [1, 2, 4, 8], runner=runner)
     assert r.capacity == 2 and [lv.concurrency for lv in r.levels] == [1, 2, 4]
     assert "TTFT p95 1400 ms > the 1000 ms target" in r.stop_reason
-    assert [s.requests for s in calls] == [8, 8, 8]  # at least max(8, 2 x concurrency)
+    assert [s.requests for s in calls] == [20, 20, 20]  # at least max(20, 2 x concurrency): a p95 of 8 is the slowest
     assert all(s.warmup >= 1 for s in calls)
 
 
@@ -130,3 +134,47 @@ def test_a_batching_engines_request_that_fails_after_a_token_is_an_error():
 
     recs = asyncio.run(drive(["a", "b"], BASE, start, lambda n: None, lambda p: 3))
     assert [r.status for r in recs] == ["ok", "error"] and recs[1].error == "RuntimeError: engine died"
+
+
+def test_a_level_whose_interval_straddles_the_target_is_inconclusive_not_a_miss():
+    runner, _ = _recorded({1: (400, 1.0), 2: (980, 0.9), 4: (1500, 0.4)}, ci={1: [300, 500], 2: [700, 1300],
+                                                                             4: [1200, 1900]})
+    r = run_sweep(BASE, [1, 2, 4], runner=runner)
+    assert [lv.outcome for lv in r.levels] == ["meets", "inconclusive", "misses"]
+    assert r.capacity == 1 and r.inconclusive_at == 2  # not 2: its p95 could be above the target on a rerun
+    assert r.stop == {"key": "ttft", "c": 4, "p95": 1500, "target": 1000}
+
+
+def test_capacity_counts_up_from_the_first_level():
+    runner, _ = _recorded({1: (400, 1.0), 2: (990, 0.9), 4: (500, 1.0)}, ci={2: [900, 1200]})
+    r = run_sweep(BASE, [1, 2, 4], runner=runner, until_sla=False)
+    assert r.capacity == 1  # level 4's luck above an inconclusive level 2 is not capacity
+
+
+def test_a_busy_level_marks_the_sweep_and_cannot_change_the_advice():
+    from advisor.evidence import check_capacity
+    from advisor.knowledge import load_knowledge
+
+    runner, _ = _recorded({1: (100, 1.0), 2: (200, 1.0), 4: (300, 1.0)}, busy=(2,))
+    r = run_sweep(BASE.model_copy(update={"engine": "onnxruntime"}), [1, 2, 4], runner=runner)
+    assert r.busy and r.levels[1].busy and r.capacity == 4
+    v = check_capacity([r], 4, "llama.cpp", load_knowledge(), "en")
+    assert not v.changes_advice and v.better is None
+    assert "cannot change the advice" in " ".join(v.lines)
+    quiet, _ = _recorded({1: (100, 1.0), 2: (200, 1.0), 4: (300, 1.0)})
+    v2 = check_capacity([run_sweep(BASE.model_copy(update={"engine": "onnxruntime"}), [1, 2, 4], runner=quiet)], 4,
+                        "llama.cpp", load_knowledge(), "en")
+    assert v2.changes_advice and v2.better == "onnxruntime"  # the same figures on a quiet machine do
+
+
+def test_a_sweep_for_other_answers_or_another_device_cannot_change_the_advice():
+    from advisor.evidence import TargetDevice, check_capacity
+    from advisor.knowledge import load_knowledge
+
+    runner, _ = _recorded({1: (100, 1.0), 2: (200, 1.0), 4: (300, 1.0)})
+    sw = run_sweep(BASE.model_copy(update={"engine": "onnxruntime", "answers_id": "aaaa"}), [1, 2, 4], runner=runner)
+    k = load_knowledge()
+    assert not check_capacity([sw], 4, "llama.cpp", k, "en", answers_id="bbbb").changes_advice
+    gpu = TargetDevice(kind="gpu", gpu_name="NVIDIA L40S", gpu_id="l40s", label="1 × NVIDIA L40S")
+    v = check_capacity([sw], 4, "llama.cpp", k, "zh", target=gpu)
+    assert not v.changes_advice and "不改变建议" in " ".join(v.lines)
