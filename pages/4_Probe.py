@@ -255,7 +255,7 @@ by_id = {rid: r for rid, _, r in runs}
 by_id.update(history.get_runs([rid for rid in picked_ids if rid not in by_id]))  # a pick older than the newest 50
 if by_id:
     def conc_of(r) -> str:
-        return f" · c={r.settings.concurrency}" if r.settings else ""
+        return " · " + T("ui_conc_short", c=r.settings.concurrency) if r.settings else ""
 
     labels = {rid: f"{run_label(rid, r.engine)} · {status_label(r.status)}{conc_of(r)} · {(r.started_at or '')[:19]}"
               for rid, r in sorted(by_id.items(), reverse=True)}
@@ -295,7 +295,7 @@ if by_id:
                 slots = (r.backend_settings or {}).get("parallel_slots")
                 st.caption(f"{run_label(rid, r.engine)}: {serving_label(r)}"
                            + (f" ({T('ui_slots', n=slots)})" if slots else "")
-                           + (f" · c={r.settings.concurrency}" if r.settings else ""))
+                           + (" · " + T("ui_conc_short", c=r.settings.concurrency) if r.settings else ""))
         dl = st.columns(min(4, len(chosen)))
         for i, rid in enumerate(chosen):
             dl[i % len(dl)].download_button(T("ui_download_json", run=run_label(rid, by_id[rid].engine)),
@@ -333,7 +333,8 @@ if runs:
         st.dataframe([{T("col_run"): run_label(rid, r.engine), T("col_status"): status_label(r.status),
                        T("col_requests_split"): f"{r.requests_ok} / {r.requests_incomplete} / {r.errors}",
                        T("col_started"): (r.started_at or "")[:19], T("col_ttft_p95"): num(r.ttft_ms.p95),
-                       T("col_total_tps"): num(r.output_tps_total), T("col_reason"): r.reason or ""}
+                       T("col_total_tps"): num(r.output_tps_total),
+                       T("col_reason"): "" if r.status == "ok" else not_measured_text(r, k, L)}
                       for rid, _, r in runs], hide_index=True)
 if st.button(T("ui_go_report"), key="to_report"):
     st.switch_page("pages/5_Report.py")

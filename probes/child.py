@@ -255,6 +255,16 @@ def _workload(settings: ProbeSettings, backend, ev: Events) -> tuple[list, list,
         notes.append(f"output: exactly {out} tokens per request ({backend.output_rule})")
         return prompts, warm, notes
     prompts = [wl.Prompt(t, out) for t in wl.build_prompts(settings.requests, settings.prompt_mix, settings.seed)]
+    try:  # a server is not asked (its tokenizer requests would be requests it serves before the measured ones)
+        counted = [] if settings.engine == "endpoint" or getattr(backend, "ep", None) else \
+            [backend.count_prompt_tokens(p.text) for p in prompts[:64]]
+    except Exception:  # noqa: BLE001 (a count is for the note only)
+        counted = []
+    counted = [n for n in counted if n]
+    span = f", {min(counted)}-{max(counted)} tokens after the chat template" if counted else ""
+    notes.append(f"prompts: {len(prompts)} from the built-in '{settings.prompt_mix}' text mix{span}; this is not the "
+                 "prompt length a plan assumes (give input tokens, a preset or a prompts file to measure that "
+                 "workload)")
     if settings.output_tokens:
         notes.append(f"output: exactly {out} tokens per request ({backend.output_rule})")
     return prompts, short, notes

@@ -7,7 +7,7 @@ May import: advisor.decide, advisor.planner, advisor.inputs, advisor.knowledge, 
 from advisor.evidence import history
 from advisor.evidence.capacity_check import CapacityVerdict, check_capacity
 from advisor.evidence.probe_check import ProbeCheck, check_probe
-from advisor.evidence.verdict import TargetDevice, Verdict, measured_on, revisit, target_device
+from advisor.evidence.verdict import TargetDevice, Verdict, measured_on, not_measured, revisit, target_device
 
 __all__ = ["CapacityVerdict", "ProbeCheck", "TargetDevice", "Verdict", "check_capacity", "check_probe", "history",
-           "measured_on", "revisit", "target_device"]
+           "measured_on", "not_measured", "revisit", "target_device"]

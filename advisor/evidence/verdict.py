@@ -102,6 +102,27 @@ def _t(lang: str, en: str, zh: str) -> str:
     return zh if lang == "zh" else en
 
 
+def _quoted(text: str) -> str:
+    """An engine's or server's own words, inside “…” on one line (they are not translated; a reader sees whose)."""
+    return " ".join(str(text).replace("“", '"').replace("”", '"').split())[:300]
+
+
+def not_measured(r: ProbeResult, knowledge=None, lang: str = "en") -> str:
+    """Why a run that is not ok measured nothing, in the page's language: "not measured: N of M requests failed:
+    “CAUSE”" (the most frequent cause, in the engine's own words), or its reason when no request ran."""
+    bad = r.errors + r.requests_incomplete
+    s = (lambda key, **kw: knowledge.s(key, lang, **kw)) if knowledge is not None else None  # noqa: E731
+    if r.requests_total and bad and r.status in ("partial", "error"):
+        cause = _quoted(r.top_cause or r.reason or r.status)
+        return s("run_not_measured", bad=bad, total=r.requests_total, cause=cause) if s else \
+            f"not measured: {bad} of {r.requests_total} requests failed: “{cause}”"
+    if r.status == "cancelled" and r.requests_total:
+        return s("run_cancelled_kept", n=r.requests_total, ok=r.requests_ok) if s else \
+            f"cancelled by the user; the {r.requests_total} requests that finished are kept ({r.requests_ok} ok)"
+    why = _quoted(r.reason or r.status)
+    return s("run_not_measured_why", why=why) if s else f"not measured: “{why}”"
+
+
 GOODPUT_SHARE = 0.9  # an SLA is met when at least this share of all requests (failed ones count) met the target
 
 
@@ -182,9 +203,8 @@ def revisit(rec: Recommendation, results: list[ProbeResult], target_ms: float, l
         res = latest.get(engine)
         if res is None:
             bad = failed.get(engine)
-            text = (_t(lang, f"not measured: {bad.reason or bad.status} (run {label[engine]})",
-                       f"未实测：{bad.reason or bad.status}（运行 {label[engine]}）") if bad else
-                    _t(lang, "not measured", "未实测"))
+            text = (not_measured(bad, knowledge, lang) + _t(lang, f" (run {label[engine]})", f"（运行 {label[engine]}）")
+                    if bad else _t(lang, "not measured", "未实测"))
             out.append(EngineVerdict(engine=engine, rank=rank.get(engine), measured=False, target_ms=target_ms,
                                      text=text, failed=bad is not None))
             continue

@@ -69,15 +69,10 @@ def run_label(run_id: int | None, engine: str) -> str:
 
 
 def not_measured_text(r: ProbeResult, knowledge: Knowledge, lang: str) -> str:
-    """Why a run that is not ok measured nothing, in the page's language: "not measured: N of M requests failed:
-    CAUSE" (the cause in the engine's own words), or the run's reason when no request ran."""
-    bad = r.errors + r.requests_incomplete
-    if r.requests_total and bad and r.status in ("partial", "error"):
-        return knowledge.s("run_not_measured", lang, bad=bad, total=r.requests_total,
-                           cause=r.top_cause or r.reason or r.status)
-    if r.status == "cancelled" and r.requests_total:
-        return knowledge.s("run_cancelled_kept", lang, n=r.requests_total, ok=r.requests_ok)
-    return knowledge.s("run_not_measured_why", lang, why=r.reason or r.status)
+    """Why a run that is not ok measured nothing (advisor.evidence.not_measured)."""
+    from advisor.evidence.verdict import not_measured
+
+    return not_measured(r, knowledge, lang)
 
 
 def run_labels(results: list[ProbeResult], run_ids: list[int] | None = None) -> list[str]:
@@ -222,7 +217,7 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
             bad = r.errors + r.requests_incomplete
             rows.append([_cell(lab), _cell(status),
                          f"{r.requests_ok} / {r.requests_incomplete} / {r.errors}" if r.requests_total else "–",
-                         _cell(r.top_cause or "") if bad else "",
+                         _cell(f"“{r.top_cause}”") if bad and r.top_cause else "",
                          f"{_fmt(r.ttft_ms.p50)} / {_fmt(r.ttft_ms.p95)} / {_fmt(r.ttft_ms.p99)}",
                          f"{_fmt(r.itl_ms.p50)} / {_fmt(r.itl_ms.p95)}", _fmt(r.decode_tps_per_request.p50),
                          _fmt(r.output_tps_total), "–" if r.goodput is None else f"{r.goodput:.0%}",
@@ -234,7 +229,9 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
                 detail = not_measured_text(r, knowledge, lang)
             else:
                 settings = ", ".join(f"{k}={v}" for k, v in r.backend_settings.items())
-                detail = "; ".join(x for x in (r.serving, r.device, settings) if x)
+                mode = f"serving_mode_{r.serving_mode}"
+                serving = knowledge.s(mode, lang) if r.serving_mode and mode in knowledge.strings else r.serving
+                detail = "; ".join(x for x in (serving, r.device, settings) if x)
             out.append(f"- **{_txt(lab)}**{version}: {_txt(detail)}")
             out += [f"    - {_txt(n)}" for n in dict.fromkeys(r.notes) if n != r.system_load.note]
         out.append("")

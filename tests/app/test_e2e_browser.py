@@ -524,7 +524,7 @@ def test_a_failing_endpoint_run_is_not_ok(page, server):
             f.press("Enter")
             _settle(page, 200)
         page.get_by_role("button", name="Run the live probe").click()
-        expect(page.get_by_text(re.compile(r"not measured: 6 of 8 requests failed: HTTP 500")).first
+        expect(page.get_by_text(re.compile(r"not measured: 6 of 8 requests failed: “HTTP 500")).first
                ).to_be_visible(timeout=120_000)
         expect(page.get_by_text(re.compile(r"#\d+ endpoint · partial")).first).to_be_visible()
         assert page.get_by_text(re.compile("meets the SLA")).count() == 0

@@ -35,7 +35,8 @@ ALLOW = {
     "m3", "m4", "a10", "a100", "h100", "h200", "l4", "l40s", "t4", "rtx3090", "mac", "paged", "attention",
     "pagedattention", "tensor", "tok", "ms", "gib", "gb", "mb", "kib", "mib", "tb", "s", "x", "ok", "token",
     "cache", "hugging", "face", "bit", "silu", "swiglu", "gelu", "venv", "base", "matmulnbits",  # technical terms kept in zh prose
-    "torch",
+    "torch", "endpoint",  # the endpoint probe's engine id ("#12 endpoint")
+    "avx512f", "avx512bw", "avx512vl", "avx512cd", "avx512dq", "llama-2", "qwen2",  # CPU flags, model families
 }
 PROSE_EXCLUDE = re.compile(
     r"https?://\S+|<https?://[^>]+>|`[^`]*`|“[^”]*”|\b[\w.-]+\.(txt|py|yaml|yml|json|gguf|md|pdf)\b"  # links, code, quotes
@@ -62,7 +63,7 @@ def _texts(at) -> list[str]:
             out += [str(o) for o in getattr(e, "options", []) or []]
     for d in at.dataframe:
         df = d.value
-        df = df.drop(columns=[c for c in df.columns if c == "原文"])  # the seeds' verbatim quotes
+        df = df.drop(columns=[c for c in df.columns if c in ("原文", "最常见原因")])  # verbatim: seeds', engines' words
         out += [str(c) for c in df.columns]
         cells = [str(v) for v in df.astype(str).values.ravel().tolist()]
         out += [c for c in cells if c not in ("None", "nan")  # an empty cell, as pandas writes it
@@ -159,3 +160,57 @@ def test_hardware_page_says_why_no_gpu_was_found_in_chinese(detection_fails, cod
     assert not words, " ".join(sorted(words))
     lacks = [m.value for m in at.markdown if m.value.startswith("- **")]
     assert lacks and all("**：" in line for line in lacks), lacks
+
+
+def test_the_probe_page_after_a_run_and_a_sweep_speaks_chinese():
+    """After runs that failed, were cancelled and were served by llama-server, and after a sweep with an
+    inconclusive level and a busy one: serving lines, causes, stop reasons and verdicts in Chinese (the engines'
+    own words stay, quoted)."""
+    from advisor.evidence import history
+    from advisor.inputs import detect
+    from advisor.knowledge import load_knowledge
+    from probes.result import Percentiles, ProbeResult, ProbeSettings, RequestRecord, SystemLoad
+    from probes.sweep_result import SweepLevel, SweepResult
+
+    k = load_knowledge()
+    machine_names = _machine_names(k, detect(k))
+    rec = [RequestRecord(index=0, submitted_s=0.0, first_token_s=0.05, token_times_s=[0.05, 0.06], finished_s=0.06)]
+    served = ProbeResult(engine="llama.cpp", status="ok", requests_total=8, requests_ok=8, device="cpu",
+                         serving_mode="llama-server", serving="llama-server: 4 parallel slots with continuous batching",
+                         backend_settings={"parallel_slots": 4}, settings=ProbeSettings(engine="llama.cpp", concurrency=4),
+                         ttft_ms=Percentiles(p50=50.0, p95=900.0), ttft_p95_ci_ms=[700.0, 1300.0], goodput=0.9,
+                         ttft_target_ms=800.0, requests=rec, system_load=SystemLoad(busy=True,
+                                                                                   other_processes_cpu_percent=33.0))
+    failed = ProbeResult(engine="endpoint", status="partial", requests_total=8, requests_ok=2, errors=6,
+                         top_cause="HTTP 500: boom!", reason="not measured: 6 of 8 requests failed: HTTP 500: boom!",
+                         serving_mode="endpoint", ttft_target_ms=1000.0, requests=rec)
+    cancelled = ProbeResult(engine="llama.cpp", status="cancelled", requests_total=5, requests_ok=5,
+                            reason="cancelled by the user after 5 of 40 requests", serving_mode="in-process",
+                            ttft_ms=Percentiles(p50=50.0, p95=60.0), requests=rec)
+    ids = [history.save(r) for r in (served, failed, cancelled)]
+    levels = [SweepLevel(concurrency=1, status="ok", requests_total=20, requests_ok=20, goodput=1.0, outcome="meets",
+                         ttft_ms=Percentiles(p95=300.0), ttft_p95_ci_ms=[250.0, 350.0], output_tps_total=50.0),
+              SweepLevel(concurrency=2, status="ok", requests_total=20, requests_ok=20, goodput=0.9,
+                         outcome="inconclusive", ttft_ms=Percentiles(p95=950.0), ttft_p95_ci_ms=[800.0, 1200.0],
+                         output_tps_total=80.0, busy=True, other_cpu_percent=30.0)]
+    sweep = SweepResult(engine="llama.cpp", status="ok", device="cpu", ttft_target_ms=1000.0, levels=levels, capacity=1,
+                        inconclusive_at=2, busy=True, stop={"key": "ttft", "c": 4, "p95": 1500, "target": 1000.0},
+                        stop_reason="at concurrency 4, TTFT p95 1500 ms > the 1000 ms target")
+    history.save_sweep(sweep, "job-77-1764590000")
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "app.py"), default_timeout=120)
+    at.session_state["lang"] = "zh"
+    at.session_state["answers"] = {"concurrency": 4, "model": {"name": "smollm2-135m", "precision": "q8_0"}}
+    at.session_state["report_runs"] = ids
+    at.session_state["report_sweeps"] = ["job-77-1764590000"]
+    at.run()
+    at.switch_page("pages/4_Probe.py").run()
+    assert not at.exception
+    shown = " ".join(_texts(at))
+    assert "llama-server，并行槽与连续批处理" in shown and "未测成：8 个请求中有 6 个失败" in shown
+    assert "无法定论" in shown and "不改变建议" in shown
+    words = set().union(*(_english_words(t, machine_names) for t in _texts(at)))
+    assert not words, " ".join(sorted(words))
+    at.switch_page("pages/5_Report.py").run()
+    assert not at.exception
+    words = set().union(*(_english_words(t, machine_names) for t in _texts(at)))
+    assert not words, " ".join(sorted(words))

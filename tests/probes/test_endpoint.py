@@ -153,4 +153,4 @@ def test_verdict_of_a_failed_run_says_not_measured_and_why(fake_server):
     rec = recommend(a, None, k)
     v = revisit(rec, [res.model_copy(update={"engine": rec.top.engine})], 1000.0, "en")
     assert v.status == "failed" and "meets" not in v.summary
-    assert "not measured: 6 of 8 requests failed" in v.summary
+    assert "not measured: 6 of 8 requests failed: “HTTP 500" in v.summary
