@@ -277,9 +277,9 @@ def show_notice() -> None:
     """The last answers message (an upload's confirmation, a refused value), until the next change."""
     kind, text = st.session_state.get(NOTICE, (None, None))
     if kind == "error":
-        st.error(T("ui_answer_refused", why=text), icon="⚠️")
+        st.error(T("ui_answer_refused", why=text), icon=":material/error:")
     elif kind == "ok":
-        st.success(text, icon="✅")
+        st.success(text, icon=":material/check_circle:")
 
 
 # ---------------------------------------------------------------- the target hardware (checklist step 3 and Hardware)

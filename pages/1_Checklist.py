@@ -136,13 +136,14 @@ def go(to: int) -> None:
 
 if ss.pop("_focus_step", False):  # after Back/Next, the keyboard lands on the new question, not the buttons
     # st.iframe (srcdoc, same origin) in place of the deprecated components.html; the step in the text makes each
-    # step's frame a new document, so its script runs again. Nothing user-supplied goes into it.
-    st.iframe(f"""<!-- step {int(step)} --><style>html, body {{ margin: 0; height: 0; overflow: hidden; }}</style>
+    # step's frame a new document, so its script runs again. Nothing user-supplied goes into it. 1 px high: "content"
+    # measures at least the frame's own first height (150 px), and 0 is refused.
+    st.iframe(f"""<!-- step {int(step)} --><style>html, body {{ margin: 0; overflow: hidden; }}</style>
     <script>
       const doc = window.parent.document;
       const el = doc.querySelector('[data-testid="stMain"] input:not([disabled]), [data-testid="stMain"] [role="radio"]');
       if (el) {{ el.focus({{preventScroll: true}}); }}
-    </script>""", height="content", tab_index=-1)
+    </script>""", height=1, tab_index=-1)
 
 
 c1, c2, _ = st.columns([1, 2, 3])

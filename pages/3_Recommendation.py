@@ -4,7 +4,7 @@ import streamlit as st
 from advisor.decide import recommend
 from advisor.report import (cite, concurrency_chart, header_lines, link_urls, md_escape, memory_chart, plan_rows,
                             ranking_chart, roofline_chart, seed_lines, support_table)
-from ui_common import T, answers, hardware, knowledge, lang, plan_inputs, show_notice
+from ui_common import T, answers, hardware, knowledge, lang, plan_inputs, set_answer, show_notice
 
 
 def md_table(header: list[str], rows: list[list[str]], align: str = "") -> str:
@@ -31,6 +31,14 @@ if short:  # say it first: no engine fits as asked, and what would make each fit
     st.error(md_escape(T("nothing_fits")) + "\n" + "\n".join(
         f"- **{md_escape(name)}**: " + md_escape(T("nothing_fits_ram", gib=ram) if ram else fix or T("nothing_fits_none"))
         for name, fix, ram in short))
+    if a.hardware is not None and a.hardware.ram_gb is None and any(ram for _, _, ram in short):
+        # an offload plan's fit hangs on the target's RAM: ask for it here, where it decides
+        def take_ram() -> None:
+            v = st.session_state.get("ask_ram")
+            set_answer(("hardware", "ram_gb"), float(v) if v else None)
+
+        st.number_input(T("ui_ask_ram"), min_value=1, max_value=65536, value=None, step=16, key="ask_ram",
+                        on_change=take_ram, placeholder=T("ui_ask_ram_placeholder"))
 st.plotly_chart(ranking_chart(rec, lang), key="ranking_chart", config={"displayModeBar": False})
 for i, r in enumerate(rec.ranking, 1):
     with st.expander(f"{i}. {r.name} — {r.score:g}", expanded=i == 1):

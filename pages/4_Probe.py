@@ -44,6 +44,8 @@ def num(v, digits: int = 1) -> str:
 
 job = board.current
 if job is not None:
+    if ss.get("run_probe") and ss.get("watch_job") != job.id:  # this tab's click landed while another tab's ran
+        st.warning(T("ui_probe_running"))
     ss["watch_job"] = job.id  # a reloaded or second tab takes over the running job's progress
     phase_label = lambda j: T(f"phase_{j.phase}") if f"phase_{j.phase}" in k.strings else j.phase  # noqa: E731
 
@@ -309,11 +311,13 @@ if by_id:
             c1.plotly_chart(latency_chart(ok, "ttft", L, labels=ok_labels), key="ttft_chart", config=CHART)
             c2.plotly_chart(latency_chart(ok, "itl", L, labels=ok_labels), key="itl_chart", config=CHART)
             st.plotly_chart(throughput_chart(ok, L, labels=ok_labels), key="tps_chart", config=CHART)
-            checks = [c for c in (check_probe(r, k, hw, machine(), L) for r in ok) if c is not None]
+            pairs = [(lab, check_probe(r, k, hw, machine(), L)) for lab, r in zip(ok_labels, ok)]
+            pairs = [(lab, c) for lab, c in pairs if c is not None]
+            checks = [c for _, c in pairs]
             if checks:
                 st.subheader(T("check_title"))
-                for c in checks:
-                    st.markdown(link_urls(f"- {c.text}"))
+                for lab, c in pairs:  # each line names its run: two runs of one engine are told apart
+                    st.markdown(link_urls(f"- **{md_escape(lab)}**: {c.text}"))
                 st.plotly_chart(roofline_chart(None, checks, {e.id: e.name for e in k.engines.values()}, L),
                                 key="probe_roofline_chart", config=CHART)
         if job is None:

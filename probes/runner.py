@@ -103,6 +103,44 @@ def _gpu_sample(handles, pids: set[int]) -> tuple[float, float | None]:
     return total / 2**20, util
 
 
+def _local_server(settings: ProbeSettings) -> list:
+    """The processes (and their children) of a server under test on this machine (a loopback endpoint), so the
+    CPU it spends serving the probe is not counted as "other processes" that make the run busy."""
+    if settings.engine != "endpoint" or not settings.endpoint:
+        return []
+    from urllib.parse import urlparse
+
+    import psutil
+
+    u = urlparse(settings.endpoint)
+    if u.hostname not in ("127.0.0.1", "localhost", "::1"):
+        return []
+    port = u.port or (443 if u.scheme == "https" else 80)
+    try:
+        pids = {c.pid for c in psutil.net_connections(kind="tcp")
+                if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port and c.pid}
+        procs = []
+        for pid in pids:
+            p = psutil.Process(pid)
+            procs += [p, *p.children(recursive=True)]
+        return procs
+    except (psutil.Error, OSError):
+        return []
+
+
+def _tree_cpu_s(procs: list) -> float:
+    import psutil
+
+    total = 0.0
+    for p in procs:
+        try:
+            t = p.cpu_times()
+            total += t.user + t.system
+        except psutil.Error:
+            continue
+    return total
+
+
 def _machine_cpu_s() -> float:
     import psutil
 
@@ -168,6 +206,8 @@ def run_probe(settings: ProbeSettings, on_event: Callable[[Event], None] | None 
                HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false")
     import psutil
 
+    server = _local_server(settings)
+    server_cpu_before = _tree_cpu_s(server)
     load_before = os.getloadavg()[0]
     started_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     cpu_before, wall_before = _machine_cpu_s(), time.monotonic()
@@ -226,7 +266,8 @@ def run_probe(settings: ProbeSettings, on_event: Callable[[Event], None] | None 
     sampler.join(timeout=2)
     wall = max(1e-6, time.monotonic() - wall_before)
     ncpu = psutil.cpu_count() or 1
-    other = max(0.0, (_machine_cpu_s() - cpu_before - sampler.tree_cpu_s) / (wall * ncpu) * 100)
+    served_s = max(0.0, _tree_cpu_s(server) - server_cpu_before) if server else 0.0
+    other = max(0.0, (_machine_cpu_s() - cpu_before - sampler.tree_cpu_s - served_s) / (wall * ncpu) * 100)
     load = SystemLoad(loadavg_1m_before=round(load_before, 2), loadavg_1m_after=round(os.getloadavg()[0], 2),
                       cpu_count=ncpu, other_processes_cpu_percent=round(other, 1))
     load.busy = other > BUSY_OTHER_CPU_PERCENT
@@ -256,4 +297,7 @@ def run_probe(settings: ProbeSettings, on_event: Callable[[Event], None] | None 
     res.system_load = load
     if load.note:
         res.notes.append(load.note)
+    if server:
+        res.notes.append(f"the server under test runs on this machine (pid {server[0].pid}): its {served_s:.1f} s of "
+                         "CPU serving this probe are not counted as other processes")
     return res

@@ -81,7 +81,8 @@ def _text_px(text: str, size: float) -> float:
 
 
 MIN_HEIGHT = 320  # px: on a phone (390 px wide) a chart keeps room for its data
-AXIS_BELOW_PX = 64  # the x axis's tick labels and title under the plot area: the legend starts below them
+AXIS_BELOW_PX = 72  # the x axis's tick labels and title under the plot area (~48 px): the legend starts below them,
+# with room to spare where a phone wraps it into more rows than counted (the plot area then shrinks a little)
 LEGEND_ROW_PX = 22
 LEGEND_WIDTH_PX = 560  # the plot-area width a legend's rows are counted for (a PNG's; a phone has more rows)
 TITLE_MAX_PX = 380  # a title wider than this at 15 px is set at 13 px, so a phone (~358 px of chart) shows it

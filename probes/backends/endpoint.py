@@ -230,6 +230,8 @@ def _http_error(err: Exception) -> str:
     if isinstance(err, httpx.ConnectTimeout):
         return "connect timed out"
     if isinstance(err, httpx.ConnectError):
+        if "WRONG_VERSION_NUMBER" in str(err):  # TLS spoken to a server that answers plain HTTP
+            return "the server answers plain HTTP, not HTTPS: use an http:// URL"
         return f"connection failed: {excerpt(str(err) or type(err).__name__)}"
     return f"{type(err).__name__}: {excerpt(str(err))}"
 

@@ -589,7 +589,7 @@ def test_the_reasons_are_readable_in_full_at_1300_px(page, server):
          "model": {"name": "llama-3.1-8b", "precision": "bf16", "context_tokens": 131072}}
     page.goto(url + "/recommendation?a=" + encode_answers(a))
     _settle(page, 1500)
-    reason = page.get_by_text(re.compile(r"the rest would queue or be preempted\. To fix: .*offload with llama\.cpp")).first
+    reason = page.get_by_text(re.compile(r"the rest would queue or be preempted\. To fix: cut the context to [\d,]+ tokens .*INT4 .*GiB\)\.")).first
     reason.wait_for()
     box = reason.bounding_box()
     assert box and box["x"] >= 0 and box["x"] + box["width"] <= 1300  # on screen, whole

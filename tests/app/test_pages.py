@@ -391,6 +391,9 @@ def test_nothing_fits_leads_the_recommendation_page():
     assert not at.exception
     assert at.error[0].value.startswith("Nothing fits as asked on this hardware")
     assert "hardware.ram_gb" in at.error[0].value
+    at.number_input(key="ask_ram").set_value(512).run()  # asked where it decides; the answer is the user's
+    assert not at.exception and at.session_state["answers"]["hardware"]["ram_gb"] == 512
+    assert not at.error or not at.error[0].value.startswith("Nothing fits as asked")
 
 
 # ---------------------------------------------------------------- phones, uploads, the focus frame
