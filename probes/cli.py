@@ -122,14 +122,23 @@ def cmd_list(args) -> int:
     for engine in BACKENDS:
         cls = get_backend(engine)
         reason = availability(engine)
-        rows.append({"engine": engine, "available": reason is None, "reason": reason,
-                     "install": None if reason is None else cls.install_hint, "python": python_for(engine)})
+        row = {"engine": engine, "available": reason is None, "reason": reason,
+               "install": None if reason is None else cls.install_hint, "python": python_for(engine)}
+        if engine == "llama.cpp":  # how concurrency > 1 is served: llama-server's parallel slots, when built
+            from probes.backends.llama_cpp import llama_server_binary
+
+            binary = llama_server_binary()
+            row["serving_above_1"] = (f"llama-server ({binary})" if binary else
+                                      "in-process, one at a time: llama-server is not built (make llama-server)")
+        rows.append(row)
     if args.format == "json":
         print(json.dumps(rows, indent=2))
     else:
         for r in rows:
             state = "ready" if r["available"] else f"unavailable: {r['reason']}\n{'':15}install: {r['install']}"
             print(f"{r['engine']:14} {state}")
+            if r.get("serving_above_1"):
+                print(f"{'':15}concurrency > 1: {r['serving_above_1']}")
     return 0
 
 
