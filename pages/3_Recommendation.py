@@ -29,7 +29,7 @@ st.session_state["last_ranking"] = [r.engine for r in rec.ranking]
 short = rec.nothing_fits()
 if short:  # say it first: no engine fits as asked, and what would make each fit
     st.error(md_escape(T("nothing_fits")) + "\n" + "\n".join(
-        f"- **{md_escape(name)}**: " + md_escape(T("nothing_fits_ram", gib=ram) if ram else fix or T("nothing_fits_none"))
+        f"- **{md_escape(name)}**{T('colon')}" + md_escape(T("nothing_fits_ram", gib=ram) if ram else fix or T("nothing_fits_none"))
         for name, fix, ram in short))
     if a.hardware is not None and a.hardware.ram_gb is None and any(ram for _, _, ram in short):
         # an offload plan's fit hangs on the target's RAM: ask for it here, where it decides
@@ -72,7 +72,7 @@ c2.plotly_chart(concurrency_chart(plan, names, lang), key="concurrency_chart", c
 st.plotly_chart(roofline_chart(plan, [], names, lang), key="roofline_chart", config={"displayModeBar": False})
 for e, p in plan.engines.items():
     if p.options:
-        st.markdown(link_urls(f"**{T('plan_options_for', engine=names[e])}:**"))
+        st.markdown(link_urls(f"**{T('plan_options_for', engine=names[e])}{T('colon').strip()}**"))
         st.markdown(link_urls("\n".join(f"- {o.text}" for o in p.options)))
 with st.expander(T("plan_assumptions_for", engine=rec.top.name if rec.top else "—")):
     if rec.top:

@@ -91,12 +91,12 @@ else:
         if "probe_engines" not in ss:
             ss["probe_engines"] = [e for e in ss.get("probe_engines_v", [default]) if e in local]
         engines = st.multiselect(T("ui_engines_to_probe"), local, key="probe_engines", placeholder=T("ui_pick_placeholder"),
-                                 format_func={e: e if avail.get(e) is None else f"{e}: {T('ui_unavailable')}"
+                                 format_func={e: e if avail.get(e) is None else f"{e}{T('colon')}{T('ui_unavailable')}"
                                               for e in local}.get)
         ss["probe_engines_v"] = engines
         for e in engines:
             if avail.get(e):
-                st.caption(f"**{e}**: {md_escape(avail[e])}")
+                st.caption(f"**{e}**{T('colon')}{md_escape(avail[e])}")
         cpu_llama = llama_cpu_build_on_gpu_machine(hw) if "llama.cpp" in engines else None
         if cpu_llama:
             st.caption(cpu_llama)
@@ -295,7 +295,7 @@ if by_id:
             r = by_id[rid]
             if r.requests_total:
                 slots = (r.backend_settings or {}).get("parallel_slots")
-                st.caption(f"{run_label(rid, r.engine)}: {serving_label(r)}"
+                st.caption(f"{run_label(rid, r.engine)}{T('colon')}{serving_label(r)}"
                            + (f" ({T('ui_slots', n=slots)})" if slots else "")
                            + (" · " + T("ui_conc_short", c=r.settings.concurrency) if r.settings else ""))
         dl = st.columns(min(4, len(chosen)))
@@ -317,7 +317,7 @@ if by_id:
             if checks:
                 st.subheader(T("check_title"))
                 for lab, c in pairs:  # each line names its run: two runs of one engine are told apart
-                    st.markdown(link_urls(f"- **{md_escape(lab)}**: {c.text}"))
+                    st.markdown(link_urls(f"- **{md_escape(lab)}**{T('colon')}{c.text}"))
                 st.plotly_chart(roofline_chart(None, checks, {e.id: e.name for e in k.engines.values()}, L),
                                 key="probe_roofline_chart", config=CHART)
         if job is None:
@@ -329,7 +329,7 @@ if by_id:
              "held": st.warning}.get(v.status, st.info)(md_escape(v.summary))
             for e in v.engines:
                 if e.measured or e.failed:
-                    st.markdown(f"- **{e.engine}**: {md_escape(e.text)}")
+                    st.markdown(f"- **{e.engine}**{T('colon')}{md_escape(e.text)}")
 if job is None:  # the plan (rec) is only built when no probe is running
     _sweep_section(rec)
 if runs:

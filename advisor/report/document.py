@@ -158,11 +158,11 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
             shown = label or str(value)
         rows.append([str(q.number), _cell(q.question.get(lang)), _cell(shown)])
     out += _table(["#", s("report_question"), s("report_answer")], rows)
-    out += [f"**{s('report_model')}:** " + _txt(model_text(answers.model, knowledge, lang)), ""]
+    out += [f"**{s('report_model')}{s('colon').strip()}** " + _txt(model_text(answers.model, knowledge, lang)), ""]
     # hardware
     out += [f"## {s('hardware_title')}", ""]
     if answers.hardware is not None:
-        out.append(f"{s('hardware_from_answers')}: " + _txt(hardware_text(answers.hardware, knowledge, lang)))
+        out.append(f"{s('hardware_from_answers')}{s('colon')}" + _txt(hardware_text(answers.hardware, knowledge, lang)))
     elif hardware is not None:
         gpus = ", ".join(f"{g.name} ({(g.memory_total_mb or 0) / 1024:.0f} GiB)" for g in hardware.gpus) or s("no_gpu")
         out += ["- GPU: " + _txt(gpus),
@@ -182,13 +182,13 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
     out += [f"### {s('report_reasons')}", ""]
     for r in rec.ranking:
         out += [f"**{_txt(r.name)}** ({_num(r.score)})", ""]
-        out += [f"- `{round(x.delta, 1):+g}` {_txt(x.text)} — *{_txt(x.rule)}; {s('source')}: "
+        out += [f"- `{round(x.delta, 1):+g}` {_txt(x.text)} — *{_txt(x.rule)}; {s('source')}{s('colon')}"
                 f"{cite(x.source, knowledge, lang)}*" for x in r.reasons]
         out.append("")
     if rec.excluded:
         out += [f"## {s('excluded_title')}", ""]
         for x in rec.excluded:
-            out += [f"- **{_txt(x.name)}**: " + " ".join(f"{_txt(y.text)} (*{cite(y.source, knowledge, lang)}*)"
+            out += [f"- **{_txt(x.name)}**{s('colon')}" + " ".join(f"{_txt(y.text)} (*{cite(y.source, knowledge, lang)}*)"
                                                          for y in x.reasons)]
         out.append("")
     from advisor.report import support_table
@@ -232,7 +232,7 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
                 mode = f"serving_mode_{r.serving_mode}"
                 serving = knowledge.s(mode, lang) if r.serving_mode and mode in knowledge.strings else r.serving
                 detail = "; ".join(x for x in (serving, r.device, settings) if x)
-            out.append(f"- **{_txt(lab)}**{version}: {_txt(detail)}")
+            out.append(f"- **{_txt(lab)}**{version}{s('colon')}{_txt(detail)}")
             out += [f"    - {_txt(n)}" for n in dict.fromkeys(r.notes) if n != r.system_load.note]
         out.append("")
         if busy:
@@ -243,7 +243,7 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
         v = revisit(rec, results, float(answers.ttft_p95_ms), lang, labels=labels,
                     target=target_device(answers, hardware, knowledge, lang), knowledge=knowledge)
         out += [f"## {s('report_verdict')}", "", f"**{_txt(v.summary)}**", ""]
-        out += [f"- {_txt(e.engine)}: {_txt(e.text)}" for e in v.engines if e.measured or e.failed]
+        out += [f"- {_txt(e.engine)}{s('colon')}{_txt(e.text)}" for e in v.engines if e.measured or e.failed]
         out.append("")
     # caveats
     if sweeps:

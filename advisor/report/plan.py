@@ -134,10 +134,12 @@ def plan_markdown(plan: Plan, knowledge: Knowledge, lang: str, checks: list[Prob
         out.append("")
     for e, p in plan.engines.items():
         if p.options:
-            out += [f"**{md_escape(s('plan_options_for', lang, engine=knowledge.engines[e].name))}:**", ""]
+            out += [f"**{md_escape(s('plan_options_for', lang, engine=knowledge.engines[e].name))}"
+                    f"{s('colon', lang).strip()}**", ""]
             out += [f"- {md_escape(o.text)}" for o in p.options] + [""]
     if focus and focus in plan.engines:
-        out += [f"**{md_escape(s('plan_assumptions_for', lang, engine=knowledge.engines[focus].name))}:**", ""]
+        out += [f"**{md_escape(s('plan_assumptions_for', lang, engine=knowledge.engines[focus].name))}"
+                f"{s('colon', lang).strip()}**", ""]
         out += [f"- {md_escape(a)}" for a in plan.engines[focus].assumptions] + [""]
     if checks:
         out.append(f"### {s('check_title', lang)}")

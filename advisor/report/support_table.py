@@ -71,7 +71,8 @@ def markdown(table: list[Row], knowledge: Knowledge, lang: str, coloured: bool =
     head = [knowledge.s("sup_col_row", lang)] + [knowledge.engines[e].name for e in engines]
     lines = ["| " + " | ".join(md_escape(h) for h in head) + " |", "|" + "---|" * len(head)]
     for r in table:
-        label = f"{support.axis_label(r.axis, knowledge, lang)}: {support.value_label(r.axis, r.key, knowledge, lang)}"
+        label = (f"{support.axis_label(r.axis, knowledge, lang)}{knowledge.s('colon', lang)}"
+                 f"{support.value_label(r.axis, r.key, knowledge, lang)}")
         cells = [md_escape(label)]
         for e in engines:
             c = r.cells.get(e)
@@ -95,7 +96,7 @@ def lacks(table: list[Row], knowledge: Knowledge, lang: str) -> dict[str, list[s
             if c.status in ("unsupported", "experimental"):
                 what = support.value_label(r.axis, c.key, knowledge, lang)
                 note = f" — {c.note.get(lang)}" if c.note else ""
-                out[e].append(f"{status_label(c.status, knowledge, lang)}: {what}{note}")
+                out[e].append(f"{status_label(c.status, knowledge, lang)}{knowledge.s('colon', lang)}{what}{note}")
     return out
 
 
