@@ -49,17 +49,22 @@ if job is not None:
     ss["watch_job"] = job.id  # a reloaded or second tab takes over the running job's progress
     phase_label = lambda j: T(f"phase_{j.phase}") if f"phase_{j.phase}" in k.strings else j.phase  # noqa: E731
 
-    # a slow refresh: each rerun costs the server and the browser CPU, which the probe is measuring
-    @st.fragment(run_every=3.0)
+    # each refresh costs the server and the browser CPU, which the probe is measuring: while requests are measured
+    # the progress is redrawn every 10 s only (the run's own accounting would count it as other processes)
+    measuring = job.phase == "run"
+
+    @st.fragment(run_every=10.0 if measuring else 2.0)
     def progress() -> None:
         j = board.current
-        if j is None:  # it ended: redraw the whole page with its results
+        if j is None or (j.phase == "run") != measuring:  # it ended, or measuring began or ended: redraw all
             st.rerun()
         label = T("ui_probe_progress", engine=j.current or "…", i=j.index + 1, n=len(j.settings), phase=phase_label(j))
         if j.levels:
             label += " · " + T("ui_probe_level", i=(j.level or 0) + 1, n=j.levels, c=j.level_c)
         label += " · " + T("ui_probe_elapsed", s=f"{j.elapsed_s:.0f}")
-        with st.status(label, expanded=True, state="running"):
+        # a static box, not st.status: its spinner animates, and a browser repainting it takes CPU the probe measures
+        with st.container(border=True):
+            st.markdown(f":material/hourglass_top: **{md_escape(label)}**")
             st.progress(j.fraction, text=T("ui_probe_requests", done=j.done_requests, total=j.total_requests)
                         if j.phase == "run" else (j.message[:200] or phase_label(j)))
             if j.phase == "run":

@@ -239,12 +239,15 @@ def cmd_run(args) -> int:
 def _sweep_text(r) -> str:
     p = lambda x: "-" if x is None else f"{x:g}"  # noqa: E731
     lines = [f"{r.engine} on {r.device or '?'} — {r.model or ''}: {r.status}" + (f": {r.reason}" if r.reason else ""),
-             f"  {'conc':>5} {'ok':>4} {'err':>4} {'TTFT p50':>9} {'TTFT p95':>9} {'ITL p50':>8} {'tok/s':>8} "
-             f"{'goodput':>8}"]
+             f"  {'conc':>5} {'ok':>4} {'err':>4} {'TTFT p50':>9} {'TTFT p95':>9} {'p95 95% interval':>17} "
+             f"{'ITL p50':>8} {'tok/s':>8} {'goodput':>8} {'other CPU':>9}  outcome"]
     for lv in r.levels:
+        ci = "-" if not lv.ttft_p95_ci_ms else f"{lv.ttft_p95_ci_ms[0]:.0f}-{lv.ttft_p95_ci_ms[1]:.0f}"
+        cpu = "-" if lv.other_cpu_percent is None else f"{lv.other_cpu_percent:.0f}%"
         lines.append(f"  {lv.concurrency:>5} {lv.requests_ok:>4} {lv.errors:>4} {p(lv.ttft_ms.p50):>9} "
-                     f"{p(lv.ttft_ms.p95):>9} {p(lv.itl_ms.p50):>8} {p(lv.output_tps_total):>8} "
-                     f"{'-' if lv.goodput is None else f'{lv.goodput:.0%}':>8}")
+                     f"{p(lv.ttft_ms.p95):>9} {ci:>17} {p(lv.itl_ms.p50):>8} {p(lv.output_tps_total):>8} "
+                     f"{'-' if lv.goodput is None else f'{lv.goodput:.0%}':>8} {cpu:>9}  {lv.outcome or '-'}"
+                     + ("  BUSY" if lv.busy else ""))
     cap = "none (not even 1)" if r.capacity is None else str(r.capacity)
     lines.append(f"  SLA capacity (goodput ≥ {r.goodput_share:.0%} within TTFT p95 ≤ {p(r.ttft_target_ms)} ms): "
                  f"{cap} concurrent requests")

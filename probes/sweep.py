@@ -4,8 +4,8 @@ Each level is one probe (`run_probe`: its own child process, one warm-up, at lea
 2 × concurrency) measured requests), so every level is measured under the same conditions as a single probe.
 With fewer than 20 requests a "p95" is the slowest request; each level also carries the p95's bootstrap interval.
 
-The sweep's answer is the SLA capacity: the highest level, counted up from the first, that meets the target
-(`level_outcome`: goodput ≥ `goodput_share` and the p95 within the target with its interval). A level whose
+The sweep's answer is the SLA capacity: the highest level that meets the target (`level_outcome`: goodput ≥
+`goodput_share` and the p95 within the target with its interval) with no clear miss below it. A level whose
 interval straddles the target is inconclusive: it is neither capacity nor a reason to stop. A level measured
 on a busy machine is kept and marked, and the sweep as a whole is then `busy` (it cannot change the advice).
 """
@@ -49,7 +49,8 @@ def run_sweep(base: ProbeSettings, levels: list[int], until_sla: bool = True, go
                       started_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"), answers_id=base.answers_id,
                       asked_concurrency=base.asked_concurrency)
     target = base.ttft_target_ms
-    climbing = True  # capacity counts up from the first level: a meet above a miss is luck, not capacity
+    missed = False  # capacity counts up from the first level: a meet above a clear miss is luck, not capacity
+    # (an inconclusive level below does not block it: a clear meet at a higher load speaks for the lower one)
     for i, c in enumerate(levels):
         if cancel.is_set():
             out.status, out.stop_reason = "cancelled", "cancelled by the user"
@@ -73,13 +74,12 @@ def run_sweep(base: ProbeSettings, levels: list[int], until_sla: bool = True, go
             out.stop_reason = f"concurrency {c}: {res.status}: {res.reason}"
             out.stop = {"key": "failed", "c": c, "status": res.status, "why": (res.reason or "")[:300]}
             break
-        if level.outcome == "meets" and climbing:
+        if level.outcome == "meets" and not missed:
             out.capacity = c
         elif level.outcome == "inconclusive":
             out.inconclusive_at = out.inconclusive_at or c
-            climbing = False
         else:
-            climbing = False
+            missed = True
         if not until_sla:
             continue
         if level.outcome == "misses":

@@ -315,7 +315,14 @@ def sweep_charts(sweeps, target_ms: float | None, share: float, lang: str = "en"
         style = dict(mode="lines+markers", name=names.get(s.engine, s.engine),
                      line=dict(color=COLORS[n % len(COLORS)], width=2),
                      marker=dict(symbol=MARKERS[n % len(MARKERS)], size=9, color=COLORS[n % len(COLORS)]))
-        figs["ttft"].add_trace(go.Scatter(x=xs, y=[x.ttft_ms.p95 for x in lv], **style))
+        ci = [x.ttft_p95_ci_ms for x in lv]
+        bars = None
+        if any(ci):  # the p95's 95 % bootstrap interval: a target inside it is inconclusive
+            bars = dict(type="data", symmetric=False, visible=True, thickness=1.5, width=5,
+                        array=[(c[1] - x.ttft_ms.p95) if c and x.ttft_ms.p95 is not None else 0 for c, x in zip(ci, lv)],
+                        arrayminus=[(x.ttft_ms.p95 - c[0]) if c and x.ttft_ms.p95 is not None else 0
+                                    for c, x in zip(ci, lv)])
+        figs["ttft"].add_trace(go.Scatter(x=xs, y=[x.ttft_ms.p95 for x in lv], error_y=bars, **style))
         figs["goodput"].add_trace(go.Scatter(x=xs, y=[(x.goodput or 0) * 100 for x in lv], **style))
         figs["tps"].add_trace(go.Scatter(x=xs, y=[x.output_tps_total for x in lv], **style))
     if target_ms:

@@ -145,10 +145,13 @@ def test_a_level_whose_interval_straddles_the_target_is_inconclusive_not_a_miss(
     assert r.stop == {"key": "ttft", "c": 4, "p95": 1500, "target": 1000}
 
 
-def test_capacity_counts_up_from_the_first_level():
-    runner, _ = _recorded({1: (400, 1.0), 2: (990, 0.9), 4: (500, 1.0)}, ci={2: [900, 1200]})
+def test_capacity_is_the_highest_meet_with_no_clear_miss_below():
+    runner, _ = _recorded({1: (400, 1.0), 2: (1400, 0.5), 4: (500, 1.0)})
     r = run_sweep(BASE, [1, 2, 4], runner=runner, until_sla=False)
-    assert r.capacity == 1  # level 4's luck above an inconclusive level 2 is not capacity
+    assert r.capacity == 1  # level 4's luck above a clear miss at 2 is not capacity
+    runner, _ = _recorded({1: (990, 0.9), 2: (600, 1.0), 4: (1500, 0.4)}, ci={1: [400, 1300], 2: [500, 700]})
+    r = run_sweep(BASE, [1, 2, 4], runner=runner)
+    assert r.capacity == 2 and r.inconclusive_at == 1  # one slow request at 1 does not hide a clear meet at 2
 
 
 def test_a_busy_level_marks_the_sweep_and_cannot_change_the_advice():
