@@ -71,10 +71,11 @@ if job is not None:
                 st.caption(T("ui_probe_measuring_quiet"))
             if j.cancel.is_set():
                 st.caption(T("ui_cancelling"))
-            elif st.button(T("ui_cancel"), key="cancel_probe"):
-                j.cancel.set()
 
     progress()
+    # outside the fragment, with a callback: a click that lands while the page redraws (a phase change) still counts
+    if not job.cancel.is_set():
+        st.button(T("ui_cancel"), key="cancel_probe", on_click=job.cancel.set)
 else:
     spec, bench, _ = plan_inputs(a)
     rec = recommend(a, None if a.hardware else hw, k, lang=L, with_flips=False, spec=spec, machine=bench)

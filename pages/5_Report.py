@@ -19,6 +19,7 @@ if spec_error:
     st.error(spec_error)
 rec = recommend(a, hw, k, lang=L, spec=spec, machine=bench)
 picked = sorted(set(ss.get(RUNS, [])))
+history.list_runs(limit=1)  # opens the history, so a database moved aside is said below even with nothing picked
 by_id = history.get_runs(picked)  # however old: nothing picked drops out because newer runs came after it
 for note in dict.fromkeys(history.NOTICES):  # a database moved aside: said where the runs went
     st.warning(note)

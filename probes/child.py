@@ -167,7 +167,8 @@ def _on_stop(signum, frame) -> None:
     """SIGUSR1 (cancel) or SIGUSR2 (the parent's deadline): send what finished as the result, then exit."""
     from probes.backends.base import FINISHED
 
-    why = "cancelled by the user" if signum == signal.SIGUSR1 else "stopped at the probe's deadline"
+    why = ("cancelled by the user" if signum == signal.SIGUSR1 else
+           f"timed out after {_LIVE['settings'].timeout_s:g} s" if _LIVE.get("settings") else "timed out")
     if _LIVE.get("backend") is None:
         os._exit(143)
     _LIVE["stopping"] = True  # progress events stop: the result line must not interleave with one

@@ -50,11 +50,18 @@ def test_llama_cpp_backend_asks_for_every_layer_and_records_the_device(monkeypat
     assert b.backend_settings["build_backend"] == "CUDA" and b.device == "cuda:0 NVIDIA H200"
 
 
-def test_a_cpu_build_says_how_to_rebuild_for_the_gpu(gguf):
+def test_a_cpu_build_says_how_to_rebuild_for_the_gpu_only_where_there_is_one(gguf, monkeypatch):
+    from probes.backends import llama_cpp
+
+    monkeypatch.setattr(llama_cpp, "_nvidia_gpu_here", lambda: True)  # no NVIDIA GPU exists on this machine
     b = LlamaCppBackend()
     b.load(gguf, "gguf", ProbeSettings(engine="llama.cpp"))
     assert b.device == "cpu" and b.backend_settings["n_gpu_layers"] == 0
     assert any("CMAKE_ARGS=-DGGML_CUDA=on" in n for n in b.notes)
+    monkeypatch.setattr(llama_cpp, "_nvidia_gpu_here", lambda: False)  # the walk's L5: said on every CPU machine
+    b = LlamaCppBackend()
+    b.load(gguf, "gguf", ProbeSettings(engine="llama.cpp"))
+    assert not any("CMAKE_ARGS" in n for n in b.notes)
 
 
 def _fake_pynvml(mib_per_process: float, busy: float):

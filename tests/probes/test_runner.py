@@ -20,7 +20,9 @@ def _settings(**kw):
 @pytest.fixture(scope="module")
 def concurrent_run():
     events = []
-    res = run_probe(_settings(requests=6, concurrency=3, prompt_mix="mixed"), on_event=events.append)
+    s = _settings(requests=6, concurrency=3, prompt_mix="mixed")
+    s.extra["serving"] = "in-process"  # the in-process loop under concurrent clients (llama-server has its tests)
+    res = run_probe(s, on_event=events.append)
     return res, events
 
 
@@ -77,7 +79,10 @@ def test_cancel():
 
 def test_timeout_kills_the_engine():
     res = run_probe(_settings(requests=200, max_tokens=64, timeout_s=4))
-    assert res.status == "error" and "timed out after 4 s" in res.reason
+    # killed in loading, it is an error; stopped while measuring, it keeps what finished and is partial, never ok
+    assert res.status in ("error", "partial") and "timed out after 4 s" in res.reason
+    if res.status == "partial":
+        assert 0 < res.requests_total < 200 and "that finished ok are kept" in res.reason
 
 
 def test_missing_model(tmp_path):
