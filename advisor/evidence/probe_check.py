@@ -48,7 +48,10 @@ def _workload(res: ProbeResult) -> Workload:
     prompts = [r.prompt_tokens for r in reqs] or [128]
     out = s.max_tokens if s else 32
     resident = statistics.fmean(p + out / 2 for p in prompts)
-    if res.engine == "llama.cpp":
+    if res.engine == "llama.cpp" and res.serving_mode == "llama-server":
+        # parallel slots: KV allocated for every slot's context (-c = slots × per-slot context)
+        ctx, conc = int(bs.get("n_ctx_per_slot", 2048)), int(bs.get("parallel_slots", 1))
+    elif res.engine == "llama.cpp":
         ctx, conc = int(bs.get("n_ctx", 2048)), 1  # one sequence in n_ctx; KV allocated for all of it
     elif res.engine == "vllm":
         ctx, conc = int(bs.get("max_model_len", 2048)), int(bs.get("max_num_seqs", 1))
