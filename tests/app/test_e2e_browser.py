@@ -272,11 +272,7 @@ def test_probe_results_show_when_it_ends_and_the_report_has_them(page, server):
     page.get_by_text("简体中文").click()
     _settle(page, 1500)
     expect(page.get_by_role("heading", name="推理引擎选型报告").first).to_be_visible()
-    _build_pdf(page, "生成 PDF", "下载报告（.pdf）")
-    with page.expect_download() as d:
-        page.get_by_role("button", name="下载报告（.pdf）").click()
-    shutil.copy(d.value.path(), ARTIFACTS / "report-zh.pdf")
-    _check_pdf(ARTIFACTS / "report-zh.pdf", ["上下文", "实测结果"])
+    expect(page.get_by_role("button", name="生成 PDF")).to_be_visible()  # the zh PDF itself: tests/advisor/test_report.py
     page.screenshot(path=str(ARTIFACTS / "j6-report-zh.png"), full_page=True)
 
 
@@ -309,7 +305,7 @@ def test_reload_mid_probe_reconnects_and_the_result_is_saved(page, server):
     from playwright.sync_api import expect
 
     url, _ = server
-    _start_probe(page, url, 24, 48)
+    _start_probe(page, url, 16, 32)
     expect(page.get_by_role("button", name="Cancel")).to_be_visible(timeout=60_000)
     page.reload()
     expect(page.get_by_role("button", name="Cancel")).to_be_visible(timeout=30_000)  # the job is found again
