@@ -11,10 +11,10 @@ import time
 import streamlit as st
 
 from advisor.decide import recommend
-from advisor.evidence import check_capacity, check_probe, history, revisit, target_device
+from advisor.evidence import check_capacity, check_probe, history, not_measured, revisit, target_device
 from advisor.inputs import answers_id
-from advisor.report import (latency_chart, link_urls, md_escape, not_measured_text, roofline_chart, run_label,
-                            sweep_charts, throughput_chart)
+from advisor.report import (latency_chart, link_urls, md_escape, roofline_chart, run_label, sweep_charts,
+                            throughput_chart)
 from probes.registry import BACKENDS
 from probes.result import ProbeSettings
 from probes.validation import model_path_problem, settings_error
@@ -169,7 +169,6 @@ else:
                 st.warning(T("ui_probe_running"))
             else:
                 ss["watch_job"] = started.id
-                ss.setdefault("my_jobs", []).append(started.id)
                 st.rerun()
 
 # ---------------------------------------------------------------- the job this tab watched, when it has ended
@@ -281,9 +280,9 @@ if by_id:
         for rid in chosen:  # a run that measured nothing says why, first, in full
             r = by_id[rid]
             if r.status in ("partial", "error", "unavailable"):
-                st.error(T("ui_run_failed", run=run_label(rid, r.engine), why=md_escape(not_measured_text(r, k, L))))
+                st.error(T("ui_run_failed", run=run_label(rid, r.engine), why=md_escape(not_measured(r, k, L))))
             elif r.status == "cancelled":
-                st.warning(T("ui_run_failed", run=run_label(rid, r.engine), why=md_escape(not_measured_text(r, k, L))))
+                st.warning(T("ui_run_failed", run=run_label(rid, r.engine), why=md_escape(not_measured(r, k, L))))
         pct = lambda v: "—" if v is None else f"{v * 100:.0f}%"  # noqa: E731
         ci = lambda r: "—" if not r.ttft_p95_ci_ms else f"{r.ttft_p95_ci_ms[0]:,.0f}–{r.ttft_p95_ci_ms[1]:,.0f}"  # noqa: E731
         st.dataframe([{T("col_run"): run_label(rid, by_id[rid].engine), T("col_status"): status_label(by_id[rid].status),
@@ -344,7 +343,7 @@ if runs:
                        T("col_requests_split"): f"{r.requests_ok} / {r.requests_incomplete} / {r.errors}",
                        T("col_started"): (r.started_at or "")[:19], T("col_ttft_p95"): num(r.ttft_ms.p95),
                        T("col_total_tps"): num(r.output_tps_total),
-                       T("col_reason"): "" if r.status == "ok" else not_measured_text(r, k, L)}
+                       T("col_reason"): "" if r.status == "ok" else not_measured(r, k, L)}
                       for rid, _, r in runs], hide_index=True)
 if st.button(T("ui_go_report"), key="to_report"):
     st.switch_page("pages/5_Report.py")

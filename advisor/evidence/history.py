@@ -88,12 +88,12 @@ def _insert(sql: str, values: tuple, what: str, path: Path | None) -> int:
         raise HistoryError(f"the {what} could not be saved: {err}") from None
 
 
-def _rows(sql: str, limit: int, model, path: Path | None) -> list[tuple]:
-    """(id, the second column, model) per row, newest first. Never raises: an unreadable history is an empty one
-    (see NOTICES); a row too large, or from an incompatible version, is skipped rather than crash a page."""
+def _rows(sql: str, params: tuple, model, path: Path | None) -> list[tuple]:
+    """(id, the second column, model) per row, in the query's order. Never raises: an unreadable history is an empty
+    one (see NOTICES); a row too large, or from an incompatible version, is skipped rather than crash a page."""
     try:
         with closing(_open(path)) as c:
-            rows = c.execute(sql, (limit,)).fetchall()
+            rows = c.execute(sql, params).fetchall()
     except (sqlite3.Error, HistoryError) as err:
         NOTICES.append(str(err))
         return []
@@ -117,7 +117,7 @@ def save(result: ProbeResult, path: Path | None = None) -> int:
 def list_runs(limit: int = 50, path: Path | None = None) -> list[tuple[int, float, ProbeResult]]:
     """Newest first, as (id, created, result)."""
     return [(rid, float(created or 0), r) for rid, created, r in
-            _rows("SELECT id, created, result FROM runs ORDER BY id DESC LIMIT ?", limit, ProbeResult, path)]
+            _rows("SELECT id, created, result FROM runs ORDER BY id DESC LIMIT ?", (limit,), ProbeResult, path)]
 
 
 def get_runs(ids: list[int], path: Path | None = None) -> dict[int, ProbeResult]:
@@ -125,21 +125,8 @@ def get_runs(ids: list[int], path: Path | None = None) -> dict[int, ProbeResult]
     ids = [int(i) for i in ids][:200]
     if not ids:
         return {}
-    marks = ",".join("?" * len(ids))
-    try:
-        with closing(_open(path)) as c:
-            rows = c.execute(f"SELECT id, result FROM runs WHERE id IN ({marks})", ids).fetchall()
-    except (sqlite3.Error, HistoryError) as err:
-        NOTICES.append(str(err))
-        return {}
-    out = {}
-    for rid, blob in rows:
-        if isinstance(blob, (str, bytes)) and len(blob) <= MAX_RESULT_BYTES:
-            try:
-                out[int(rid)] = ProbeResult.model_validate_json(blob)
-            except (ValueError, TypeError):
-                continue
-    return out
+    sql = f"SELECT id, created, result FROM runs WHERE id IN ({','.join('?' * len(ids))})"
+    return {rid: r for rid, _, r in _rows(sql, tuple(ids), ProbeResult, path)}
 
 
 def get_sweeps(groups: list[str], path: Path | None = None) -> list[tuple[int, str, SweepResult]]:
@@ -147,21 +134,8 @@ def get_sweeps(groups: list[str], path: Path | None = None) -> list[tuple[int, s
     groups = [str(g) for g in groups][:50]
     if not groups:
         return []
-    marks = ",".join("?" * len(groups))
-    try:
-        with closing(_open(path)) as c:
-            rows = c.execute(f"SELECT id, grp, result FROM sweeps WHERE grp IN ({marks}) ORDER BY id", groups).fetchall()
-    except (sqlite3.Error, HistoryError) as err:
-        NOTICES.append(str(err))
-        return []
-    out = []
-    for sid, grp, blob in rows:
-        if isinstance(blob, (str, bytes)) and len(blob) <= MAX_RESULT_BYTES:
-            try:
-                out.append((int(sid), str(grp), SweepResult.model_validate_json(blob)))
-            except (ValueError, TypeError):
-                continue
-    return out
+    sql = f"SELECT id, grp, result FROM sweeps WHERE grp IN ({','.join('?' * len(groups))}) ORDER BY id"
+    return [(sid, str(grp), sw) for sid, grp, sw in _rows(sql, tuple(groups), SweepResult, path)]
 
 
 def save_sweep(sweep: SweepResult, group: str, path: Path | None = None) -> int:
@@ -174,4 +148,4 @@ def save_sweep(sweep: SweepResult, group: str, path: Path | None = None) -> int:
 def list_sweeps(limit: int = 50, path: Path | None = None) -> list[tuple[int, str, SweepResult]]:
     """Newest first, as (id, group, sweep)."""
     return [(sid, str(grp), sw) for sid, grp, sw in
-            _rows("SELECT id, grp, result FROM sweeps ORDER BY id DESC LIMIT ?", limit, SweepResult, path)]
+            _rows("SELECT id, grp, result FROM sweeps ORDER BY id DESC LIMIT ?", (limit,), SweepResult, path)]

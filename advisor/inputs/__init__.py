@@ -5,11 +5,11 @@ that rule conditions test.
 May import: advisor.knowledge.
 """
 from advisor.inputs.answers import (Answers, AnswersError, ModelBlock, TargetHardware, answers_from_text, answers_id,
-                                    dump_answers,
-                                    load_answers, parse_answers)
+                                    dump_answers, load_answers, parse_answers)
 from advisor.inputs.facts import build_facts, plan_facts
 from advisor.inputs.hardware import GpuInfo, Hardware, detect
 from advisor.knowledge.vocabulary import Precision
 
 __all__ = ["Answers", "AnswersError", "GpuInfo", "Hardware", "ModelBlock", "Precision", "TargetHardware",
-           "answers_from_text", "answers_id", "build_facts", "detect", "dump_answers", "load_answers", "parse_answers", "plan_facts"]
+           "answers_from_text", "answers_id", "build_facts", "detect", "dump_answers", "load_answers", "parse_answers",
+           "plan_facts"]

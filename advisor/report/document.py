@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from advisor.decide.recommendation import Recommendation
-from advisor.evidence.verdict import revisit, target_device
+from advisor.evidence.verdict import not_measured, revisit, target_device
 from advisor.inputs.answers import Answers, ModelBlock, TargetHardware
 from advisor.inputs.hardware import Hardware
 from advisor.knowledge.load import Knowledge
@@ -66,13 +66,6 @@ def _txt(text) -> str:
 def run_label(run_id: int | None, engine: str) -> str:
     """How a probe run is named everywhere (selector, tables, charts, verdict, report): "#12 llama.cpp"."""
     return engine if run_id is None else f"#{run_id} {engine}"
-
-
-def not_measured_text(r: ProbeResult, knowledge: Knowledge, lang: str) -> str:
-    """Why a run that is not ok measured nothing (advisor.evidence.not_measured)."""
-    from advisor.evidence.verdict import not_measured
-
-    return not_measured(r, knowledge, lang)
 
 
 def run_labels(results: list[ProbeResult], run_ids: list[int] | None = None) -> list[str]:
@@ -226,7 +219,7 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
         for lab, r in zip(labels, results):
             version = f" {_txt(r.engine_version)}" if r.engine_version else ""
             if r.status != "ok":
-                detail = not_measured_text(r, knowledge, lang)
+                detail = not_measured(r, knowledge, lang)
             else:
                 settings = ", ".join(f"{k}={v}" for k, v in r.backend_settings.items())
                 mode = f"serving_mode_{r.serving_mode}"
