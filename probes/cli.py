@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import signal
 import subprocess
 import sys
@@ -46,6 +48,9 @@ def _common(r) -> None:
     src = r.add_mutually_exclusive_group()
     src.add_argument("--model", metavar="PATH", help="GGUF file, HF directory or ONNX directory (default: bundled)")
     src.add_argument("--endpoint", metavar="URL", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8000")
+    r.add_argument("--api-key-env", metavar="NAME",
+                   help="the environment variable holding the endpoint's API key (sent as Authorization: Bearer; "
+                        "never stored or printed)")
     r.add_argument("--requests", type=_positive(int), default=8)
     r.add_argument("--max-tokens", type=_positive(int), default=32,
                    help="output tokens per request for the legacy prompt mix (--output-tokens wins)")
@@ -210,13 +215,33 @@ def _settings(args, concurrency: int):
     err = workload_error(mean, sd, args.output_tokens, args.prompts, args.preset)
     if err:
         raise UsageError(err)
+    key = _api_key(args)
     prompts = str(Path(args.prompts).resolve()) if args.prompts else None
     return ProbeSettings(engine=args.engine, model=args.model, endpoint=args.endpoint, requests=args.requests,
                          concurrency=concurrency, max_tokens=args.max_tokens,
                          prompt_mix=args.prompt_mix or "mixed", ttft_target_ms=args.ttft_target_ms,
                          timeout_s=args.timeout, threads=args.threads, warmup=max(0, args.warmup),
                          seed=args.seed, input_tokens=mean, input_tokens_sd=sd, output_tokens=args.output_tokens,
-                         prompts_file=prompts, preset=args.preset)
+                         prompts_file=prompts, preset=args.preset).with_credentials(api_key=key)
+
+
+def _api_key(args) -> str | None:
+    """The key named by --api-key-env, read from the environment (a key on the command line would be in `ps`)."""
+    name = args.api_key_env
+    if name is None:
+        return None
+    if args.engine != "endpoint":
+        raise UsageError("--api-key-env goes with --engine endpoint")
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,127}", name):
+        raise UsageError("--api-key-env takes the NAME of an environment variable (letters, digits, _), not the key")
+    # the name is echoed only when it looks like one (upper case): a key pasted in its place is never printed
+    shown = name if re.fullmatch(r"[A-Z_][A-Z0-9_]{0,63}", name) else "(the name given)"
+    key = os.environ.get(name, "")
+    if not key.strip():
+        raise UsageError(f"--api-key-env: the environment variable {shown} is not set or empty")
+    if len(key) > 4096 or any(not ch.isprintable() or ch.isspace() for ch in key.strip()):
+        raise UsageError(f"--api-key-env: the key in {shown} must be one line of printable characters")
+    return key.strip()
 
 
 def cmd_run(args) -> int:

@@ -20,7 +20,10 @@ def endpoint_error(url: str | None) -> str | None:
     """None when url is an http(s) URL with a host (and an optional port and path)."""
     if not url:
         return "the endpoint probe needs a URL, e.g. http://127.0.0.1:8000"
-    shown = url if len(url) <= 80 else url[:79] + "…"
+    from probes.redact import redact_url
+
+    shown = redact_url(url)  # a URL's credentials are never echoed (probes/redact.py)
+    shown = shown if len(shown) <= 80 else shown[:79] + "…"
     if len(url) > 2048 or any(not ch.isprintable() or ch.isspace() for ch in url):
         return f"the endpoint must be an http(s) URL without spaces, got {shown!r}"
     try:
@@ -116,3 +119,28 @@ def model_path_problem(path: str | None) -> tuple[str, dict] | None:
     if _HUB_ID.match(text) and not text.startswith((".", "~")):
         return "model_path_hub_id", {"path": shown}
     return "model_path_missing", {"path": shown}
+
+
+def preflight_error(settings) -> str | None:
+    """One line when the workload cannot fit the model's trained context, read from the model's own files (a GGUF
+    header, config.json): checked before the probe's process starts, so a run that could only fail allocates
+    nothing (an input of 131,000 tokens on an 8k model once took a 3 GB KV cache before it was refused)."""
+    if settings.engine == "endpoint":
+        return None
+    from pathlib import Path
+
+    from probes.workload import context_error, model_shape
+
+    model = settings.model
+    if not model:
+        from probes.models import ModelError, default_model
+
+        try:
+            model = default_model()
+        except ModelError:
+            return None  # the child says so
+    try:
+        shape = model_shape(Path(model).expanduser())
+    except (OSError, ValueError, RuntimeError):
+        return None
+    return context_error(settings, shape.context_tokens) if shape else None

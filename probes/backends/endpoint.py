@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator
 from urllib.parse import urlparse
 
 from probes.backends.base import Backend, prompts_of, run_clients
+from probes.redact import redact_text
 from probes.models import ModelError
 from probes.result import ProbeSettings, RequestRecord
 from probes.workload import Prompt, uses_tokens
@@ -48,6 +49,7 @@ EXCERPT_CHARS = 80
 DEFAULT_STALL_S = 30.0
 DEFAULT_REQUEST_TIMEOUT_S = 120.0
 MAX_TOKENIZE_BYTES = 16 * MiB  # a /tokenize answer: a token list of a long prompt
+_SECRETS: list[str] = []  # this run's key and URL secrets (one run per child process): never in an excerpt
 
 
 def _size(n: int) -> str:
@@ -58,7 +60,7 @@ def excerpt(text: str | bytes, limit: int = EXCERPT_CHARS) -> str:
     """A short, printable excerpt of server text: repr-escaped, so control characters never reach output."""
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
-    text = " ".join(text.split())
+    text = redact_text(" ".join(text.split()), _SECRETS)  # before the cut: no piece of a secret survives it
     return repr(text[:limit]) + ("…" if len(text) > limit else "")
 
 
@@ -188,7 +190,7 @@ def parse_event(data: str) -> tuple[list[str], bool, dict | None]:
     """One `data:` payload → (text pieces, whether a choice finished, usage or None). Raises _Fail if malformed."""
     try:
         ev = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise _Fail(f"malformed event: invalid JSON: {excerpt(data)}") from None
     if not isinstance(ev, dict):
         raise _Fail(f"malformed event: not a JSON object: {excerpt(data)}")
@@ -248,6 +250,7 @@ class EndpointBackend(Backend):
         import httpx
 
         return httpx.Client(
+            headers=self.auth_headers,
             timeout=httpx.Timeout(connect=10, read=self.stall_s, write=10, pool=10),
             limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
             follow_redirects=False,  # reported, not followed: the probe measures the URL it was given
@@ -268,11 +271,20 @@ class EndpointBackend(Backend):
         # records measured so far come back with the result instead of being discarded with a killed process
         self.run_budget_s = max(3.0, 0.9 * settings.timeout_s - 5.0)
         self.run_deadline = time.monotonic() + self.run_budget_s
-        self.url = urlparse(settings.endpoint.rstrip("/"))
+        # requests go to the real URL (its userinfo becomes HTTP Basic auth in httpx) with the key as a bearer
+        # token; everything said or kept names `settings.endpoint`, the redacted URL (probes/redact.py)
+        self.url = urlparse(settings.endpoint_url.rstrip("/"))
+        _SECRETS[:] = settings.secrets()
+        self.auth_headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
+        auth = ("bearer key (not stored)" if settings.api_key else
+                "from the URL's userinfo or parameters (not stored)" if settings.endpoint_url != settings.endpoint
+                else None)
         self.base = self.url.path[:-3] if self.url.path.endswith("/v1") else self.url.path
         self.stall_s = float(settings.extra.get("stall_timeout_s", DEFAULT_STALL_S))
         self.request_s = float(settings.extra.get("request_timeout_s", DEFAULT_REQUEST_TIMEOUT_S))
-        self.origin = f"{self.url.scheme}://{self.url.netloc}"
+        # an explicit key wins over the URL's userinfo (httpx would send that as Basic auth instead of the bearer)
+        netloc = self.url.netloc.rsplit("@", 1)[-1] if settings.api_key else self.url.netloc
+        self.origin = f"{self.url.scheme}://{netloc}"
         self.cutter = _Cutter()
         self._note_lock = threading.Lock()
         self._noted: set[str] = set()
@@ -309,7 +321,7 @@ class EndpointBackend(Backend):
             models = [m["id"] for m in data]
             if not all(isinstance(m, str) for m in models):
                 raise TypeError
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):
             raise ModelError(f"{where}: /v1/models did not return an OpenAI model list") from None
         self.model_name = settings.extra.get("model_name") or (models[0] if models else None)
         if not self.model_name:
@@ -321,9 +333,11 @@ class EndpointBackend(Backend):
         self.tokenizer: dict | None = None  # found on the first count (only a fitted workload needs one)
         self.output_rule = ("the request asks for max_tokens, ignore_eos=true and min_tokens=the output length; "
                             "a request that ends before it is incomplete")
-        self.device = f"remote server {self.url.netloc}"
+        self.device = f"remote server {self.url.netloc.rsplit('@', 1)[-1]}"
         self.backend_settings = {"url": settings.endpoint, "model": self.model_name, "api": "/v1/chat/completions",
                                  "stream": True, "stall_timeout_s": self.stall_s, "request_timeout_s": self.request_s}
+        if auth:
+            self.backend_settings["auth"] = auth
         self.serving_mode = "endpoint"
         self.serving = (f"{settings.concurrency} concurrent HTTP requests; batching (or queueing) is the "
                         "server's own — a server that serves one request at a time makes TTFT include the wait")
@@ -348,21 +362,42 @@ class EndpointBackend(Backend):
     def _post_json(self, path: str, payload: dict, cap: int = MAX_TOKENIZE_BYTES) -> tuple[int, object]:
         """POST JSON, read at most `cap` bytes of the answer → (HTTP status, parsed JSON or None). One kept-alive
         connection serves every such call (fitting a prompt asks the tokenizer a few times)."""
+        import httpx
+
         if getattr(self, "_aux", None) is None:
             self._aux = self._client(1)
-        with self._aux.stream(
-                "POST", f"{self.origin}{self.base}{path}", content=json.dumps(payload),
-                headers={"Content-Type": "application/json", "Accept": "application/json",
-                         "Accept-Encoding": "identity"}) as r:
-            body = bytearray()
-            for chunk in r.iter_bytes():
-                body += chunk
-                if len(body) > cap:
-                    raise ModelError(f"endpoint: {path} answered more than {_size(cap)}")
-            try:
-                return r.status_code, json.loads(bytes(body))
-            except ValueError:
-                return r.status_code, None
+        # the run's deadline holds here too: a tokenizer that trickles its answer must not outlive the run
+        deadline, which = self._deadline()
+        late = f"endpoint: {path} did not answer before the {which}'s deadline"
+        if time.monotonic() >= deadline:
+            raise ModelError(late)
+        flight = _Flight(deadline)
+        self.cutter.add(flight)
+        try:
+            with self._aux.stream(
+                    "POST", f"{self.origin}{self.base}{path}", content=json.dumps(payload),
+                    headers={"Content-Type": "application/json", "Accept": "application/json",
+                             "Accept-Encoding": "identity"}) as r:
+                self.cutter.attach(flight, r)
+                body = bytearray()
+                for chunk in r.iter_bytes():
+                    body += chunk
+                    if len(body) > cap:
+                        raise ModelError(f"endpoint: {path} answered more than {_size(cap)}")
+                if flight.cut:
+                    raise ModelError(late)
+        except (httpx.HTTPError, OSError):
+            if flight.cut:
+                self._aux.close()  # its connection was shut down: the next call opens a new one
+                self._aux = None
+                raise ModelError(late) from None
+            raise
+        finally:
+            self.cutter.remove(flight)
+        try:
+            return r.status_code, json.loads(bytes(body))
+        except (ValueError, RecursionError):
+            return r.status_code, None
 
     def _tokens_of(self, answer: object) -> int | None:
         """The token count in a /tokenize answer: {"count": n} or {"tokens": [...]}; None if neither."""
