@@ -2,7 +2,8 @@
 
 Every page runs through here, so the language switch is one widget on every page (two views of one state: the
 sidebar's, and a compact one at the top of the main area for a phone, whose sidebar starts collapsed) and the URL
-mirror of the answers is written after every change (see ui_common).
+mirror of the answers is written after every change (see ui_common). The sweeps a stopped server left running
+are marked interrupted here, once per process.
 """
 import streamlit as st
 
@@ -25,4 +26,10 @@ PAGES = [("pages/0_Home.py", "nav_home", ""), ("pages/1_Checklist.py", "nav_chec
          "recommendation"), ("pages/4_Probe.py", "nav_probe", "probe"), ("pages/5_Report.py", "nav_report", "report")]
 nav = st.navigation([st.Page(path, title=T(key), default=not url, url_path=url or None) for path, key, url in PAGES])
 sync_url()
+if nav.url_path in ("probe", "report"):  # the pages that read the history (imported there anyway: no cost elsewhere)
+    from advisor.evidence import history
+
+    # once per server process and database, at its first page that reads it, so before this process can have
+    # started a sweep: the sweeps a stopped server left "running" are marked "interrupted"
+    history.mark_interrupted()
 nav.run()

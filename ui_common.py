@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from advisor.inputs import Answers
 
 ANSWERS, LANG, STEP, NOTICE, RUNS = "answers", "lang", "wizard_step", "answers_notice", "report_runs"
+LINK_PATH = "link_model_path"  # a model.path that came in a link: not read until the user acts on it
 SWEEPS = "report_sweeps"  # the sweep groups picked for the Probe page and the report (history group names)
 _GROUP = re.compile(r"job-\d{1,9}-\d{1,12}")
 URL_MAX_CHARS = 8192  # the encoded answers in the URL; more is ignored (a hostile or mangled link)
@@ -108,6 +109,9 @@ def restore_state() -> None:
                 Answers().model_dump(mode="json", exclude_none=True)
         except AnswersError:
             ss[ANSWERS] = Answers().model_dump(mode="json", exclude_none=True)
+        path = (ss[ANSWERS].get("model") or {}).get("path")
+        if path:  # someone else's link may name any file of this machine: read it only when the user asks
+            ss[LINK_PATH] = path
     if STEP not in ss:
         try:
             ss[STEP] = max(0, min(8, int(qp.get("step", "0"))))
@@ -443,11 +447,17 @@ def take_model_config(pasted: bool = False) -> None:
 def machine():
     """This CPU's measured bandwidth and FLOPS (measured once per machine, ~3 s, then read from the cache)."""
     from advisor.planner import machine_bench
+    from probes.cache import CacheDirError
 
-    bench = machine_bench.cached()
-    if bench is None:
+    try:
+        bench = machine_bench.cached()
+        if bench is None:
+            with st.spinner(T("ui_measuring_bandwidth")):
+                bench = machine_bench.get()
+    except CacheDirError as err:  # INFERENCE_ADVISOR_CACHE names a file: say so, and measure without saving
+        st.session_state[NOTICE] = ("error", str(err))
         with st.spinner(T("ui_measuring_bandwidth")):
-            bench = machine_bench.get()
+            bench = machine_bench.measure()
     return bench
 
 
@@ -459,11 +469,32 @@ def _spec(model_json: str):
     return resolve_model(ModelBlock.model_validate_json(model_json), knowledge(), read_files=True)
 
 
+def link_path_unread(a: Answers) -> bool:
+    """True while the answers' model.path is the one a link brought and the user has not asked to read it."""
+    return bool(a.model.path) and st.session_state.get(LINK_PATH) == a.model.path
+
+
+def link_path_gate(a: Answers) -> None:
+    """Say that a linked model.path is not read yet, with the button that reads it (the user's act)."""
+    from advisor.report import md_escape
+
+    if not link_path_unread(a):
+        return
+    st.info(T("ui_link_path_unread", path=md_escape(a.model.path[:300])), icon=":material/lock:")
+    if st.button(T("ui_link_path_read"), key="read_link_path"):
+        st.session_state.pop(LINK_PATH, None)
+        st.rerun()
+
+
 def plan_inputs(a: Answers):
     """(model spec, machine bench, error) for recommend(): files are read here, at the edge. A model that
-    cannot be resolved falls back to the generic architecture for its params_b, and the error is shown."""
-    from advisor.planner import ModelSpecError, generic
+    cannot be resolved falls back to the generic architecture for its params_b, and the error is shown. A
+    model.path from a link is not opened until the user asks (`link_path_gate`): planned from params_b till then."""
+    from advisor.planner import ModelSpecError, generic, resolve_model
 
+    if link_path_unread(a):
+        return resolve_model(a.model, knowledge(), read_files=False), \
+            (machine() if a.hardware is None else None), None
     try:
         spec, err = _spec(a.model.model_dump_json()), None
     except ModelSpecError as e:

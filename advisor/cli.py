@@ -168,7 +168,17 @@ def _load_result(path: str, what: str):
                          f"(at most {MAX_PROBE_BYTES >> 20} MB)")
     try:
         return {"probe": ProbeResult, "sweep": SweepResult}[what].model_validate_json(p.read_bytes())
-    except (ValidationError, ValueError, UnicodeDecodeError) as err:
+    except ValidationError as err:  # the first problem, where it is ("levels: a sweep holds at most …")
+        e = err.errors(include_url=False, include_input=False)[0]
+        msg = str(e.get("msg", "invalid")).removeprefix("Value error, ")
+        if e.get("type") == "json_invalid" and "recursion limit" in msg:
+            msg = "nested too deeply"
+        loc = ".".join(str(x) for x in e.get("loc", ()))
+        first = (f"{loc}: {msg}" if loc else msg)[:200]
+        raise UsageError(f"{p}: not a {what} result JSON ({first})") from None
+    except RecursionError:
+        raise UsageError(f"{p}: not a {what} result JSON (nested too deeply)") from None
+    except (ValueError, UnicodeDecodeError) as err:
         first = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise UsageError(f"{p}: not a {what} result JSON ({first})") from None
 
@@ -188,6 +198,106 @@ def _ids_from_names(paths: list[str]) -> list[int] | None:
     return ids if len(set(ids)) == len(ids) else None
 
 
+def _report_runs(paths: list[str], knowledge, lang: str) -> tuple[list, list]:
+    """The report's probe results and their predicted-vs-measured checks, read one file at a time and each kept no
+    larger than the report draws it (10,000 runs held every request's timestamps: gigabytes, minutes of PDF):
+    - the first MAX_RUNS_SHOWN runs have rows; a local one is checked while it still holds every request;
+    - the first MAX_RUNS_CHARTED ok runs among them keep an even sample of their requests, as many as a chart of
+      that many runs draws;
+    - every other run keeps its figures and drops its requests."""
+    from advisor.report.charts import box_cap, sample_requests
+    from advisor.report.document import MAX_RUNS_CHARTED, MAX_RUNS_SHOWN
+
+    results, checks, drawn, local = [], [], [], {}
+    for i, path in enumerate(paths):
+        r = _load_result(path, "probe")
+        if i < MAX_RUNS_SHOWN and r.ok and r.engine != "endpoint":
+            if not local:  # as _checks: this machine, detected and measured once
+                from advisor.inputs import detect
+                from advisor.planner import machine_bench
+
+                bench = machine_bench.cached()
+                if bench is None:
+                    print("measuring this machine's memory bandwidth once (cached for next time)…", file=sys.stderr)
+                    bench = machine_bench.get()
+                local.update(hw=detect(knowledge), machine=bench)
+            from advisor.evidence import check_probe
+
+            c = check_probe(r, knowledge, local["hw"], local["machine"], lang)
+            if c is not None:
+                checks.append(c)
+        if i < MAX_RUNS_SHOWN and r.ok and len(drawn) < MAX_RUNS_CHARTED:
+            drawn.append(len(results))
+            results.append(r)
+            cap = box_cap(len(drawn))
+            for j in drawn:
+                results[j] = sample_requests(results[j], cap)
+        else:
+            results.append(r.model_copy(update={"requests": []}) if r.requests else r)
+        del r  # the whole run, requests and all, is not held while the next file is read
+    return results, checks
+
+
+_SWEEP_MODELS: list = []
+
+
+def _sweep_models():
+    """Two readers of a sweep file: one that only counts its levels (each an empty object), and one that reads
+    every field but `results` as it is, for SweepResult to validate; `results` is skipped unbuilt."""
+    if not _SWEEP_MODELS:
+        from pydantic import BaseModel, ConfigDict, create_model
+
+        from probes.sweep_result import SweepResult
+
+        class _Level(BaseModel):
+            model_config = ConfigDict(extra="ignore")
+
+        ignore = ConfigDict(extra="ignore")
+        _SWEEP_MODELS.extend([
+            create_model("SweepCount", __config__=ignore, levels=(list[_Level] | None, None)),
+            create_model("SweepHead", __config__=ignore,
+                         **{k: (object, None) for k in SweepResult.model_fields if k != "results"})])
+    return _SWEEP_MODELS
+
+
+def _report_sweep(path: str):
+    """A sweep for the report, read without its `results` (every level's full probe result with every request's
+    timestamps: a 63 MB file took 1 GB to read, and no report draws them), and its levels counted before any is
+    built (178,000 levels took 1.7 GB to refuse). The rest is validated as a SweepResult; the file is checked
+    first as _load_result checks it."""
+    from pathlib import Path
+
+    from pydantic import ValidationError
+
+    from probes.sweep_result import MAX_LEVELS, SweepResult
+
+    p = Path(path)
+    if not p.is_file() or p.stat().st_size > MAX_PROBE_BYTES:
+        return _load_result(path, "sweep")  # refused there, in one line
+    count, head = _sweep_models()
+    try:
+        data = p.read_bytes()
+        n = len(count.model_validate_json(data).levels or [])
+        if n > MAX_LEVELS:
+            first = f"levels: a sweep holds at most {MAX_LEVELS:,} levels, this one has {n:,} levels"
+        else:
+            h = head.model_validate_json(data)
+            del data
+            return SweepResult.model_validate({k: getattr(h, k) for k in h.model_fields_set})
+    except ValidationError as err:  # the first problem, where it is
+        e = err.errors(include_url=False, include_input=False)[0]
+        msg = str(e.get("msg", "invalid")).removeprefix("Value error, ")
+        if e.get("type") == "json_invalid" and "recursion limit" in msg:
+            msg = "nested too deeply"
+        loc = ".".join(str(x) for x in e.get("loc", ()))
+        first = (f"{loc}: {msg}" if loc else msg)[:200]
+    except RecursionError:
+        first = "nested too deeply"
+    except (ValueError, UnicodeDecodeError) as err:
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+    raise UsageError(f"{p}: not a sweep result JSON ({first})")
+
+
 def cmd_report(args, knowledge) -> int:
     from advisor.decide import recommend
     from advisor.inputs import load_answers
@@ -195,12 +305,11 @@ def cmd_report(args, knowledge) -> int:
 
     out = _out_path(args.out)
     answers = load_answers(args.answers)
-    results = [_load_result(p, "probe") for p in args.probe]
-    sweeps = [_load_result(p, "sweep") for p in args.sweep]
+    results, checks = _report_runs(args.probe, knowledge, args.lang)
+    sweeps = [_report_sweep(p) for p in args.sweep]
     hardware = _hardware_for(answers, knowledge)
     spec, machine = _inputs(answers, knowledge)
     rec = recommend(answers, hardware, knowledge, lang=args.lang, spec=spec, machine=machine)
-    checks = _checks(results, knowledge, args.lang)
     images, files = (chart_images(rec, results, args.lang, checks, sweeps=sweeps, run_ids=_ids_from_names(args.probe),
                                   ttft_target_ms=float(answers.ttft_p95_ms))
                      if out.suffix.lower() == ".pdf" else ({}, {}))
@@ -260,12 +369,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     from advisor.inputs import AnswersError
     from advisor.knowledge import KnowledgeError, load_knowledge
     from advisor.planner import ModelSpecError
+    from probes.cache import CacheDirError  # INFERENCE_ADVISOR_CACHE (or the default cache dir) is not a folder
 
     try:
         args = _parser().parse_args(argv)
         knowledge = load_knowledge()
         return COMMANDS[args.command](args, knowledge)
-    except (UsageError, AnswersError, KnowledgeError, ModelSpecError) as err:
+    except (UsageError, AnswersError, KnowledgeError, ModelSpecError, CacheDirError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except BrokenPipeError:

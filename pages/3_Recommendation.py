@@ -4,7 +4,8 @@ import streamlit as st
 from advisor.decide import recommend
 from advisor.report import (cite, concurrency_chart, header_lines, link_urls, md_escape, memory_chart, plan_rows,
                             ranking_chart, roofline_chart, seed_lines, support_table)
-from ui_common import T, answers, hardware, knowledge, lang, plan_inputs, set_answer, show_notice
+from ui_common import (T, answers, hardware, knowledge, lang, link_path_gate, plan_inputs, set_answer,
+                       show_notice)
 
 
 def md_table(header: list[str], rows: list[list[str]], align: str = "") -> str:
@@ -18,6 +19,7 @@ lang = lang()
 k = knowledge()
 a = answers()
 st.title(T("ranking_title"))
+link_path_gate(a)
 spec, bench, spec_error = plan_inputs(a)
 if spec_error:
     st.error(spec_error)

@@ -109,11 +109,14 @@ else:
         model = st.text_input(T("ui_model_path"), key=kept("probe_model", a.model.path or ""), max_chars=4096)
         if not model.strip() and hw.gpus:
             st.caption(T("ui_small_model_on_gpu"))
-        endpoint = ""
+        endpoint = api_key = ""
     else:
         engines, model = ["endpoint"], ""
         endpoint = st.text_input(T("ui_endpoint"), key=kept("probe_endpoint", ""), max_chars=2048,
                                  placeholder="http://127.0.0.1:8000")
+        # the key is never kept beyond this widget: not in the session's saved settings, the URL, a result or a report
+        api_key = st.text_input(T("ui_api_key"), type="password", key="probe_api_key", max_chars=4096,
+                                help=T("ui_api_key_help"), autocomplete="off")
     sweep_on = st.checkbox(T("ui_sweep_mode"), key=kept("probe_sweep", False))
     ss["probe_sweep_v"] = sweep_on
     c1, c2, c3 = st.columns(3)
@@ -154,7 +157,8 @@ else:
                                       requests=int(reqs), concurrency=int(conc), max_tokens=int(toks),
                                       prompt_mix=a.prompt_mix, ttft_target_ms=float(a.ttft_p95_ms), timeout_s=600,
                                       input_tokens=a.model.input_tokens, output_tokens=a.model.output_tokens,
-                                      answers_id=answers_id(a), asked_concurrency=a.concurrency)
+                                      answers_id=answers_id(a), asked_concurrency=a.concurrency
+                                      ).with_credentials(api_key=api_key.strip() or None)
                         for e in engines]
             sweep = None
             if levels:
@@ -183,13 +187,17 @@ if done is not None and not done.running and ss.get("acked_job") != done.id:
         ss.pop("runs_pick", None)
     sync_url()  # at once: F5 right after the run keeps the pick
 if done is not None and not done.running:
-    for err in done.save_errors:
+    for err in dict.fromkeys(done.save_errors):  # a busy history says so once, not once per level
         st.error(T("ui_not_saved", why=err))
     for i, (rid, r) in enumerate(zip(done.run_ids, done.results)):
         if rid is None:
             st.download_button(T("ui_download_json", run=run_label(None, r.engine)), r.model_dump_json(indent=2),
                                file_name=f"probe-{r.engine}-unsaved.json", mime="application/json",
                                key=f"dl_unsaved_{done.id}_{i}")
+    for i, sw in enumerate(done.sweeps if done.save_errors else []):  # a sweep's summary may be the unsaved one
+        st.download_button(T("ui_download_sweep_json", engine=sw.engine), sw.model_dump_json(indent=2),
+                           file_name=f"sweep-{sw.engine}-unsaved.json", mime="application/json",
+                           key=f"dl_unsaved_sweep_{done.id}_{i}")
 
 
 def _when(group: str) -> str:
@@ -212,6 +220,10 @@ def _sweep_section(rec) -> None:
                    when=_when(g), levels=",".join(str(c) for c in sorted({lv.concurrency for sw in found.get(g, [])
                                                                           for lv in sw.levels})) or "—")
               for g in groups}
+    for g in groups:  # a sweep still running, or one a stopped server left behind, says so in its label
+        ended = {sw.status for sw in found.get(g, [])} & {"running", "interrupted"}
+        if ended:
+            labels[g] += " · " + " / ".join(T(f"ui_sweep_status_{x}") for x in sorted(ended))
 
     def picked_sweeps() -> None:
         ss[SWEEPS] = list(ss["sweeps_pick"])

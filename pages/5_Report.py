@@ -7,13 +7,15 @@ from advisor.evidence import check_probe, history
 from advisor.inputs import dump_answers
 from advisor.report import (ReportError, build_markdown, chart_images, link_urls, markdown_to_pdf, reproduce_bundle,
                             run_label)
-from ui_common import RUNS, SWEEPS, T, answers, hardware, knowledge, lang, machine, plan_inputs
+from ui_common import (RUNS, SWEEPS, T, answers, hardware, knowledge, lang, link_path_gate, machine,
+                       plan_inputs)
 
 L = lang()
 k = knowledge()
 a = answers()
 ss = st.session_state
 hw = None if a.hardware else hardware()
+link_path_gate(a)
 spec, bench, spec_error = plan_inputs(a)
 if spec_error:
     st.error(spec_error)
@@ -21,14 +23,17 @@ rec = recommend(a, hw, k, lang=L, spec=spec, machine=bench)
 picked = sorted(set(ss.get(RUNS, [])))
 history.list_runs(limit=1)  # opens the history, so a database moved aside is said below even with nothing picked
 by_id = history.get_runs(picked)  # however old: nothing picked drops out because newer runs came after it
-for note in dict.fromkeys(history.NOTICES):  # a database moved aside: said where the runs went
+groups = list(ss.get(SWEEPS, []))  # the sweeps this session made or picked on the Probe page; nothing else
+sweeps = [sw for _, _, sw in history.get_sweeps(groups)] if groups else []
+for note in dict.fromkeys(history.NOTICES):  # a database moved aside, busy, or no folder: said where the runs went
     st.warning(note)
 history.NOTICES.clear()
+for sw in sweeps:  # a sweep the server stopped during, or one still running, has levels and no capacity
+    if sw.status in ("interrupted", "running"):
+        st.warning(T(f"ui_sweep_{sw.status}", engine=sw.engine, n=len(sw.levels)))
 run_ids = [rid for rid in picked if rid in by_id]
 results = [by_id[rid] for rid in run_ids]
 checks = [c for c in (check_probe(r, k, hardware(), machine(), L) for r in results) if c is not None]
-groups = list(ss.get(SWEEPS, []))  # the sweeps this session made or picked on the Probe page; nothing else
-sweeps = [sw for _, _, sw in history.get_sweeps(groups)] if groups else []
 grp = tuple(groups)
 cores = hardware().cpu.usable_cores
 sweep_files = [f"sweep-{i}.json" for i in range(1, len(sweeps) + 1)]

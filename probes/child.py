@@ -14,6 +14,7 @@ import time
 import traceback
 from pathlib import Path
 
+from probes import redact
 from probes.result import ProbeResult, ProbeSettings
 
 
@@ -53,8 +54,15 @@ def _watchdog(parent: int, deadline_s: float) -> None:
 
 
 def main(argv: list[str]) -> int:
+    from probes.backends.base import die_with_parent
+
+    parent = int(os.environ.get("PROBE_PARENT_PID", os.getppid()))
+    if not die_with_parent(parent):  # the parent died before we asked: no signal will come
+        os._exit(137)
     settings = ProbeSettings.model_validate_json(argv[0])
-    _watchdog(int(os.environ.get("PROBE_PARENT_PID", os.getppid())), settings.timeout_s + 30)
+    # the endpoint's credentials, if any, came through the environment; no engine process below inherits them
+    settings.with_credentials(os.environ.pop(redact.ENV_KEY, None), os.environ.pop(redact.ENV_URL, None))
+    _watchdog(parent, settings.timeout_s + 30)  # the deadline, and the parent's death while not stopped
     ev = Events()
     _EVENTS.append(ev)
     signal.signal(signal.SIGUSR1, _on_stop)
@@ -105,7 +113,11 @@ def measure(settings: ProbeSettings, ev: Events) -> ProbeResult:
             model, fmt = backend.prepare(model, fmt, settings, lambda ph, msg: ev.phase(ph, msg))
             prepare_s = time.perf_counter() - t0
             base.update(prepare_time_s=round(prepare_s, 3) if prepare_s > 0.5 else None)
-            refuse = _memory_refusal(backend.estimate_memory_mb(model, fmt, settings), model)
+            from probes.workload import context_error, model_shape
+
+            shape = model_shape(model)  # the trained context, as the parent checked it (before any conversion)
+            refuse = context_error(settings, shape.context_tokens if shape else None) or _memory_refusal(
+                backend.estimate_memory_mb(model, fmt, settings), model, backend.memory_detail)
             if refuse:
                 return ProbeResult(status="error", reason=refuse, **base)
         ev.phase("load", f"loading {model or settings.endpoint}")
@@ -205,6 +217,16 @@ def _workload(settings: ProbeSettings, backend, ev: Events) -> tuple[list, list,
             lines = wl.read_prompts_file(settings.prompts_file)
         except ValueError as err:
             raise WorkloadError(str(err)) from None
+        if settings.engine != "endpoint":  # a server under test is not sent tokenizer requests for this (yet)
+            ev.phase("prompts", f"counting the tokens of {min(len(lines), settings.requests)} prompt(s) in the "
+                                "engine's own tokenizer")
+            try:  # every prompt the run sends, before the run: one over the context fails only after the others
+                too_long = wl.prompts_over_context(lines, backend.count_prompt_tokens, backend.context_tokens, out,
+                                                   settings.requests)
+            except Exception:  # noqa: BLE001 (a tokenizer that cannot count: the engine's own limit applies)
+                too_long = None
+            if too_long:
+                raise WorkloadError(too_long)
         prompts = wl.file_prompts(lines, settings.requests, out)
         digest = hashlib.sha256(Path(settings.prompts_file).read_bytes()).hexdigest()[:12]
         what = f"prompts: {len(lines)} from {Path(settings.prompts_file).name} (sha256 {digest}…), in order"
@@ -271,14 +293,16 @@ def _workload(settings: ProbeSettings, backend, ev: Events) -> tuple[list, list,
     return prompts, short, notes
 
 
-def _memory_refusal(need_mb: float, model) -> str | None:
+def _memory_refusal(need_mb: float, model, detail: str | None = None) -> str | None:
+    """Refused before loading: the estimate counts the weights and the KV cache of the context the run asks for
+    (`detail` says how much of each), so a long context is refused here rather than by the kernel's OOM killer."""
     import psutil
 
     avail = psutil.virtual_memory().available / 2**20
     margin = float(os.environ.get("PROBE_MEMORY_MARGIN", "0.8"))
     if need_mb > avail * margin:
-        return (f"refused: loading {model} needs about {need_mb:,.0f} MB but only {avail:,.0f} MB is free "
-                f"(a probe may use at most {margin:.0%} of free memory)")
+        return (f"refused: loading {model} needs about {need_mb:,.0f} MB" + (f" ({detail})" if detail else "") +
+                f" but only {avail:,.0f} MB is free (a probe may use at most {margin:.0%} of free memory)")
     return None
 
 

@@ -15,6 +15,7 @@ import threading
 from pathlib import Path
 from typing import Sequence
 
+from probes.cache import CacheDirError
 from probes.registry import BACKENDS, get_backend, python_for
 from probes.workload import PRESETS
 
@@ -216,13 +217,23 @@ def _settings(args, concurrency: int):
     if err:
         raise UsageError(err)
     key = _api_key(args)
+    if args.engine != "endpoint":  # a local engine converts and caches: a cache dir that cannot be is a user's setting
+        from probes.cache import cache_dir
+
+        cache_dir()
     prompts = str(Path(args.prompts).resolve()) if args.prompts else None
-    return ProbeSettings(engine=args.engine, model=args.model, endpoint=args.endpoint, requests=args.requests,
-                         concurrency=concurrency, max_tokens=args.max_tokens,
-                         prompt_mix=args.prompt_mix or "mixed", ttft_target_ms=args.ttft_target_ms,
-                         timeout_s=args.timeout, threads=args.threads, warmup=max(0, args.warmup),
-                         seed=args.seed, input_tokens=mean, input_tokens_sd=sd, output_tokens=args.output_tokens,
-                         prompts_file=prompts, preset=args.preset).with_credentials(api_key=key)
+    settings = ProbeSettings(engine=args.engine, model=args.model, endpoint=args.endpoint, requests=args.requests,
+                             concurrency=concurrency, max_tokens=args.max_tokens,
+                             prompt_mix=args.prompt_mix or "mixed", ttft_target_ms=args.ttft_target_ms,
+                             timeout_s=args.timeout, threads=args.threads, warmup=max(0, args.warmup),
+                             seed=args.seed, input_tokens=mean, input_tokens_sd=sd, output_tokens=args.output_tokens,
+                             prompts_file=prompts, preset=args.preset).with_credentials(api_key=key)
+    from probes.validation import preflight_error
+
+    err = preflight_error(settings)  # beyond the model's trained context: refused before the engine starts
+    if err:
+        raise UsageError(err)
+    return settings
 
 
 def _api_key(args) -> str | None:
@@ -322,7 +333,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
         return {"list": cmd_list, "run": cmd_run, "sweep": cmd_sweep}[args.command](args)
-    except UsageError as err:
+    except (UsageError, CacheDirError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

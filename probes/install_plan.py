@@ -173,7 +173,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--machine", help="a machine as JSON instead of this one (tests, or planning for another)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    m = Machine(**json.loads(args.machine)) if args.machine else detect()
+    try:
+        m = Machine(**json.loads(args.machine)) if args.machine else detect()
+    except (ValueError, TypeError, RecursionError) as err:  # one line, exit 2, for a malformed --machine
+        ap.error(f"--machine must be a JSON object of a machine's fields ({type(err).__name__})")
     p = make_plan(m, args.gpu)
     if args.stack:
         print(p.stack)

@@ -15,7 +15,7 @@ from typing import Callable
 
 from probes.result import ProbeResult, ProbeSettings
 from probes.runner import run_probe
-from probes.sweep_result import SweepResult
+from probes.sweep_result import SweepLevel, SweepResult, level_outcome
 
 _IDS = itertools.count(1)
 
@@ -23,7 +23,7 @@ _IDS = itertools.count(1)
 class ProbeJob:
     def __init__(self, settings: list[ProbeSettings],
                  on_result: Callable[[ProbeResult], int | None] | None = None, sweep: dict | None = None,
-                 on_sweep: Callable[[SweepResult, str], int | None] | None = None) -> None:
+                 on_sweep: Callable[..., int | None] | None = None) -> None:
         self.id = next(_IDS)
         self.settings = settings
         self.on_result = on_result
@@ -102,14 +102,43 @@ class ProbeJob:
         sw = self.sweep or {}
         plan_max = (sw.get("plan_max") or {}).get(s.engine)
         first = len(self.run_ids)
+        share = float(sw.get("goodput_share", 0.9))
+        # the sweep's row is written as it starts and after each level, so a server killed mid-sweep leaves its
+        # trace and the levels it finished (history marks it "interrupted" at the next start); capacity is the
+        # finished sweep's to say
+        partial = SweepResult(engine=s.engine, status="running", ttft_target_ms=s.ttft_target_ms, goodput_share=share,
+                              plan_max_concurrency=plan_max, started_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                              answers_id=s.answers_id, asked_concurrency=s.asked_concurrency)
+
+        def progress() -> None:
+            if self.on_sweep is None:
+                return
+            partial.run_ids = self.run_ids[first:]
+            try:
+                self.on_sweep(partial, self.group, status="running")
+            except Exception:  # noqa: BLE001 (the end's save says what failed; the levels' runs are saved apart)
+                pass
+
+        def level(st: ProbeSettings, on_event=None, cancel=None) -> ProbeResult:
+            res = self._probe(st, on_event, cancel)
+            lv = SweepLevel.of(st.concurrency, res)
+            lv.outcome = level_outcome(lv, s.ttft_target_ms, share)
+            partial.levels.append(lv)
+            partial.busy = partial.busy or lv.busy
+            partial.device, partial.model = partial.device or res.device, partial.model or res.model
+            partial.serving = partial.serving or res.serving
+            progress()
+            return res
+
+        progress()
         try:
             out = run_sweep(s, levels_for(sw.get("levels"), plan_max),
-                            until_sla=bool(sw.get("until_sla", True)), goodput_share=float(sw.get("goodput_share", 0.9)),
+                            until_sla=bool(sw.get("until_sla", True)), goodput_share=share,
                             plan_max=plan_max, plan_total_bound=(sw.get("plan_total") or {}).get(s.engine),
-                            on_event=self._event, cancel=self.cancel,
-                            runner=lambda st, on_event=None, cancel=None: self._probe(st, on_event, cancel))
+                            on_event=self._event, cancel=self.cancel, runner=level)
         except Exception as err:  # noqa: BLE001
-            out = SweepResult(engine=s.engine, status="error", reason=f"{type(err).__name__}: {err}"[:500])
+            out = SweepResult(engine=s.engine, status="error", reason=f"{type(err).__name__}: {err}"[:500],
+                              levels=partial.levels)
         out.run_ids = self.run_ids[first:]
         self.sweeps.append(out)
         if self.on_sweep is not None:
@@ -158,8 +187,10 @@ class JobBoard:
 
     def start(self, settings: list[ProbeSettings],
               on_result: Callable[[ProbeResult], int | None] | None = None, sweep: dict | None = None,
-              on_sweep: Callable[[SweepResult, str], int | None] | None = None) -> ProbeJob | None:
-        """None when a job is running (the caller says so). With `sweep`, each engine is swept over its levels."""
+              on_sweep: Callable[..., int | None] | None = None) -> ProbeJob | None:
+        """None when a job is running (the caller says so). With `sweep`, each engine is swept over its levels, and
+        `on_sweep(sweep, group, status="running")` is called as it starts and after each level, then
+        `on_sweep(sweep, group)` at its end (history.save_sweep)."""
         with self._lock:
             if self.busy():
                 return None

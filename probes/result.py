@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, PrivateAttr, field_validator, model_validator
+
+from probes.redact import redact_data, redact_text, redact_url, secrets_of
 
 #: ok: measured, at most FAIL_SHARE of its requests failed or ended early; partial: more did, so its figures speak
 #: for the requests that finished only and it decides nothing; error: none finished (or it could not run)
@@ -34,6 +36,8 @@ class RequestRecord(BaseModel):
         # backends that only set `error` (and results stored before `status` existed) stay correct
         if self.error is not None and self.status == "ok":
             self.status = "error"
+        if self.error:
+            self.error = redact_text(self.error)  # a server may echo the URL it was sent
         return self
 
 
@@ -77,6 +81,36 @@ class ProbeSettings(BaseModel):
     # concurrency (Q1); the TTFT target is ttft_target_ms above. None: run from the CLI without answers
     answers_id: str | None = None
     asked_concurrency: int | None = None
+    # credentials (probes/redact.py): never serialised. `endpoint` above is the URL as it may be shown (userinfo and
+    # credential parameters as ***); the real one and a bearer key are kept here for the request only
+    _endpoint_url: str | None = PrivateAttr(default=None)
+    _api_key: str | None = PrivateAttr(default=None)
+
+    def model_post_init(self, context: Any) -> None:
+        shown = redact_url(self.endpoint)
+        if shown != self.endpoint:
+            self._endpoint_url, self.endpoint = self.endpoint, shown
+
+    def with_credentials(self, api_key: str | None = None, endpoint_url: str | None = None) -> "ProbeSettings":
+        """This object with a bearer key and/or the endpoint's real URL (used only if it redacts to `endpoint`)."""
+        if api_key:
+            self._api_key = api_key
+        if endpoint_url and redact_url(endpoint_url) == self.endpoint:
+            self._endpoint_url = endpoint_url
+        return self
+
+    @property
+    def endpoint_url(self) -> str | None:
+        """The URL to send requests to: with its credentials, when it had any."""
+        return self._endpoint_url or self.endpoint
+
+    @property
+    def api_key(self) -> str | None:
+        return self._api_key
+
+    def secrets(self) -> list[str]:
+        """What must never appear in output: the key and the URL's secret pieces."""
+        return secrets_of(self._endpoint_url, self._api_key)
 
     @model_validator(mode="after")
     def _preset_fills_the_rest(self) -> "ProbeSettings":
@@ -136,6 +170,38 @@ class ProbeResult(BaseModel):
     requests: list[RequestRecord] = Field(default_factory=list)
     started_at: str | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_secret_kept(cls, data: Any) -> Any:
+        """Every text a result holds is redacted (probes/redact.py), so a result read back from anywhere (the
+        child, the history, a file) never shows a URL's credentials."""
+        if isinstance(data, dict):
+            data = dict(data)
+            for k in _TEXT_FIELDS:
+                if k in data:
+                    data[k] = redact_data(data[k])
+        return data
+
+    @field_validator("requests", mode="before")
+    @classmethod
+    def _bounded_requests(cls, v: Any) -> Any:
+        """No run sends more requests than a probe may ask for: a file claiming more is refused before its
+        records are built (each holds every token's timestamp)."""
+        most = 10_000  # probes.validation.MAX_REQUESTS (not imported: it reaches the engines' imports)
+        if isinstance(v, list) and len(v) > most:
+            raise ValueError(f"a probe result holds at most {most:,} requests, this one {len(v):,}")
+        return v
+
+    @model_validator(mode="after")
+    def _ok_has_figures(self) -> "ProbeResult":
+        """An ok run measured something: at least one request finished ok, so its TTFT p95 is known. A result that
+        says ok without it (hand-written, or cut down) is refused at load instead of breaking the report that
+        reads those figures."""
+        if self.status == "ok" and (self.ttft_ms.p95 is None or (self.requests_total and not self.requests_ok)):
+            raise ValueError("status \"ok\" without the figures an ok run has (no TTFT p95, or no request finished "
+                             "ok): not a probe's own result")
+        return self
+
     @property
     def ok(self) -> bool:
         return self.status == "ok"
@@ -148,6 +214,7 @@ class ProbeResult(BaseModel):
         return (self.errors + self.requests_incomplete) / self.requests_total
 
 
+_TEXT_FIELDS = ("reason", "install_hint", "model", "device", "backend_settings", "serving", "top_cause", "notes")
 _GPU_WORDS = ("cuda", "gpu", "rocm", "hip", "metal", "mps", "xpu", "dml", "webgpu")
 
 

@@ -14,6 +14,7 @@ import threading
 import time
 from typing import Callable
 
+from probes import redact
 from probes.registry import ROOT, get_backend, python_for
 from probes.result import ProbeResult, ProbeSettings, SystemLoad
 
@@ -200,10 +201,25 @@ def run_probe(settings: ProbeSettings, on_event: Callable[[Event], None] | None 
             settings = settings.model_copy(update={"model": str(default_model())})
         except ModelError:
             pass  # the child reports it
+    from probes.validation import preflight_error
+
+    refused = preflight_error(settings)  # a workload beyond the model's context: refused before any allocation
+    if refused:
+        cls = get_backend(settings.engine)
+        return ProbeResult(engine=settings.engine, engine_version=cls.version(), status="error", reason=refused,
+                           settings=settings, install_hint=cls.install_hint, model=settings.model,
+                           ttft_target_ms=settings.ttft_target_ms, started_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     read_fd, write_fd = os.pipe()
     stderr = tempfile.TemporaryFile(mode="w+b")
     env = dict(os.environ, PROBE_EVENT_FD=str(write_fd), PROBE_PARENT_PID=str(os.getpid()), PYTHONPATH=str(ROOT),
                HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false")
+    # credentials reach the child through its environment (this user's only), never its argv (probes/redact.py)
+    env.pop(redact.ENV_URL, None)
+    env.pop(redact.ENV_KEY, None)
+    if settings.endpoint_url != settings.endpoint:
+        env[redact.ENV_URL] = settings.endpoint_url
+    if settings.api_key:
+        env[redact.ENV_KEY] = settings.api_key
     import psutil
 
     server = _local_server(settings)
@@ -220,13 +236,16 @@ def run_probe(settings: ProbeSettings, on_event: Callable[[Event], None] | None 
     sampler.start()
     result: dict = {}
     phase = {"name": "start"}
+    secrets = settings.secrets()
 
     def reader() -> None:
         with os.fdopen(read_fd, "r", encoding="utf-8", errors="replace") as f:
             for line in f:
+                if secrets:  # what the child says never holds the key, even where a server echoed it
+                    line = redact.redact_text(line, secrets)
                 try:
                     ev = json.loads(line)
-                except ValueError:
+                except (ValueError, RecursionError):  # not an event line
                     continue
                 if ev.get("type") == "result":
                     result["r"] = ev["result"]
@@ -280,7 +299,7 @@ def run_probe(settings: ProbeSettings, on_event: Callable[[Event], None] | None 
         if failure is None:
             code = proc.returncode if proc.returncode is not None else -9
             stderr.seek(0)
-            tail = stderr.read().decode("utf-8", "replace").strip().splitlines()[-3:]
+            tail = redact.redact_text(stderr.read().decode("utf-8", "replace"), secrets).strip().splitlines()[-3:]
             failure = _describe_exit(code) + (f" during '{phase['name']}'" ) + (
                 f": {' | '.join(tail)}" if tail else "")
         cls = get_backend(settings.engine)

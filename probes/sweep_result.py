@@ -2,8 +2,11 @@
 engine or runner import, so that advisor may read it."""
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from typing import Any
 
+from pydantic import BaseModel, Field, field_validator
+
+from probes.redact import redact_text
 from probes.result import Percentiles, ProbeResult
 
 
@@ -26,6 +29,11 @@ class SweepLevel(BaseModel):
     #: against the sweep's target: meets | misses | inconclusive (the target lies inside the p95's interval)
     #: | failed (the level is not measured: partial or error)
     outcome: str | None = None
+
+    @field_validator("reason", mode="after")
+    @classmethod
+    def _no_secret_kept(cls, v: str | None) -> str | None:
+        return redact_text(v) if v else v
 
     @classmethod
     def of(cls, c: int, r: ProbeResult) -> "SweepLevel":
@@ -79,3 +87,23 @@ class SweepResult(BaseModel):
     duration_s: float | None = None
     results: list[ProbeResult] = Field(default_factory=list)  # every level's full result (raw timestamps)
     run_ids: list[int | None] = Field(default_factory=list)  # where the UI saved each level's result (history)
+
+    @field_validator("levels", "results", "run_ids", mode="before")
+    @classmethod
+    def _bounded(cls, v: Any, info) -> Any:
+        """A sweep has at most MAX_LEVELS levels (the CLI's concurrency goes up to 1,024, one level each), one result
+        and one run id per level: a file claiming more is refused before any of it is built (a 63 MB sweep file
+        drove the PDF past 3 GB)."""
+        if isinstance(v, list) and len(v) > MAX_LEVELS:
+            raise ValueError(f"a sweep holds at most {MAX_LEVELS:,} levels, this one has {len(v):,} {info.field_name}")
+        return v
+
+    @field_validator("reason", "device", "model", "stop_reason", "serving", mode="after")
+    @classmethod
+    def _no_secret_kept(cls, v: str | None) -> str | None:
+        """A sweep read from anywhere shows no URL credentials (probes/redact.py), as a ProbeResult does."""
+        return redact_text(v) if v else v
+
+
+#: the most levels a sweep may hold (probes.cli refuses concurrency levels above 1,024)
+MAX_LEVELS = 1_024

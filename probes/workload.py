@@ -265,6 +265,16 @@ class PromptsFileError(ValueError):
     """A prompts file that cannot be used; str() is one line naming the line number where there is one."""
 
 
+class PromptLine(tuple):
+    """(prompt, max_tokens or None), as a plain pair unpacks, that also knows its line in the file (`.line`), so a
+    prompt refused later (too long for the model's context) is named by where the user can find it."""
+
+    def __new__(cls, prompt: str, max_tokens: int | None, line: int = 0) -> "PromptLine":
+        self = super().__new__(cls, (prompt, max_tokens))
+        self.line = line
+        return self
+
+
 def read_prompts_bytes(path: str) -> bytes:
     """The file's bytes, refused (PromptsFileError) before reading when it is not a file or over the size cap."""
     import os
@@ -317,6 +327,8 @@ def parse_prompts_jsonl(data: bytes) -> list[tuple[str, int | None]]:
             obj = json.loads(line, parse_constant=_no_constant)
         except ValueError as err:
             raise PromptsFileError(f"{where}: not valid JSON ({str(err).split(':')[0]})") from None
+        except RecursionError:  # [[[[… a hundred thousand deep: the decoder recurses per level
+            raise PromptsFileError(f"{where}: nested too deeply (a prompt is one flat JSON object)") from None
         if not isinstance(obj, dict):
             raise PromptsFileError(f"{where}: expected a JSON object like {{\"prompt\": \"...\"}}, got "
                                    f"{type(obj).__name__ if obj is not None else 'null'}")
@@ -334,7 +346,7 @@ def parse_prompts_jsonl(data: bytes) -> list[tuple[str, int | None]]:
                                     or not 1 <= mt <= MAX_OUTPUT_TOKENS):
             raise PromptsFileError(f"{where}: \"max_tokens\" must be a whole number between 1 and "
                                    f"{MAX_OUTPUT_TOKENS:,}, got {json.dumps(mt)[:40]}")
-        out.append((prompt, mt))
+        out.append(PromptLine(prompt, mt, no))
     if not out:
         raise PromptsFileError("prompts file: no prompts (one JSON object per line)")
     return out
@@ -353,3 +365,226 @@ def read_prompts_file(path: str) -> list[tuple[str, int | None]]:
 def file_prompts(lines: list[tuple[str, int | None]], n: int, out_tokens: int) -> list[Prompt]:
     """`n` requests from the file's prompts in order, cycling when `n` is larger."""
     return [Prompt(lines[i % len(lines)][0], lines[i % len(lines)][1] or out_tokens) for i in range(n)]
+
+
+def context_error(settings, context: int | None) -> str | None:
+    """One line when the workload in tokens cannot fit `context` (the model's trained context): a fixed input length
+    plus the output (+CONTEXT_MARGIN) over it, or the output alone leaving no room (a spread of input lengths is
+    clipped to fit, as the run does). None when it fits, or when the context or the prompt lengths are not known."""
+    if not context:
+        return None
+    out = output_tokens(settings)
+    upper = context - out - CONTEXT_MARGIN
+    what = f"the model's trained context of {context:,} tokens"
+    if settings.input_tokens and (upper < (MIN_INPUT_TOKENS if settings.input_tokens_sd else 1)
+                                  or (not settings.input_tokens_sd and settings.input_tokens > upper)):
+        return (f"{settings.input_tokens:,} input + {out:,} output tokens (+{CONTEXT_MARGIN}) do not fit in {what}; "
+                f"at most {max(0, upper):,} input tokens fit with this output")
+    if upper < 1:
+        return f"{out:,} output tokens (+{CONTEXT_MARGIN}) do not fit in {what}"
+    return None
+
+
+def prompts_over_context(lines: list, count: Callable[[str], int | None], context: int | None, out_tokens: int,
+                         n_used: int | None = None) -> str | None:
+    """One line naming the first prompt that cannot fit: its line in the file, its tokens (by `count`, the engine's
+    own tokenizer after its chat template) and its output against `context`; None when every prompt fits (or none
+    can be counted). Checked before the run: a prompt over the context would fail, or run to the timeout, only after
+    the others were measured. `n_used`: the run sends only the first n_used lines (the rest are never counted)."""
+    if not context:
+        return None
+    for i, (text, max_tokens) in enumerate(lines[:n_used] if n_used is not None else lines):
+        n = count(text)
+        if n is None:
+            return None
+        out = max_tokens or out_tokens
+        if n + out + CONTEXT_MARGIN > context:
+            where = f"prompts file line {getattr(lines[i], 'line', 0) or i + 1}"
+            return (f"{where}: the prompt is {n:,} tokens after the chat template; with its {out:,} output tokens "
+                    f"(+{CONTEXT_MARGIN}) it does not fit in the model's context of {context:,} tokens")
+    return None
+
+
+# ------------------------------------------------------------------------------------------ the model's context
+# What a run's context costs, read from the model's own files before any engine loads it: the context it was trained
+# for (no n_ctx beyond it is asked for) and the KV cache per token, 2 × layers × kv_heads × head_dim elements.
+MAX_CONFIG_BYTES = 4 << 20
+_SANE = 1 << 31
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    context_tokens: int | None  # the trained context (GGUF context_length, config max_position_embeddings)
+    kv_elements_per_token: int | None  # K and V over every layer: 2 × layers × kv_heads × head_dim
+    source: str = ""  # the file it was read from
+
+    def kv_cache_mb(self, n_ctx: int, bytes_per_element: float) -> float | None:
+        """The KV cache of n_ctx tokens, in MiB; None when the shape is not known."""
+        if not self.kv_elements_per_token:
+            return None
+        return self.kv_elements_per_token * n_ctx * bytes_per_element / 2**20
+
+
+def _int(v) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) and 0 < v < _SANE else None
+
+
+def _kv_elements(layers, kv_heads, k_dim, v_dim) -> int | None:
+    """K and V elements per token over all layers; kv_heads may be one count per layer (some GGUF architectures)."""
+    if isinstance(kv_heads, list):
+        counts = [_int(h) or 0 for h in kv_heads]
+        total = sum(counts) if any(counts) else None
+    else:
+        total = _int(kv_heads) * _int(layers) if _int(kv_heads) and _int(layers) else None
+    if not total or not _int(k_dim) or not _int(v_dim):
+        return None
+    return total * (k_dim + v_dim)
+
+
+def model_shape(path) -> ModelShape | None:
+    """The model's trained context and KV size per token from a GGUF header, an HF config.json or an ONNX
+    genai_config.json; None when they cannot be read (the engine's own load then says what is wrong). Bounded:
+    never reads more than a header or a few MiB of JSON, never raises."""
+    from pathlib import Path
+
+    p = Path(path)
+    try:
+        if p.is_file():
+            return _gguf_shape(p)
+        if p.is_dir():
+            if (p / "genai_config.json").is_file() and any(p.glob("*.onnx")):
+                return _onnx_shape(p / "genai_config.json")
+            if (p / "config.json").is_file():
+                return _hf_shape(p / "config.json")
+            ggufs = sorted(p.glob("*.gguf"))
+            if len(ggufs) == 1:
+                return _gguf_shape(ggufs[0])
+    except (OSError, ValueError, RecursionError, TypeError, KeyError, AttributeError, OverflowError):
+        return None
+    return None
+
+
+def _json_object(path) -> dict:
+    import json
+
+    with open(path, "rb") as f:
+        raw = f.read(MAX_CONFIG_BYTES + 1)
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ValueError("too large")
+    data = json.loads(raw.decode("utf-8"))  # RecursionError for a deep one: model_shape answers None
+    if not isinstance(data, dict):
+        raise ValueError("not an object")
+    return data
+
+
+def _hf_shape(path) -> ModelShape:
+    cfg = _json_object(path)
+    if isinstance(cfg.get("text_config"), dict) and "num_hidden_layers" not in cfg:
+        cfg = cfg["text_config"]  # a multimodal model: the language model's own
+    ctx = _int(cfg.get("max_position_embeddings"))
+    rope = cfg.get("rope_scaling") if isinstance(cfg.get("rope_scaling"), dict) else {}
+    factor = rope.get("factor")
+    if ctx and (rope.get("rope_type") or rope.get("type")) == "yarn" and isinstance(factor, (int, float)) \
+            and 1 < factor <= 64:  # YaRN extends the trained context by its factor (as vLLM reads it)
+        ctx = int((_int(rope.get("original_max_position_embeddings")) or ctx) * factor)
+    heads = _int(cfg.get("num_attention_heads"))
+    head_dim = _int(cfg.get("head_dim")) or (_int(cfg.get("hidden_size")) // heads if heads and
+                                                _int(cfg.get("hidden_size")) else None)
+    kv = _kv_elements(cfg.get("num_hidden_layers"), cfg.get("num_key_value_heads") or heads, head_dim, head_dim)
+    return ModelShape(ctx, kv, str(path))
+
+
+def _onnx_shape(path) -> ModelShape:
+    cfg = _json_object(path)
+    model = cfg.get("model") if isinstance(cfg.get("model"), dict) else {}
+    dec = model.get("decoder") if isinstance(model.get("decoder"), dict) else {}
+    head = _int(dec.get("head_size"))
+    kv = _kv_elements(dec.get("num_hidden_layers"), dec.get("num_key_value_heads") or dec.get("num_attention_heads"),
+                      head, head)
+    return ModelShape(_int(model.get("context_length")), kv, str(path))
+
+
+_GGUF_SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+_GGUF_KEYS = ("context_length", "block_count", "embedding_length", "attention.head_count",
+              "attention.head_count_kv", "attention.key_length", "attention.value_length")
+
+
+def _gguf_shape(path) -> ModelShape:
+    meta = _gguf_metadata(path)
+    arch = meta.get("general.architecture")
+    if not isinstance(arch, str):
+        raise ValueError("no architecture")
+    g = lambda k: meta.get(f"{arch}.{k}")  # noqa: E731
+    heads = g("attention.head_count")
+    n_heads = max(heads) if isinstance(heads, list) and heads else heads
+    k_dim = _int(g("attention.key_length")) or (_int(g("embedding_length")) // n_heads
+                                                if _int(n_heads) and _int(g("embedding_length")) else None)
+    kv_heads = g("attention.head_count_kv")
+    kv = _kv_elements(g("block_count"), kv_heads if kv_heads is not None else heads, k_dim,
+                      _int(g("attention.value_length")) or k_dim)
+    return ModelShape(_int(g("context_length")), kv, str(path))
+
+
+def _gguf_metadata(path, budget_s: float = 5.0) -> dict:
+    """The few metadata keys a context needs ("general.architecture" and `<arch>.<_GGUF_KEYS>`), read from the
+    header alone: long arrays (the vocabulary) are skipped, counts and lengths are capped, and so is the time."""
+    import struct
+    import time
+
+    end = time.monotonic() + budget_s
+    out: dict = {}
+    with open(path, "rb") as f:
+        def read(n: int) -> bytes:
+            b = f.read(n)
+            if len(b) != n:
+                raise ValueError("the file ends inside the GGUF header")
+            return b
+
+        def u64() -> int:
+            return struct.unpack("<Q", read(8))[0]
+
+        def string() -> bytes:
+            n = u64()
+            if n > 1 << 20:
+                raise ValueError("implausible GGUF string")
+            return read(n)
+
+        if read(4) != b"GGUF":
+            raise ValueError("not a GGUF file")
+        version, _, n_kv = struct.unpack("<IQQ", read(20))
+        if version not in (2, 3) or n_kv > 1_000_000:
+            raise ValueError("unsupported GGUF header")
+        for i in range(n_kv):
+            if i & 0xFF == 0 and time.monotonic() > end:
+                raise ValueError("the GGUF header takes too long to read")
+            key = string().decode("utf-8", "replace")
+            keep = key == "general.architecture" or key.partition(".")[2] in _GGUF_KEYS
+            kind = struct.unpack("<I", read(4))[0]
+            if kind in _GGUF_SCALARS:
+                fmt = "<" + _GGUF_SCALARS[kind]
+                value = struct.unpack(fmt, read(struct.calcsize(fmt)))[0]
+            elif kind == 8:
+                value = string().decode("utf-8", "replace")
+            elif kind == 9:
+                item, n = struct.unpack("<I", read(4))[0], u64()
+                if n > 1 << 24:
+                    raise ValueError("implausible GGUF array")
+                value = None
+                if item in _GGUF_SCALARS:
+                    size = struct.calcsize("<" + _GGUF_SCALARS[item])
+                    if keep and n <= 4096:
+                        value = list(struct.unpack(f"<{n}{_GGUF_SCALARS[item]}", read(n * size)))
+                    else:
+                        f.seek(n * size, 1)
+                elif item == 8:
+                    for j in range(n):
+                        if j & 0xFFFF == 0 and time.monotonic() > end:
+                            raise ValueError("the GGUF header takes too long to read")
+                        f.seek(u64(), 1)
+                else:
+                    raise ValueError("nested GGUF arrays")
+            else:
+                raise ValueError(f"unknown GGUF value type {kind}")
+            if keep:
+                out[key] = value
+    return out

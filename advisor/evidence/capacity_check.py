@@ -92,7 +92,9 @@ def check_capacity(sweeps, asked: int, top: str | None, knowledge: Knowledge, la
         rows.append(row)
         target_txt = f"{sw.ttft_target_ms:g}" if sw.ttft_target_ms else "—"
         their_asked = sw.asked_concurrency or asked
-        if sw.status != "ok":
+        if sw.status in ("interrupted", "running"):  # its finished levels stand; it has no capacity yet
+            line = s("cap_line_interrupted", engine=name, why=stop_text(sw, knowledge, lang) or sw.status)
+        elif sw.status != "ok":
             line = s("cap_line_failed", engine=name, why=sw.reason or sw.status)
         elif sw.capacity is None and sw.inconclusive_at:
             line = s("cap_line_inconclusive", engine=name, ms=target_txt, c=sw.inconclusive_at, asked=their_asked)

@@ -17,3 +17,11 @@ class UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: i
                                                             key_node.start_mark)
                 seen.add(key_node.value)
         return super().construct_mapping(node, deep=deep)
+
+    def get_single_data(self):
+        """A document nested past Python's recursion limit (merge keys inside merge keys, a thousand deep) is a YAML
+        error like any other, so every reader says it in its one line rather than with a RecursionError."""
+        try:
+            return super().get_single_data()
+        except RecursionError:
+            raise yaml.MarkedYAMLError(problem="nested too deeply") from None

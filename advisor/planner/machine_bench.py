@@ -3,6 +3,9 @@
 A CPU's roofline depends on its memory channels and DIMMs, which no spec lookup knows; a few seconds of
 measurement do. Bandwidth: read-only, as decoding is (a BLAS dot product of two arrays far larger than the
 caches, one per thread, bytes read counted). Compute: an fp32 matrix product through numpy's BLAS.
+
+The cached file is an input like any other (anyone may have put a FIFO, a link to /dev/zero or a NaN there): it is
+read only when it is a small regular file with finite, positive figures; otherwise it is measured again and replaced.
 """
 from __future__ import annotations
 
@@ -14,20 +17,22 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, ValidationError
 
 ARRAY_MIB = 256  # per array; beyond most L3 caches
 REPEATS = 5
 MATMUL_N = 2048
 RAM_SHARE = 0.1  # never take more than this share of RAM for the arrays
+MAX_FILE_BYTES = 64 << 10  # the file is ~400 bytes; anything far larger is not ours
 
 
 class MachineBench(BaseModel):
-    cpu_model: str
-    threads: int
-    memory_bandwidth_gb_s: float  # decimal GB/s
-    fp32_gflops: float
-    measured_at: str
+    cpu_model: str = Field(max_length=512)
+    threads: int = Field(gt=0)
+    # decimal GB/s; a NaN, 0 or negative figure would flow into every CPU bound and the JSON output
+    memory_bandwidth_gb_s: float = Field(gt=0, allow_inf_nan=False)
+    fp32_gflops: float = Field(gt=0, allow_inf_nan=False)
+    measured_at: str = Field(max_length=64)
     method: str = f"numpy dot of two {ARRAY_MIB} MiB arrays per thread (bytes read), best of {REPEATS}; " \
                   f"fp32 {MATMUL_N}x{MATMUL_N} matmul, best of 3"
 
@@ -87,6 +92,7 @@ def measure() -> MachineBench:
         for w in workers:
             w.join()
         best = min(best, time.perf_counter() - t0)
+    best = max(best, 1e-9)  # a clock that did not move must not give an infinite bandwidth
     bandwidth = 2 * n * 8 * n_threads / best / 1e9
     del xs, ys
 
@@ -97,6 +103,7 @@ def measure() -> MachineBench:
         t0 = time.perf_counter()
         a @ a
         best_mm = min(best_mm, time.perf_counter() - t0)
+    best_mm = max(best_mm, 1e-9)
     gflops = 2 * MATMUL_N**3 / best_mm / 1e9
     return MachineBench(cpu_model=_cpu_model(), threads=n_threads, memory_bandwidth_gb_s=round(bandwidth, 2),
                         fp32_gflops=round(gflops, 1), measured_at=datetime.now(timezone.utc).isoformat(
@@ -104,11 +111,17 @@ def measure() -> MachineBench:
 
 
 def cached() -> MachineBench | None:
-    """The cached figures for this CPU, or None (never measures)."""
-    p = cache_path()
+    """The cached figures for this CPU, or None (never measures): also None for a file that is not a small regular
+    one (never opened), or whose figures are not finite and positive. Raises CacheDirError (one line) when the
+    cache dir is a file."""
+    from probes.cache import read_cache_file
+
+    raw = read_cache_file(cache_path(), MAX_FILE_BYTES)
+    if raw is None:
+        return None
     try:
-        bench = MachineBench.model_validate_json(p.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        bench = MachineBench.model_validate_json(raw)
+    except (ValidationError, ValueError, RecursionError):
         return None
     if bench.cpu_model != _cpu_model() or bench.method != MachineBench.model_fields["method"].default:
         return None  # another CPU, or figures from an older method
@@ -116,13 +129,14 @@ def cached() -> MachineBench | None:
 
 
 def get(measure_if_missing: bool = True) -> MachineBench | None:
+    """The cached figures, else (by default) measured now and cached. A refused file is replaced, not opened."""
+    from probes.cache import write_cache_file
+
     bench = cached()
     if bench is None and measure_if_missing:
         bench = measure()
-        p = cache_path()
         try:
-            p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_text(json.dumps(bench.model_dump(), indent=2), encoding="utf-8")
+            write_cache_file(cache_path(), json.dumps(bench.model_dump(), indent=2).encode("utf-8"))
         except OSError:
-            pass  # a read-only cache dir costs a re-measure next time, nothing else
+            pass  # a read-only cache dir (or a folder standing at the file's name) costs a re-measure next time
     return bench

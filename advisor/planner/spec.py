@@ -213,7 +213,8 @@ def _read_model_path(name: str, _version: tuple, architecture: str) -> ModelSpec
                 return _from_gguf(path, architecture)
             if path.suffix.lower() == ".json":  # a config.json alone: the shape without the weights
                 return _from_config_file(path, architecture)
-            raise ModelSpecError(f"model.path {path}: a file must be GGUF or a config.json (bad magic {magic!r})")
+            # the bytes read are never echoed: a path from a shared link may name a file the reader must not see
+            raise ModelSpecError(f"model.path {path}: a file must be GGUF or a config.json (it is neither)")
         if (path / "genai_config.json").is_file():
             return _from_onnx_dir(path, architecture)
         if (path / "config.json").is_file():

@@ -24,6 +24,41 @@ PATTERNS = ["", "/", "x", "\\", ".", "-", "+", "|", ""]
 ENGINE_ORDER = [*ENGINE_IDS, "endpoint"]
 FONT = "Noto Sans, Noto Sans CJK SC, WenQuanYi Micro Hei, DejaVu Sans, Arial, sans-serif"
 PNG_WIDTH = 820  # px; the PDF places it across the A4 text width (~180 mm): 13 px type prints at ~8 pt
+# What one chart draws at most (a report of 10,000 runs, or a sweep file of 1,024 levels with every request's
+# timestamps, took minutes and gigabytes in the browser's export): beyond these, an even sample, said in the report
+BOX_VALUES_MIN = 20_000  # values per box in a latency chart when there are many boxes
+CHART_VALUES = 400_000  # values per latency chart: one run's box keeps up to this many
+MAX_SWEEPS_CHARTED = 16
+MAX_LEVELS_CHARTED = 64  # per sweep: spread over its range, the lowest, the highest and its capacity kept
+MAX_TICKS = 24
+
+
+def spread(items: list, n: int) -> list:
+    """At most n of items, evenly spread over them in order, the first and the last kept: a sample with the shape
+    of the whole (the items themselves when there are no more than n)."""
+    items = list(items)
+    if len(items) <= n:
+        return items
+    if n <= 1:
+        return items[:max(n, 0)]
+    step = (len(items) - 1) / (n - 1)
+    return [items[round(i * step)] for i in range(n)]
+
+
+def box_cap(boxes: int) -> int:
+    """How many values each box of a latency chart of `boxes` boxes draws."""
+    return max(BOX_VALUES_MIN, CHART_VALUES // max(boxes, 1))
+
+
+def sample_requests(r: ProbeResult, max_values: int) -> ProbeResult:
+    """The run with no more requests than a chart of its values needs: whole requests, evenly spread, so that
+    they hold at most `max_values` timestamps. The run itself when it holds fewer (its figures are untouched:
+    they were computed from every request when it was measured)."""
+    n = sum(1 + len(q.token_times_s) for q in r.requests)
+    if n <= max_values:
+        return r
+    keep = max(1, len(r.requests) * max_values // n)
+    return r.model_copy(update={"requests": spread(r.requests, keep)})
 
 
 def _t(key: str, lang: str, **kw) -> str:
@@ -256,6 +291,7 @@ def latency_chart(results: list[ProbeResult], metric: str = "ttft", lang: str = 
     fig = go.Figure()
     names = _labels(results, labels)
     shown = 0
+    cap = box_cap(sum(r.status == "ok" for r in results))
     for n, (r, name) in enumerate(zip(results, names)):
         if r.status != "ok":
             continue
@@ -264,6 +300,7 @@ def latency_chart(results: list[ProbeResult], metric: str = "ttft", lang: str = 
             xs = [(q.first_token_s - q.submitted_s) * 1000 for q in done if q.first_token_s]
         else:
             xs = [(b - a) * 1000 for q in done for a, b in zip(q.token_times_s, q.token_times_s[1:])]
+        xs = spread(xs, cap)
         c = COLORS[shown % len(COLORS)]
         fig.add_trace(go.Box(x=xs, name=name, boxpoints="outliers", orientation="h", fillcolor="rgba(0,0,0,0)",
                              line=dict(color=c, width=2),
@@ -293,6 +330,58 @@ def throughput_chart(results: list[ProbeResult], lang: str = "en", labels: list[
                   height=380, legend=False)
 
 
+def _levels_drawn(sweep) -> list:
+    """A sweep's ok levels as drawn: all of them up to MAX_LEVELS_CHARTED, else that many spread over its range,
+    with the level at its capacity kept."""
+    lv = [x for x in sweep.levels if x.status == "ok"]
+    if len(lv) <= MAX_LEVELS_CHARTED:
+        return lv
+    keep = set(spread(range(len(lv)), MAX_LEVELS_CHARTED))
+    at = [i for i, x in enumerate(lv) if x.concurrency == sweep.capacity]
+    if at and at[0] not in keep:
+        keep.discard(min(keep - {0, len(lv) - 1}, key=lambda i: abs(i - at[0])))
+        keep.add(at[0])
+    return [lv[i] for i in sorted(keep)]
+
+
+def to_pngs(figs: dict[str, go.Figure], width: int = PNG_WIDTH) -> dict[str, bytes | None]:
+    """Many figures as PNG through one headless browser: to_png starts one per figure (~3 s each on a small
+    machine, most of a report's time). None for a figure that cannot be exported, all None without a browser.
+    The browser runs in a thread of its own, with its own event loop (Streamlit's script thread may have one)."""
+    import asyncio
+    import threading
+
+    out: dict[str, bytes | None] = {}
+    try:
+        import kaleido
+        from plotly.io._utils import validate_coerce_fig_to_dict
+
+        specs = {name: (validate_coerce_fig_to_dict(fig, True),
+                        dict(format="png", width=width, height=fig.layout.height or 400, scale=2))
+                 for name, fig in figs.items()}
+    except Exception:
+        return {name: to_png(fig, width) for name, fig in figs.items()}
+
+    async def export() -> None:
+        async with kaleido.Kaleido(n=1) as k:
+            for name, (fig, opts) in specs.items():
+                try:
+                    out[name] = await k.calc_fig(fig, opts=opts)
+                except Exception:
+                    out[name] = None
+
+    def run() -> None:
+        try:
+            asyncio.run(export())
+        except BaseException:  # no browser, or it died: the figures not made are None
+            pass
+
+    worker = threading.Thread(target=run, name="report-charts", daemon=True)
+    worker.start()
+    worker.join()
+    return {name: out.get(name) for name in figs}
+
+
 def to_png(fig: go.Figure, width: int = PNG_WIDTH, height: int | None = None) -> bytes | None:
     """PNG through kaleido + the system's chromium; None when no browser is available (the report says so)."""
     try:
@@ -308,8 +397,8 @@ def sweep_charts(sweeps, target_ms: float | None, share: float, lang: str = "en"
     names = names or {}
     figs = {k: go.Figure() for k in ("ttft", "goodput", "tps")}
     xs_all: list[int] = []
-    for n, s in enumerate(sweeps):
-        lv = [x for x in s.levels if x.status == "ok"]
+    for n, s in enumerate(sweeps[:MAX_SWEEPS_CHARTED]):
+        lv = _levels_drawn(s)
         xs = [x.concurrency for x in lv]
         xs_all += xs
         style = dict(mode="lines+markers", name=names.get(s.engine, s.engine),
@@ -333,6 +422,12 @@ def sweep_charts(sweeps, target_ms: float | None, share: float, lang: str = "en"
                               annotation_text=_t("chart_sweep_share", lang, pct=f"{share:.0%}"),
                               annotation_position="bottom left")
     ticks = sorted(set(xs_all)) or [1]
+    if len(ticks) > MAX_TICKS:  # a label per level of 1,024 levels is a smear: the levels nearest each power of 2
+        import math
+
+        log = lambda v: math.log(max(v, 1))  # noqa: E731
+        powers = [2 ** k for k in range(int(math.log2(max(ticks[0], 1))), int(math.log2(max(ticks[-1], 1))) + 2)]
+        ticks = sorted({min(ticks, key=lambda t: abs(log(t) - log(p))) for p in powers} | {ticks[0], ticks[-1]})
     x = lambda: _axis(_t("chart_axis_concurrency", lang), lang, log=True, tickvals=ticks,  # noqa: E731
                       ticktext=[str(t) for t in ticks])
     for k, fig in figs.items():

@@ -19,7 +19,7 @@ from advisor.evidence.verdict import not_measured, revisit, target_device
 from advisor.inputs.answers import Answers, ModelBlock, TargetHardware
 from advisor.inputs.hardware import Hardware
 from advisor.knowledge.load import Knowledge
-from advisor.report.mdtext import ZWSP, cite, fold, md_escape, seed_lines
+from advisor.report.mdtext import cite, fold, md_escape, seed_lines
 from probes.result import ProbeResult
 
 CJK_FONTS = [  # (path, index of the Simplified Chinese face in a collection)
@@ -74,6 +74,56 @@ def run_labels(results: list[ProbeResult], run_ids: list[int] | None = None) -> 
         raise ValueError(f"run_ids: {len(run_ids)} given for {len(results)} results")
     ids = run_ids if run_ids is not None else list(range(1, len(results) + 1))
     return [run_label(i, r.engine) for i, r in zip(ids, results)]
+
+
+MAX_RUNS_SHOWN = 200  # runs with their own row and line in a report; the rest are summed up in one line
+MAX_RUNS_CHARTED = 32  # runs drawn in the latency and throughput charts (the first measured ones shown)
+MAX_NAMES_LISTED = 20  # run labels or engines named in one sentence before "N others"
+
+
+def _charted(results: list[ProbeResult]) -> list[int]:
+    """The indexes of the runs the charts draw: the first MAX_RUNS_CHARTED ok runs among those shown (200 boxes
+    in one chart are unreadable, and each carries its requests' raw timestamps)."""
+    return [i for i, r in enumerate(results[:MAX_RUNS_SHOWN]) if r.status == "ok"][:MAX_RUNS_CHARTED]
+
+
+def _some(names: list[str], knowledge: Knowledge, lang: str) -> str:
+    """Names in one sentence, the first MAX_NAMES_LISTED of them and then "N others"."""
+    sep = knowledge.s("report_list_sep", lang)
+    head = sep.join(names[:MAX_NAMES_LISTED])
+    more = len(names) - MAX_NAMES_LISTED
+    return head + (sep + knowledge.s("report_more_others", lang, n=f"{more:,}") if more > 0 else "")
+
+
+def _capped(lines: list[str], knowledge: Knowledge, lang: str, cap: int = MAX_RUNS_SHOWN) -> list[str]:
+    """A Markdown list of at most `cap` lines, then one saying how many more there are."""
+    if len(lines) <= cap:
+        return lines
+    return lines[:cap] + ["", knowledge.s("report_more_lines", lang, n=f"{len(lines) - cap:,}")]
+
+
+def _more_runs(labels: list[str], results: list[ProbeResult], knowledge: Knowledge, lang: str) -> str:
+    """The runs past MAX_RUNS_SHOWN in one line: how many, of which engines and statuses, and their range of total
+    output tok/s with the run at each end, so nothing measured is silently dropped."""
+    s = lambda key, **kw: knowledge.s(key, lang, **kw)  # noqa: E731
+    engines: dict[str, int] = {}
+    statuses: dict[str, int] = {}
+    for r in results:
+        engines[r.engine] = engines.get(r.engine, 0) + 1
+        statuses[r.status] = statuses.get(r.status, 0) + 1
+    by_count = sorted(engines.items(), key=lambda kv: (-kv[1], kv[0]))
+    engine_text = _some([f"{fold(e, limit=60)} ({c:,})" for e, c in by_count], knowledge, lang)
+    status_text = s("report_list_sep").join(
+        f"{c:,} {s(f'status_{st}') if f'status_{st}' in knowledge.strings else fold(st, limit=30)}"
+        for st, c in sorted(statuses.items(), key=lambda kv: -kv[1]))
+    tps = [(r.output_tps_total, lab) for lab, r in zip(labels, results)
+           if r.status == "ok" and r.output_tps_total is not None]
+    if tps:
+        (worst, worst_run), (best, best_run) = min(tps, key=lambda x: x[0]), max(tps, key=lambda x: x[0])
+        status_text += s("report_list_sep") + s("report_runs_more_range", worst=_fmt(worst), best=_fmt(best),
+                                                worst_run=fold(worst_run, limit=60), best_run=fold(best_run, limit=60))
+    return _txt(s("report_runs_more", n=f"{len(results):,}", cap=MAX_RUNS_SHOWN, engines=engine_text,
+                  statuses=status_text))
 
 
 def hardware_text(h: TargetHardware, knowledge: Knowledge, lang: str) -> str:
@@ -201,11 +251,12 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
     # measurements
     out += [f"## {s('report_measurements')}", ""]
     busy = [(lab, r) for lab, r in zip(labels, results) if r.system_load.busy]
+    shown = list(zip(labels, results))[:MAX_RUNS_SHOWN]  # the rest: one line (_more_runs)
     if not results:
         out += [s("report_no_measurements"), ""]
     else:
         rows = []
-        for lab, r in zip(labels, results):
+        for lab, r in shown:
             status = s(f"status_{r.status}") if f"status_{r.status}" in knowledge.strings else r.status
             bad = r.errors + r.requests_incomplete
             rows.append([_cell(lab), _cell(status),
@@ -216,7 +267,7 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
                          _fmt(r.output_tps_total), "–" if r.goodput is None else f"{r.goodput:.0%}",
                          _fmt(r.peak_rss_mb, digits=0), _fmt(r.load_time_s)])
         out += _table(s("report_meas_cols").split("|"), rows)
-        for lab, r in zip(labels, results):
+        for lab, r in shown:
             version = f" {_txt(r.engine_version)}" if r.engine_version else ""
             if r.status != "ok":
                 detail = not_measured(r, knowledge, lang)
@@ -228,15 +279,22 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
             out.append(f"- **{_txt(lab)}**{version}{s('colon')}{_txt(detail)}")
             out += [f"    - {_txt(n)}" for n in dict.fromkeys(r.notes) if n != r.system_load.note]
         out.append("")
+        if len(results) > MAX_RUNS_SHOWN:
+            out += [_more_runs(labels[MAX_RUNS_SHOWN:], results[MAX_RUNS_SHOWN:], knowledge, lang), ""]
         if busy:
             pct = max((r.system_load.other_processes_cpu_percent or 0) for _, r in busy)
-            out += [f"> {s('report_busy', runs=_txt(', '.join(lab for lab, _ in busy)), pct=f'{pct:.0f}')}", ""]
+            runs = _txt(_some([lab for lab, _ in busy], knowledge, lang))
+            out += [f"> {s('report_busy', runs=runs, pct=f'{pct:.0f}')}", ""]
         for key in ("ttft", "itl", "throughput"):
             out += _figure(images, key)
+        n_ok, n_drawn = sum(r.status == "ok" for r in results), len(_charted(results))
+        if n_drawn < n_ok and any(k in images for k in ("ttft", "itl", "throughput")):
+            out += [f"*{s('report_charts_capped', n=n_drawn, total=f'{n_ok:,}')}*", ""]
         v = revisit(rec, results, float(answers.ttft_p95_ms), lang, labels=labels,
                     target=target_device(answers, hardware, knowledge, lang), knowledge=knowledge)
         out += [f"## {s('report_verdict')}", "", f"**{_txt(v.summary)}**", ""]
-        out += [f"- {_txt(e.engine)}{s('colon')}{_txt(e.text)}" for e in v.engines if e.measured or e.failed]
+        out += _capped([f"- {_txt(e.engine)}{s('colon')}{_txt(e.text)}" for e in v.engines if e.measured or e.failed],
+                       knowledge, lang)
         out.append("")
     # caveats
     if sweeps:
@@ -249,16 +307,26 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
                            target=target_device(answers, hardware, knowledge, lang),
                            target_ms=float(answers.ttft_p95_ms), answers_id=answers_id(answers))
         out += ["", f"## {s('cap_title')}", "", f"**{_txt(v.summary)}**", ""]
-        out += [f"- {_txt(line)}" for line in v.lines] + [""]
+        out += _capped([f"- {_txt(line)}" for line in v.lines], knowledge, lang) + [""]
         r1 = lambda x: "—" if x is None else f"{x:,.1f}"  # noqa: E731
         out += _table(s("cap_cols").split("|"), [
             [_cell(r.name), "—" if r.capacity is None else str(r.capacity), str(answers.concurrency),
              r1(r.ttft_p95_ms), r1(r.output_tps), "—" if r.usd_per_m_tokens is None else f"${r.usd_per_m_tokens:,.3f}",
              "—" if r.plan_max_concurrency is None else str(r.plan_max_concurrency), _cell(r.stop_reason or "")]
-            for r in v.rows])
+            for r in v.rows[:MAX_RUNS_SHOWN]])
+        if len(v.rows) > MAX_RUNS_SHOWN:
+            out += [s("report_more_lines", n=f"{len(v.rows) - MAX_RUNS_SHOWN:,}"), ""]
         out += ["", s("ui_sweep_cost_note"), ""]
         for key in ("sweep_ttft", "sweep_goodput", "sweep_tps"):
             out += _figure(images, key)
+        from advisor.report.charts import MAX_LEVELS_CHARTED, MAX_SWEEPS_CHARTED
+
+        many_levels = any(sum(x.status == "ok" for x in sw.levels) > MAX_LEVELS_CHARTED for sw in sweeps)
+        if any(k in images for k in ("sweep_ttft", "sweep_goodput", "sweep_tps")) and (
+                len(sweeps) > MAX_SWEEPS_CHARTED or many_levels):
+            note = (s("report_sweeps_capped", n=MAX_SWEEPS_CHARTED, total=len(sweeps), levels=MAX_LEVELS_CHARTED)
+                    if len(sweeps) > MAX_SWEEPS_CHARTED else s("report_sweep_levels_capped", levels=MAX_LEVELS_CHARTED))
+            out += [f"*{note}*", ""]
     out += [f"## {s('report_caveats')}", "", f"- {s('report_caveat_scores')}", f"- {s('report_caveat_model')}",
             f"- {s('report_caveat_claims')}"]
     out += ["", f"### {s('report_claims')}", ""]
@@ -272,10 +340,34 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
     files = (list(probe_files) if probe_files is not None else
              [f"probe-{i}.json" for i in run_ids] if run_ids is not None else [])
     sweep_names = list(sweep_files) if sweep_files is not None else [f"sweep-{i}.json" for i in range(1, len(sweeps or []) + 1)]
-    cmd = ("python -m advisor report --answers " + _shell(answers_file) + "".join(f" --probe {_shell(p)}" for p in files)
+    cmd = ("python -m advisor report --answers " + _shell(answers_file) + _probe_words(files)
            + "".join(f" --sweep {_shell(p)}" for p in sweep_names) + f" --lang {lang} --out report.pdf")
     out += ["", f"## {s('report_reproduce')}", "", "```", cmd.replace("`", "'"), "```", ""]
     return "\n".join(out)
+
+
+_NUMBERED = re.compile(r"^(.*?)([1-9]\d{0,8})(\D*)$")
+
+
+def _probe_words(files: list[str]) -> str:
+    """The reproduce line's --probe words. Past MAX_RUNS_SHOWN files (10,000 names made 100 pages of PDF), a run of
+    consecutively numbered names (probe-1.json … probe-9000.json, as the app names its downloads) is one brace
+    range, --probe=probe-{1..9000}.json, which bash and zsh expand to the same words."""
+    if len(files) <= MAX_RUNS_SHOWN:
+        return "".join(f" --probe {_shell(p)}" for p in files)
+    out, i = [], 0
+    while i < len(files):
+        m, j = _NUMBERED.match(str(files[i])), i + 1
+        if m:
+            pre, first, post = m.group(1), int(m.group(2)), m.group(3)
+            while j < len(files) and files[j] == f"{pre}{first + j - i}{post}":
+                j += 1
+        if j - i >= 3:
+            out.append(f" --probe={_shell(pre)}{{{first}..{first + j - i - 1}}}{_shell(post) if post else ''}")
+        else:
+            out += [f" --probe {_shell(p)}" for p in files[i:j]]
+        i = j
+    return "".join(out)
 
 
 def _shell(word: str) -> str:
@@ -307,8 +399,29 @@ _CELL = re.compile(r"<(t[hd])(?:\s[^>]*)?>(.*?)</t[hd]>", re.S | re.I)
 _NUMERIC = re.compile(r"^[\s\d.,/%+\-–—≤≥×]+$")
 
 TABLE_PT, BODY_PT, CELL_PAD_MM = 7.5, 9.5, 2.4
+H_PAD_MM = 1.0  # a cell's padding on each side (the table's padding=(0.6, H_PAD_MM))
 CAPTION_MM = 10  # room kept under a chart for its one-line caption
 KEEP_WITH_HEADING_MM = 35  # a heading starts a new page when less than this is left below it
+
+# Invisible format characters (zero-width space, non-joiner and joiner, word joiner, byte-order mark, direction
+# marks and overrides: Unicode's Cf class but the soft hyphen, which fpdf2 breaks at): no font of the PDF has a
+# glyph for them, so each drew a 1-em "missing glyph" box and was measured as one
+_FORMAT_CHARS = re.compile("[\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f"
+                           "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+                           "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
+                           "\U000e0020-\U000e007f]")
+# Generic combining marks (accents, Zalgo's stacks): at most two on one character; a stack of 500 drew nothing
+# readable and each one the font lacks drew a missing-glyph box. Scripts' own marks (Devanagari, Arabic…) are
+# outside these blocks and untouched.
+_MARK_STACK = re.compile("([\u0300-\u036f\u0483-\u0489\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff"
+                         "\ufe20-\ufe2f]{2})[\u0300-\u036f\u0483-\u0489\u1ab0-\u1aff\u1dc0-\u1dff"
+                         "\u20d0-\u20ff\ufe20-\ufe2f]+")
+
+
+def pdf_text(text: str) -> str:
+    """Text as the PDF draws it: no invisible format characters (fold()'s zero-width spaces among them: fpdf2
+    breaks long words itself) and no stack of more than two combining marks."""
+    return _MARK_STACK.sub(r"\1", _FORMAT_CHARS.sub("", text))
 
 
 def _table_rows(inner: str) -> list[list[tuple[str, str, str | None]]]:
@@ -316,7 +429,7 @@ def _table_rows(inner: str) -> list[list[tuple[str, str, str | None]]]:
     tags in a cell), entities decoded, each cell folded to ≤ 300 characters."""
     rows = []
     for r in _ROW.finditer(inner):
-        cells = [(tag.lower(), fold(" ".join(html.unescape(_TAG.sub("", text)).split())).replace(ZWSP, ""),
+        cells = [(tag.lower(), pdf_text(fold(" ".join(pdf_text(html.unescape(_TAG.sub("", text))).split()))),
                   _cell_link(text)) for tag, text in _CELL.findall(r.group(1))]
         if cells:
             rows.append(cells)
@@ -354,28 +467,25 @@ def _render_table(pdf, rows: list[list[tuple[str, str, str | None]]], family: st
     n = len(rows[0])
     numeric = [all(not t or _NUMERIC.match(t) for tag, t, _ in (r[j] for r in rows) if tag == "td") for j in range(n)]
     pdf.set_font(family, style="B", size=TABLE_PT)
-    need, want = [], []
+    glyph: dict[str, float] = {}
+    need, want, floor = [], [], []
     for j in range(n):
         texts = [r[j][1] for r in rows]
         words = [pdf.get_string_width(w) for t in texts for w in t.split()] or [0]
         need.append(min(max(words), 40.0) + CELL_PAD_MM)
         want.append(max(pdf.get_string_width(t) for t in texts) + CELL_PAD_MM)
-    epw = pdf.epw
-    if sum(want) <= epw:  # everything on one line: as wide as the text, not stretched over the page
-        widths = want
-    elif sum(need) <= epw:  # every word whole; the rest of the width goes where the text is
-        spare = [w - m for w, m in zip(want, need)]
-        widths = [m + (epw - sum(need)) * sp / (sum(spare) or 1) for m, sp in zip(need, spare)]
-    else:
-        widths = [m * epw / sum(need) for m in need]
+        for ch in {ch for t in texts for ch in t} - glyph.keys():
+            glyph[ch] = pdf.get_string_width(ch)
+        # never narrower than its widest character and the padding: fpdf2 cannot place a character in less
+        # ("Not enough horizontal space to render a single character", a column of marks that measure 0 mm
+        # shrunk below its padding)
+        floor.append(max((glyph[ch] for t in texts for ch in set(t)), default=0.0) + CELL_PAD_MM)
+    widths = _column_widths(need, want, floor, pdf.epw)
     heading = all(tag == "th" for tag, _, _ in rows[0])
     pdf.set_font(family, size=TABLE_PT)
     pdf.ln(1)
-    total = sum(widths)
-    if total > epw:  # float sums can land a hair over the page width, which fpdf2 refuses
-        widths = [w * epw / total for w in widths]
-    with pdf.table(width=min(sum(widths), epw), col_widths=widths, align="LEFT", line_height=pdf.font_size * 1.35,
-                   padding=(0.6, 1.0), text_align=tuple("RIGHT" if x else "LEFT" for x in numeric),
+    with pdf.table(width=min(sum(widths), pdf.epw), col_widths=widths, align="LEFT", line_height=pdf.font_size * 1.35,
+                   padding=(0.6, H_PAD_MM), text_align=tuple("RIGHT" if x else "LEFT" for x in numeric),
                    first_row_as_headings=heading, num_heading_rows=1 if heading else 0, repeat_headings=1,
                    headings_style=FontFace(emphasis="BOLD", fill_color=(236, 239, 242)),
                    borders_layout="ALL", v_align="TOP") as table:
@@ -387,6 +497,38 @@ def _render_table(pdf, rows: list[list[tuple[str, str, str | None]]], family: st
                 row.cell(text, align="LEFT" if i == 0 and heading else None,
                          style=FontFace(fill_color=fill) if fill else None, link=link)
     pdf.ln(3)
+
+
+def _column_widths(need: list[float], want: list[float], floor: list[float], epw: float) -> list[float]:
+    """Column widths in mm that fit the page: each column its text's width when all fit on one line, else every
+    word whole with the rest shared by how much text a column has, else shrunk by its words' share, but never below
+    its floor (widest character and padding), never above the page, and the sum at most the page width (fpdf2
+    refuses a table a hair wider than the page)."""
+    n = len(need)
+    floor = [min(f, epw / n) for f in floor]  # more columns than the page holds at their floors: equal shares
+    need = [max(m, f) for m, f in zip(need, floor)]
+    want = [max(w, m) for w, m in zip(want, need)]
+    if sum(want) <= epw:  # everything on one line: as wide as the text, not stretched over the page
+        widths = want
+    elif sum(need) <= epw:  # every word whole; the rest of the width goes where the text is
+        spare = [w - m for w, m in zip(want, need)]
+        widths = [m + (epw - sum(need)) * sp / (sum(spare) or 1) for m, sp in zip(need, spare)]
+    else:  # every column shrunk by the same factor; one that falls below its floor is held there, the others pay
+        widths = [m * epw / sum(need) for m in need]
+        for _ in range(n):
+            low = [w < f for w, f in zip(widths, floor)]
+            if not any(low):
+                break
+            rest = sum(w for w, lo in zip(widths, low) if not lo)
+            scale = max(epw - sum(f for f, lo in zip(floor, low) if lo), 0.0) / rest if rest else 0.0
+            widths = [f if lo else w * scale for w, f, lo in zip(widths, floor, low)]
+    widths = [min(max(w, f), epw) for w, f in zip(widths, floor)]
+    total = sum(widths)
+    if total > epw:  # float sums land a hair over the page width
+        widths = [w * epw / total for w in widths]
+    while sum(widths) > epw:
+        widths = [w * (1 - 1e-9) for w in widths]
+    return widths
 
 
 def markdown_to_pdf(md: str, image_files: dict[str, bytes] | None = None) -> bytes:
@@ -401,7 +543,7 @@ def markdown_to_pdf(md: str, image_files: dict[str, bytes] | None = None) -> byt
     images = {name: data for name, data in (image_files or {}).items() if _png_size(data)}
     try:
         # fpdf2 breaks long words itself, and has no glyph for the zero-width spaces fold() puts in them
-        body = markdown.markdown(md.replace(ZWSP, ""), extensions=["tables", "fenced_code"])
+        body = markdown.markdown(pdf_text(md), extensions=["tables", "fenced_code"])
         pdf = FPDF(format="A4")
         pdf.resource_access_policy = ResourceAccessPolicy.NONE  # nothing is read but the bytes we hand over
         pdf.set_auto_page_break(True, margin=15)
@@ -491,7 +633,7 @@ def chart_figures(rec: Recommendation, results: list[ProbeResult], lang: str, ch
                                        throughput_chart)
 
     labels = run_labels(results, run_ids)
-    ok = [(r, lab) for r, lab in zip(results, labels) if r.status == "ok"]
+    ok = [(results[i], labels[i]) for i in _charted(results)]
     figs = {"ranking": ranking_chart(rec, lang)}
     if rec.plan is not None:
         names = names or {r.engine: r.name for r in [*rec.ranking, *rec.excluded]}
@@ -516,12 +658,14 @@ def chart_images(rec: Recommendation, results: list[ProbeResult], lang: str, che
     """The report's charts as PNG: ({name: ChartImage} for build_markdown, {file name: bytes} for the PDF).
     A chart that cannot be exported (no headless browser) is left out. run_ids: as for build_markdown."""
     from advisor.knowledge.load import load_knowledge
-    from advisor.report.charts import to_png
+    from advisor.report.charts import to_pngs
 
     k = load_knowledge()
     images, files = {}, {}
-    for name, fig in chart_figures(rec, results, lang, checks, names, run_ids, sweeps, ttft_target_ms).items():
-        png = to_png(fig)
+    figs = chart_figures(rec, results, lang, checks, names, run_ids, sweeps, ttft_target_ms)
+    pngs = to_pngs(figs)  # one browser for all of them
+    for name, fig in figs.items():
+        png = pngs.get(name)
         if png:
             x, y = (_TAG.sub(" ", ax.title.text or "").strip() for ax in (fig.layout.xaxis, fig.layout.yaxis))
             images[name] = ChartImage(f"{name}.png", k.s("chart_caption", lang, x=x or "–", y=y or "–"))

@@ -84,7 +84,7 @@ def model_max_len(model) -> int | None:
 
     try:
         cfg = json.loads((Path(model) / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     v = cfg.get("max_position_embeddings") if isinstance(cfg, dict) else None
     return v if isinstance(v, int) and v > 0 else None

@@ -26,6 +26,55 @@ class Unavailable(Exception):
     """The engine cannot run here; str() is the reason."""
 
 
+_PRCTL: list = []  # libc's prctl, looked up once (a forked child about to exec must not dlopen)
+
+
+def _prctl():
+    if not _PRCTL:
+        import ctypes
+        import sys
+
+        fn = None
+        if sys.platform.startswith("linux"):
+            try:
+                fn = ctypes.CDLL(None, use_errno=True).prctl
+            except (OSError, AttributeError):
+                fn = None
+        _PRCTL.append(fn)
+    return _PRCTL[0]
+
+
+def die_with_parent(parent_pid: int | None = None) -> bool:
+    """Ask the kernel to SIGKILL this process when its parent dies (Linux PR_SET_PDEATHSIG; elsewhere nothing).
+
+    A watchdog thread cannot do this for a stopped process (SIGSTOP freezes every thread), but the kernel's signal
+    still reaches it. False when the parent is already not `parent_pid` (it died before the call: the signal will
+    never come, so the caller exits). The signal follows the thread that started this process: the probe's runner
+    waits in that thread until the child ends."""
+    import os
+    import signal
+
+    fn = _prctl()
+    if fn is not None:
+        fn(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    return parent_pid is None or os.getppid() == parent_pid
+
+
+def dies_with_this_process():
+    """preexec_fn for a process an engine starts (llama-server): it is killed when this process dies, however that
+    ends (a SIGKILLed probe child has no chance to stop it, and the child's group is not killed by anyone then)."""
+    import os
+
+    me = os.getpid()
+    _prctl()  # resolved here, before the fork
+
+    def preexec() -> None:
+        if not die_with_parent(me):
+            os._exit(137)
+
+    return preexec
+
+
 class Backend:
     id: ClassVar[str]
     import_name: ClassVar[str | None]
@@ -89,6 +138,19 @@ class Backend:
         from probes.models import file_size_mb
 
         return file_size_mb(model) * 1.3 + 300
+
+    #: what estimate_memory_mb counted (weights, the KV cache of n tokens), said when a probe is refused for memory
+    memory_detail: str | None = None
+
+    def kv_cache_mb(self, model: Path, n_ctx: int, bytes_per_element: float) -> float:
+        """The KV cache of n_ctx tokens from the model's own files (workload.model_shape); 0 when they do not say.
+        Counted in the memory estimate: at a long context it outweighs a small model (131k tokens of SmolLM2-135M
+        are 2.9 GB of KV beside 94 MB of weights)."""
+        from probes.workload import model_shape
+
+        shape = model_shape(model)
+        mb = shape.kv_cache_mb(n_ctx, bytes_per_element) if shape else None
+        return mb or 0.0
 
     def load(self, model: Path, fmt: str, settings: ProbeSettings) -> None:
         raise NotImplementedError

@@ -82,8 +82,40 @@ class LlamaCppBackend(Backend):
     def estimate_memory_mb(self, model: Path, fmt: str, settings: ProbeSettings) -> float:
         from probes.models import file_size_mb
 
-        # weights (mmap) + KV for n_ctx + compute buffers; measured 208 MB peak for the 94 MB SmolLM2 file
-        return file_size_mb(model) + 150
+        # weights (mmap) + KV for n_ctx + compute buffers: 208 MB peak for the 94 MB SmolLM2 file at n_ctx 2048
+        weights = file_size_mb(model)
+        per_slot, _ = self._n_ctx(model, settings)
+        slots = settings.concurrency if self._serves(settings) else 1
+        if self._serves(settings):
+            on_gpu = int(settings.extra.get("n_gpu_layers", 0)) != 0 and settings.extra.get("device") != "cpu"
+        else:
+            import llama_cpp
+
+            on_gpu = gpu_settings(bool(llama_cpp.llama_supports_gpu_offload()), _system_info(llama_cpp),
+                                  settings.extra)["n_gpu_layers"] != 0
+        # llama.cpp allocates the whole KV cache (f16) at load; offloaded, it lives on the GPU, not in this RAM
+        kv = 0.0 if on_gpu else self.kv_cache_mb(model, per_slot * slots, 2)
+        self.memory_detail = (f"weights {weights:,.0f} MB + KV cache of {per_slot * slots:,} tokens {kv:,.0f} MB"
+                              if kv else None)
+        return weights + kv + 150
+
+    def _n_ctx(self, model: Path, settings: ProbeSettings) -> tuple[int, int | None]:
+        """(the context per sequence or slot, the model's trained context or None): the workload's longest prompt +
+        output rounded up to 256 (at least 2048) or extra n_ctx, never beyond the trained context (a longer n_ctx
+        only allocates a KV cache no request may use)."""
+        from probes.workload import context_needed, model_shape
+
+        need = context_needed(settings) or 0
+        n_ctx = int(settings.extra.get("n_ctx") or max(2048, -(-need // 256) * 256))
+        shape = model_shape(model)
+        trained = shape.context_tokens if shape else None
+        return (min(n_ctx, trained) if trained else n_ctx), trained
+
+    @staticmethod
+    def _serves(settings: ProbeSettings) -> bool:
+        """Whether load() measures through llama-server (concurrency above 1, and it is built)."""
+        return settings.concurrency > 1 and settings.extra.get("serving", "auto") != "in-process" and \
+            llama_server_binary() is not None
 
     server = None  # the llama-server process, when this run is measured through it
     ep = None  # the endpoint client that measures it
@@ -106,21 +138,21 @@ class LlamaCppBackend(Backend):
 
         import httpx
 
+        from probes.backends.base import dies_with_this_process
         from probes.backends.endpoint import EndpointBackend
         from probes.models import ModelError
-        from probes.workload import context_needed
 
         threads = settings.threads or len(os.sched_getaffinity(0))
         slots = settings.concurrency
-        need = context_needed(settings) or 0
-        per_slot = int(settings.extra.get("n_ctx") or max(2048, -(-need // 256) * 256))
+        per_slot, _ = self._n_ctx(model, settings)
         port = _free_port()
         n_gpu = 0 if settings.extra.get("device") == "cpu" else int(settings.extra.get("n_gpu_layers", 0))
         cmd = [str(binary), "-m", str(model), "-c", str(per_slot * slots), "-np", str(slots), "-t", str(threads),
                "-b", str(int(settings.extra.get("n_batch", 512))), "-ngl", str(n_gpu), "--cont-batching",
                "--host", "127.0.0.1", "--port", str(port), "--no-webui"]
         self.log = tempfile.TemporaryFile(mode="w+b")
-        self.server = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT)
+        self.server = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT,
+                                       preexec_fn=dies_with_this_process())  # noqa: PLW1509 (prctl only)
         url = f"http://127.0.0.1:{port}"
         start_s = float(settings.extra.get("server_start_s", 120))
         end = time.monotonic() + start_s
@@ -182,12 +214,9 @@ class LlamaCppBackend(Backend):
 
         import llama_cpp
 
-        from probes.workload import context_needed
-
         threads = settings.threads or len(os.sched_getaffinity(0))
         # the workload's longest prompt + output, rounded up to 256, when it needs more than the default 2048
-        need = context_needed(settings) or 0
-        n_ctx = int(settings.extra.get("n_ctx") or max(2048, -(-need // 256) * 256))
+        n_ctx, trained = self._n_ctx(model, settings)
         n_batch = int(settings.extra.get("n_batch", 512))
         gpu = gpu_settings(bool(llama_cpp.llama_supports_gpu_offload()), _system_info(llama_cpp), settings.extra)
         self.llm = Llama(model_path=str(model), n_ctx=n_ctx, n_threads=threads, n_batch=n_batch, verbose=False,
@@ -212,7 +241,11 @@ class LlamaCppBackend(Backend):
                                   "llama-cpp-python to offload to an NVIDIA GPU")
         n_train = int(self.llm._model.n_ctx_train() or 0)
         self.context_tokens = min(self.llm.n_ctx(), n_train) if n_train > 0 else self.llm.n_ctx()
-        if n_train and n_ctx > n_train:
+        asked = int(settings.extra.get("n_ctx") or 0)
+        if trained and asked > n_ctx:
+            self.notes.append(f"n_ctx {asked} is beyond the model's trained context ({trained}); n_ctx {n_ctx} was "
+                              "used")
+        elif n_train and n_ctx > n_train:
             self.notes.append(f"n_ctx {n_ctx} is beyond the model's trained context ({n_train}); requests are "
                               f"limited to {n_train} tokens")
         self.output_rule = ("a logits processor bans the end-of-sequence token (logit -inf) at every step; "

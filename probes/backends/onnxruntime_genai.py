@@ -42,32 +42,54 @@ class OnnxRuntimeBackend(Backend):
         except Exception:
             return False
 
+    def estimate_memory_mb(self, model: Path, fmt: str, settings: ProbeSettings) -> float:
+        from probes.workload import context_needed
+
+        base = super().estimate_memory_mb(model, fmt, settings)
+        if self.cuda(settings):
+            return base  # the KV cache lives on the GPU
+        # one generator at a time, its KV buffer (fp32 on the CPU) sized to its prompt + output
+        n = context_needed(settings) or 2048
+        kv = self.kv_cache_mb(model, n, 4)
+        self.memory_detail = f"weights and runtime {base:,.0f} MB + KV cache of {n:,} tokens {kv:,.0f} MB" \
+            if kv else None
+        return base + kv
+
     def prepare(self, model: Path, fmt: str, settings: ProbeSettings, progress) -> tuple[Path, str]:
         from probes.models import hf_to_onnx
 
         precision = settings.extra.get("onnx_precision", "int4")
         model, fmt = self._gguf_to_hf(model, fmt, progress)
+        self._rebuild = self._progress = None
         if fmt == "hf":  # exported for the provider it will run on (the builder's graphs differ per provider)
-            model, fmt = hf_to_onnx(model, precision, progress, ep="cuda" if self.cuda(settings) else "cpu"), "onnx"
+            hf, ep = model, "cuda" if self.cuda(settings) else "cpu"
+            model, fmt = hf_to_onnx(hf, precision, progress, ep=ep), "onnx"
+            # our export: one that fails to load is exported again, once (load_converted)
+            self._rebuild, self._progress = (lambda: hf_to_onnx(hf, precision, progress, ep=ep)), progress
         return model, fmt
 
     def load(self, model: Path, fmt: str, settings: ProbeSettings) -> None:
         import onnxruntime_genai as og
 
         from probes.backends._chat import chat_template
+        from probes.models import load_converted
 
-        cfg = json.loads((model / "genai_config.json").read_text())
-        provider = cfg.get("model", {}).get("decoder", {}).get("session_options", {}).get("provider_options", [])
-        names = [next(iter(p)) for p in provider if isinstance(p, dict) and p] or ["cpu"]
-        if self.cuda(settings):
-            config = og.Config(str(model))
-            config.clear_providers()
-            config.append_provider("cuda")
-            self.model = og.Model(config)
-            names = ["cuda"]
-        else:
-            self.model = og.Model(str(model))
-        self.tok = og.Tokenizer(self.model)
+        def open_model():
+            cfg = json.loads((model / "genai_config.json").read_text())
+            provider = cfg.get("model", {}).get("decoder", {}).get("session_options", {}).get("provider_options", [])
+            names = [next(iter(p)) for p in provider if isinstance(p, dict) and p] or ["cpu"]
+            if self.cuda(settings):
+                config = og.Config(str(model))
+                config.clear_providers()
+                config.append_provider("cuda")
+                names = ["cuda"]
+                m = og.Model(config)
+            else:
+                m = og.Model(str(model))
+            return cfg, names, m, og.Tokenizer(m)
+
+        cfg, names, self.model, self.tok = load_converted(model, open_model, getattr(self, "_rebuild", None),
+                                                          getattr(self, "_progress", None))
         self.template = chat_template(model)
         if "cuda" in names:
             from probes.gpu import cuda_device

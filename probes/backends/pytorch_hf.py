@@ -18,10 +18,31 @@ class PyTorchBackend(Backend):
     formats = ("hf",)
     gguf_via_hf = True
 
-    def estimate_memory_mb(self, model: Path, fmt: str, settings: ProbeSettings) -> float:
-        from probes.models import file_size_mb
+    def prepare(self, model: Path, fmt: str, settings: ProbeSettings, progress) -> tuple[Path, str]:
+        from probes.models import gguf_to_hf
 
-        return file_size_mb(model) * 1.6 + 400  # weights + torch runtime + activations
+        src, src_fmt = model, fmt
+        model, fmt = super().prepare(model, fmt, settings, progress)
+        # our conversion of a GGUF: one that fails to load is converted again, once (load_converted)
+        self._rebuild = (lambda: gguf_to_hf(src, progress)) if src_fmt == "gguf" else None
+        self._progress = progress
+        return model, fmt
+
+    def estimate_memory_mb(self, model: Path, fmt: str, settings: ProbeSettings) -> float:
+        import torch
+
+        from probes.models import file_size_mb
+        from probes.workload import context_needed
+
+        weights = file_size_mb(model) * 1.6 + 400  # weights + torch runtime + activations
+        if torch.cuda.is_available() and settings.extra.get("device", "auto") != "cpu":
+            return weights  # the KV cache grows on the GPU
+        # one request at a time: the KV cache (fp32 on the CPU) of the longest prompt + output
+        n = context_needed(settings) or 2048
+        kv = self.kv_cache_mb(model, n, 4)
+        self.memory_detail = f"weights and runtime {weights:,.0f} MB + KV cache of {n:,} tokens {kv:,.0f} MB" \
+            if kv else None
+        return weights + kv
 
     def load(self, model: Path, fmt: str, settings: ProbeSettings) -> None:
         import torch
@@ -32,8 +53,12 @@ class PyTorchBackend(Backend):
         torch.set_num_threads(threads)
         # bf16 where the GPU has it (compute capability 8.0+), else fp16; fp32 on the CPU
         dtype = (torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16) if cuda else torch.float32
-        self.tok = AutoTokenizer.from_pretrained(model, trust_remote_code=False)
-        self.model = AutoModelForCausalLM.from_pretrained(model, dtype=dtype, trust_remote_code=False)
+        from probes.models import load_converted
+
+        self.tok, self.model = load_converted(
+            model, lambda: (AutoTokenizer.from_pretrained(model, trust_remote_code=False),
+                            AutoModelForCausalLM.from_pretrained(model, dtype=dtype, trust_remote_code=False)),
+            getattr(self, "_rebuild", None), getattr(self, "_progress", None))
         self.device = f"cuda:0 {torch.cuda.get_device_name(0)}" if cuda else "cpu"
         self.dev = torch.device("cuda:0" if cuda else "cpu")
         self.model.to(self.dev).eval()

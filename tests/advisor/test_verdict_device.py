@@ -31,7 +31,7 @@ def _result(engine: str, device: str, p95: float = 200.0) -> ProbeResult:
                                          ("cpu/dml", "gpu"), ("remote server 10.0.0.2:8000", "remote"),
                                          (None, None)])
 def test_where_a_result_was_measured(device, kind):
-    assert measured_on(ProbeResult(engine="x", status="ok", device=device))[0] == kind
+    assert measured_on(ProbeResult(engine="x", status="ok", device=device, ttft_ms={"p95": 100.0}))[0] == kind
 
 
 def test_a_cpu_probe_for_a_gpu_target_does_not_confirm_the_advice():

@@ -590,3 +590,57 @@ def test_the_reasons_are_readable_in_full_at_1300_px(page, server):
     box = reason.bounding_box()
     assert box and box["x"] >= 0 and box["x"] + box["width"] <= 1300  # on screen, whole
     assert reason.evaluate("e => e.scrollWidth <= e.clientWidth + 1")  # nothing cut off inside it
+
+
+def test_an_api_key_and_url_secrets_never_reach_the_page_the_link_or_the_report(page, server):
+    """Issue 19, High 1: a server that wants a bearer key; the key goes in the password field, a password and a
+    token in the URL. After the run, the rendered Probe page, its link, the Report page's HTML and the downloaded
+    Markdown hold none of them (the URL box itself shows what the user typed)."""
+    import http.server
+    import threading
+
+    from playwright.sync_api import expect
+
+    from tests.hostile.test_secrets import KEY, PASSWORD, QUERY_TOKEN, _Auth
+
+    url, _ = server
+    handler = type("H", (_Auth,), {"seen": []})
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    srv.daemon_threads = True
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    secrets = (KEY, PASSWORD, QUERY_TOKEN)
+    try:
+        page.goto(url + "/probe")
+        _settle(page)
+        page.get_by_text("a running server (OpenAI-compatible URL)").click()
+        _settle(page)
+        box = page.get_by_label("…or an OpenAI-compatible endpoint URL")
+        box.fill(f"http://bob:{PASSWORD}@127.0.0.1:{srv.server_address[1]}/v1?api_key={QUERY_TOKEN}")
+        box.press("Enter")
+        _settle(page)
+        key = page.get_by_role("textbox", name="API key (if the server was started with --api-key)")
+        key.fill(KEY)
+        key.press("Enter")
+        _settle(page)
+        for label, value in (("Requests", "3"), ("Concurrency", "1")):
+            f = page.get_by_label(label, exact=True)
+            f.fill(value)
+            f.press("Enter")
+            _settle(page, 200)
+        page.get_by_role("button", name="Run the live probe").click()
+        expect(page.get_by_text(re.compile(r"#\d+ endpoint · ok")).first).to_be_visible(timeout=120_000)
+        assert handler.seen and all(s["auth"] == f"Bearer {KEY}" for s in handler.seen)
+        shown = page.inner_text("body")
+        assert not [s for s in secrets if s in shown + page.url]
+        page.get_by_role("button", name="Go to the report").click()
+        _settle(page)
+        expect(page.get_by_role("heading", name="Live measurements")).to_be_visible()
+        html = page.content()
+        assert "127.0.0.1" in html and not [s for s in secrets if s in html + page.url]
+        with page.expect_download() as d:
+            page.get_by_role("button", name="Download report (.md)").click()
+        md = Path(d.value.path()).read_text(encoding="utf-8")
+        assert not [s for s in secrets if s in md]
+        page.screenshot(path=str(ARTIFACTS / "j11-api-key-redacted.png"), full_page=True)
+    finally:
+        srv.shutdown()

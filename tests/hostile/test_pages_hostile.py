@@ -124,3 +124,15 @@ def test_the_markdown_stays_when_the_pdf_step_fails(tmp_path, monkeypatch):
     assert "Download report (.md)" in labels
     assert any("# Inference-engine decision report" in m.value for m in at.markdown)
     json.dumps(labels)
+
+
+@pytest.mark.parametrize("runs", ["²", "1,²,3", "٣", "99999999999999999999", "1" * 5000, "-1,abc"])
+def test_a_mangled_runs_link_crashes_no_page(runs):
+    """`?runs=²`: str.isdigit() accepts superscripts and other scripts' digits, int() does not (issue 19, High 4)."""
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["runs"] = runs
+    at.run()
+    assert not at.exception, at.exception
+    for page in PAGES:
+        at.switch_page(page).run(timeout=60)
+        assert not at.exception, (page, at.exception)

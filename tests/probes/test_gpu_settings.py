@@ -102,7 +102,8 @@ def test_gpu_memory_is_what_a_gpu_result_is_checked_against():
     res = ProbeResult(engine="llama.cpp", status="ok", model=str(default_model()), device="cuda:0 NVIDIA H200",
                       settings=ProbeSettings(engine="llama.cpp", max_tokens=32),
                       backend_settings={"n_ctx": 2048, "n_gpu_layers": -1}, requests=reqs,
-                      decode_tps_per_request=Percentiles(p50=250.0), peak_gpu_mb=420.0, peak_rss_mb=900.0)
+                      decode_tps_per_request=Percentiles(p50=250.0), ttft_ms=Percentiles(p50=10.0, p95=10.0),
+                      peak_gpu_mb=420.0, peak_rss_mb=900.0)
     c = check_probe(res, k, None, None)
     assert c is not None and c.memory_metric == "peak_gpu_mb" and c.measured_memory_mib == 420.0
     assert c.plan.device == "gpu" and c.roofline_pct is not None and c.roofline_pct < 100

@@ -157,7 +157,7 @@ def test_old_stored_results_still_load():
            "ttft_target_ms": 1000.0, "warmup": 1, "timeout_s": 300, "seed": 1234, "extra": {}}
     s = ProbeSettings.model_validate_json(json.dumps(old))
     assert s.input_tokens is s.output_tokens is s.prompts_file is s.preset is None
-    res = ProbeResult.model_validate({"engine": "llama.cpp", "status": "ok", "settings": old})
+    res = ProbeResult.model_validate({"engine": "llama.cpp", "status": "ok", "ttft_ms": {"p95": 50.0}, "settings": old})
     assert res.settings.max_tokens == 16
 
 
