@@ -91,7 +91,10 @@ else:
             ss[key] = ss.get(f"{key}_v", default)
         return key
 
-    mode = st.radio(T("ui_probe_what"), ["local", "endpoint"], key=kept("probe_mode", "local"), horizontal=True,
+    # seeded on every run (as the checklist's radios are): a radio whose labels change with the language is drawn
+    # anew, and kept only where it is missing, the new one showed no option chosen
+    mode = st.radio(T("ui_probe_what"), ["local", "endpoint"], horizontal=True,
+                    key=seed("probe_mode", ss.get("probe_mode", ss.get("probe_mode_v", "local"))),
                     format_func={m: T(f"ui_probe_mode_{m}") for m in ("local", "endpoint")}.get)
     if mode == "local":
         if "probe_engines" not in ss:

@@ -644,3 +644,16 @@ def test_an_api_key_and_url_secrets_never_reach_the_page_the_link_or_the_report(
         page.screenshot(path=str(ARTIFACTS / "j11-api-key-redacted.png"), full_page=True)
     finally:
         srv.shutdown()
+
+
+def test_the_probe_mode_stays_chosen_across_a_language_switch(page, server):
+    """The radio's labels change with the language, so it is drawn anew: it showed no option chosen in zh."""
+    url, _ = server
+    page.goto(url + "/probe")
+    _settle(page)
+    page.get_by_text("a running server (OpenAI-compatible URL)").click()
+    _settle(page)
+    page.get_by_text("简体中文").first.click()
+    _settle(page, 1000)
+    assert page.get_by_role("radio", name=re.compile("正在运行的服务")).is_checked()
+    assert not page.get_by_role("radio", name=re.compile("本机上的引擎")).is_checked()
