@@ -155,8 +155,6 @@ def _load_result(path: str, what: str):
     """A probe or sweep result file (what: "probe" | "sweep"), size-capped; a bad one is a one-line usage error."""
     from pathlib import Path
 
-    from pydantic import ValidationError
-
     from probes.result import ProbeResult
     from probes.sweep_result import SweepResult
 
@@ -168,19 +166,25 @@ def _load_result(path: str, what: str):
                          f"(at most {MAX_PROBE_BYTES >> 20} MB)")
     try:
         return {"probe": ProbeResult, "sweep": SweepResult}[what].model_validate_json(p.read_bytes())
-    except ValidationError as err:  # the first problem, where it is ("levels: a sweep holds at most …")
+    except (ValueError, RecursionError) as err:  # pydantic's ValidationError and UnicodeDecodeError included
+        raise UsageError(f"{p}: not a {what} result JSON ({_first_problem(err)})") from None
+
+
+def _first_problem(err: Exception) -> str:
+    """One line for why a result file did not load: pydantic's first error where it is ("levels: a sweep holds at
+    most …"), deep nesting in plain words, else the error's first line."""
+    from pydantic import ValidationError
+
+    if isinstance(err, RecursionError):
+        return "nested too deeply"
+    if isinstance(err, ValidationError):
         e = err.errors(include_url=False, include_input=False)[0]
         msg = str(e.get("msg", "invalid")).removeprefix("Value error, ")
         if e.get("type") == "json_invalid" and "recursion limit" in msg:
             msg = "nested too deeply"
         loc = ".".join(str(x) for x in e.get("loc", ()))
-        first = (f"{loc}: {msg}" if loc else msg)[:200]
-        raise UsageError(f"{p}: not a {what} result JSON ({first})") from None
-    except RecursionError:
-        raise UsageError(f"{p}: not a {what} result JSON (nested too deeply)") from None
-    except (ValueError, UnicodeDecodeError) as err:
-        first = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise UsageError(f"{p}: not a {what} result JSON ({first})") from None
+        return (f"{loc}: {msg}" if loc else msg)[:200]
+    return str(err).splitlines()[0] if str(err) else type(err).__name__
 
 
 def _ids_from_names(paths: list[str]) -> list[int] | None:
@@ -267,8 +271,6 @@ def _report_sweep(path: str):
     first as _load_result checks it."""
     from pathlib import Path
 
-    from pydantic import ValidationError
-
     from probes.sweep_result import MAX_LEVELS, SweepResult
 
     p = Path(path)
@@ -284,17 +286,8 @@ def _report_sweep(path: str):
             h = head.model_validate_json(data)
             del data
             return SweepResult.model_validate({k: getattr(h, k) for k in h.model_fields_set})
-    except ValidationError as err:  # the first problem, where it is
-        e = err.errors(include_url=False, include_input=False)[0]
-        msg = str(e.get("msg", "invalid")).removeprefix("Value error, ")
-        if e.get("type") == "json_invalid" and "recursion limit" in msg:
-            msg = "nested too deeply"
-        loc = ".".join(str(x) for x in e.get("loc", ()))
-        first = (f"{loc}: {msg}" if loc else msg)[:200]
-    except RecursionError:
-        first = "nested too deeply"
-    except (ValueError, UnicodeDecodeError) as err:
-        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+    except (ValueError, RecursionError) as err:  # pydantic's ValidationError and UnicodeDecodeError included
+        first = _first_problem(err)
     raise UsageError(f"{p}: not a sweep result JSON ({first})")
 
 

@@ -504,87 +504,19 @@ def _onnx_shape(path) -> ModelShape:
     return ModelShape(_int(model.get("context_length")), kv, str(path))
 
 
-_GGUF_SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
-_GGUF_KEYS = ("context_length", "block_count", "embedding_length", "attention.head_count",
-              "attention.head_count_kv", "attention.key_length", "attention.value_length")
-
-
 def _gguf_shape(path) -> ModelShape:
-    meta = _gguf_metadata(path)
+    from probes.gguf_meta import read_gguf  # the bounded header reader the planner uses too
+
+    meta = read_gguf(path, budget_s=5.0)
     arch = meta.get("general.architecture")
     if not isinstance(arch, str):
         raise ValueError("no architecture")
     g = lambda k: meta.get(f"{arch}.{k}")  # noqa: E731
     heads = g("attention.head_count")
-    n_heads = max(heads) if isinstance(heads, list) and heads else heads
+    n_heads = max(list(heads), default=None) if isinstance(heads, list) else heads  # a per-layer list, maybe skipped
     k_dim = _int(g("attention.key_length")) or (_int(g("embedding_length")) // n_heads
                                                 if _int(n_heads) and _int(g("embedding_length")) else None)
     kv_heads = g("attention.head_count_kv")
     kv = _kv_elements(g("block_count"), kv_heads if kv_heads is not None else heads, k_dim,
                       _int(g("attention.value_length")) or k_dim)
     return ModelShape(_int(g("context_length")), kv, str(path))
-
-
-def _gguf_metadata(path, budget_s: float = 5.0) -> dict:
-    """The few metadata keys a context needs ("general.architecture" and `<arch>.<_GGUF_KEYS>`), read from the
-    header alone: long arrays (the vocabulary) are skipped, counts and lengths are capped, and so is the time."""
-    import struct
-    import time
-
-    end = time.monotonic() + budget_s
-    out: dict = {}
-    with open(path, "rb") as f:
-        def read(n: int) -> bytes:
-            b = f.read(n)
-            if len(b) != n:
-                raise ValueError("the file ends inside the GGUF header")
-            return b
-
-        def u64() -> int:
-            return struct.unpack("<Q", read(8))[0]
-
-        def string() -> bytes:
-            n = u64()
-            if n > 1 << 20:
-                raise ValueError("implausible GGUF string")
-            return read(n)
-
-        if read(4) != b"GGUF":
-            raise ValueError("not a GGUF file")
-        version, _, n_kv = struct.unpack("<IQQ", read(20))
-        if version not in (2, 3) or n_kv > 1_000_000:
-            raise ValueError("unsupported GGUF header")
-        for i in range(n_kv):
-            if i & 0xFF == 0 and time.monotonic() > end:
-                raise ValueError("the GGUF header takes too long to read")
-            key = string().decode("utf-8", "replace")
-            keep = key == "general.architecture" or key.partition(".")[2] in _GGUF_KEYS
-            kind = struct.unpack("<I", read(4))[0]
-            if kind in _GGUF_SCALARS:
-                fmt = "<" + _GGUF_SCALARS[kind]
-                value = struct.unpack(fmt, read(struct.calcsize(fmt)))[0]
-            elif kind == 8:
-                value = string().decode("utf-8", "replace")
-            elif kind == 9:
-                item, n = struct.unpack("<I", read(4))[0], u64()
-                if n > 1 << 24:
-                    raise ValueError("implausible GGUF array")
-                value = None
-                if item in _GGUF_SCALARS:
-                    size = struct.calcsize("<" + _GGUF_SCALARS[item])
-                    if keep and n <= 4096:
-                        value = list(struct.unpack(f"<{n}{_GGUF_SCALARS[item]}", read(n * size)))
-                    else:
-                        f.seek(n * size, 1)
-                elif item == 8:
-                    for j in range(n):
-                        if j & 0xFFFF == 0 and time.monotonic() > end:
-                            raise ValueError("the GGUF header takes too long to read")
-                        f.seek(u64(), 1)
-                else:
-                    raise ValueError("nested GGUF arrays")
-            else:
-                raise ValueError(f"unknown GGUF value type {kind}")
-            if keep:
-                out[key] = value
-    return out

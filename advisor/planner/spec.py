@@ -201,7 +201,7 @@ def read_model_path(path: Path, architecture: str = "decoder-only") -> ModelSpec
 def _read_model_path(name: str, _version: tuple, architecture: str) -> ModelSpec:
     from pydantic import ValidationError
 
-    from advisor.planner.gguf_meta import GgufError
+    from probes.gguf_meta import GgufError
     from advisor.planner.model_files import Budget, ModelFileError, clip
 
     path = Path(name)
@@ -242,7 +242,7 @@ _LAYERS, _WIDTH, _HEADS, _VOCAB, _CONTEXT = 10_000, 1 << 20, 1 << 16, 1 << 27, 1
 
 
 def _from_gguf(path: Path, architecture: str) -> ModelSpec:
-    from advisor.planner.gguf_meta import FILE_TYPES, read_gguf
+    from probes.gguf_meta import FILE_TYPES, read_gguf
     from advisor.planner.model_files import ModelFileError, clip, count
 
     m = read_gguf(path)

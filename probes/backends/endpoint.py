@@ -56,6 +56,16 @@ def _size(n: int) -> str:
     return f"{n // MiB} MiB" if n >= MiB and n % MiB == 0 else f"{n:,} bytes"
 
 
+def _read_capped(r: httpx.Response, cap: int, what: str) -> bytes:
+    """A JSON answer's body, read as it streams and refused past `cap` bytes (the server is not trusted)."""
+    body = bytearray()
+    for chunk in r.iter_bytes():
+        body += chunk
+        if len(body) > cap:
+            raise ModelError(f"{what} answered more than {_size(cap)}")
+    return bytes(body)
+
+
 def excerpt(text: str | bytes, limit: int = EXCERPT_CHARS) -> str:
     """A short, printable excerpt of server text: repr-escaped, so control characters never reach output."""
     if isinstance(text, bytes):
@@ -301,11 +311,7 @@ class EndpointBackend(Backend):
                     where_to = r.headers.get("location")
                     extra = f" (a redirect to {excerpt(where_to)}, not followed)" if where_to else ""
                     raise ModelError(f"{where}: GET /v1/models answered HTTP {r.status_code}{extra}")
-                body = bytearray()
-                for chunk in r.iter_bytes():
-                    body += chunk
-                    if len(body) > MAX_MODELS_BYTES:
-                        raise ModelError(f"{where}: /v1/models answered more than {_size(MAX_MODELS_BYTES)}")
+                body = _read_capped(r, MAX_MODELS_BYTES, f"{where}: /v1/models")
                 if flight.cut:
                     raise ModelError(f"{where}: /v1/models did not finish within {budget:g} s")
         except httpx.ReadTimeout:
@@ -317,7 +323,7 @@ class EndpointBackend(Backend):
         finally:
             self.cutter.remove(flight)
         try:
-            data = json.loads(bytes(body))["data"]
+            data = json.loads(body)["data"]
             models = [m["id"] for m in data]
             if not all(isinstance(m, str) for m in models):
                 raise TypeError
@@ -379,11 +385,7 @@ class EndpointBackend(Backend):
                     headers={"Content-Type": "application/json", "Accept": "application/json",
                              "Accept-Encoding": "identity"}) as r:
                 self.cutter.attach(flight, r)
-                body = bytearray()
-                for chunk in r.iter_bytes():
-                    body += chunk
-                    if len(body) > cap:
-                        raise ModelError(f"endpoint: {path} answered more than {_size(cap)}")
+                body = _read_capped(r, cap, f"endpoint: {path}")
                 if flight.cut:
                     raise ModelError(late)
         except (httpx.HTTPError, OSError):
@@ -395,7 +397,7 @@ class EndpointBackend(Backend):
         finally:
             self.cutter.remove(flight)
         try:
-            return r.status_code, json.loads(bytes(body))
+            return r.status_code, json.loads(body)
         except (ValueError, RecursionError):
             return r.status_code, None
 

@@ -148,7 +148,7 @@ def test_gguf_by_name_matches_the_tensor_types_of_the_bundled_file():
 
     llama-quant.cpp gives the tied token_embd.weight the output's type: Q6_K, whose 256-weight blocks do not divide
     the 576-wide rows, so it falls back to Q8_0; every other matrix is Q4_1; the norms stay F32."""
-    from advisor.planner.gguf_meta import GGML_TYPES, read_gguf
+    from probes.gguf_meta import GGML_TYPES, read_gguf
 
     meta = read_gguf(default_model())
     assert {k: GGML_TYPES[v] for k, v in meta["__kind_types__"].items()} == {"token_embd.weight": "q8_0"}

@@ -499,6 +499,25 @@ class _Flaky:
         self.url = f"http://127.0.0.1:{self.srv.server_address[1]}"
 
 
+def _run_endpoint(page, app_url: str, endpoint: str, requests: int, api_key: str | None = None) -> None:
+    """Start an endpoint probe from the Probe page as a user does: the mode, the URL, the key, the counts, Run."""
+    page.goto(app_url + "/probe")
+    _settle(page)
+    page.get_by_text("a running server (OpenAI-compatible URL)").click()
+    _settle(page)
+    fields = [(page.get_by_label("…or an OpenAI-compatible endpoint URL"), endpoint)]
+    if api_key:
+        fields.append((page.get_by_role("textbox", name="API key (if the server was started with --api-key)"),
+                       api_key))
+    fields += [(page.get_by_label(label, exact=True), value)
+               for label, value in (("Requests", str(requests)), ("Concurrency", "1"))]
+    for box, value in fields:
+        box.fill(value)
+        box.press("Enter")
+        _settle(page, 300)
+    page.get_by_role("button", name="Run the live probe").click()
+
+
 def test_a_failing_endpoint_run_is_not_ok(page, server):
     """The walk's H2: 7 of 8 requests failed, the run was stored as ok and the verdict said "meets the SLA"."""
     from playwright.sync_api import expect
@@ -506,20 +525,7 @@ def test_a_failing_endpoint_run_is_not_ok(page, server):
     url, _ = server
     flaky = _Flaky()
     try:
-        page.goto(url + "/probe")
-        _settle(page)
-        page.get_by_text("a running server (OpenAI-compatible URL)").click()
-        _settle(page)
-        box = page.get_by_label("…or an OpenAI-compatible endpoint URL")
-        box.fill(flaky.url)
-        box.press("Enter")
-        _settle(page)
-        for label, value in (("Requests", "8"), ("Concurrency", "1")):
-            f = page.get_by_label(label, exact=True)
-            f.fill(value)
-            f.press("Enter")
-            _settle(page, 200)
-        page.get_by_role("button", name="Run the live probe").click()
+        _run_endpoint(page, url, flaky.url, requests=8)
         expect(page.get_by_text(re.compile(r"not measured: 6 of 8 requests failed: “HTTP 500")).first
                ).to_be_visible(timeout=120_000)
         expect(page.get_by_text(re.compile(r"#\d+ endpoint · partial")).first).to_be_visible()
@@ -610,24 +616,8 @@ def test_an_api_key_and_url_secrets_never_reach_the_page_the_link_or_the_report(
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     secrets = (KEY, PASSWORD, QUERY_TOKEN)
     try:
-        page.goto(url + "/probe")
-        _settle(page)
-        page.get_by_text("a running server (OpenAI-compatible URL)").click()
-        _settle(page)
-        box = page.get_by_label("…or an OpenAI-compatible endpoint URL")
-        box.fill(f"http://bob:{PASSWORD}@127.0.0.1:{srv.server_address[1]}/v1?api_key={QUERY_TOKEN}")
-        box.press("Enter")
-        _settle(page)
-        key = page.get_by_role("textbox", name="API key (if the server was started with --api-key)")
-        key.fill(KEY)
-        key.press("Enter")
-        _settle(page)
-        for label, value in (("Requests", "3"), ("Concurrency", "1")):
-            f = page.get_by_label(label, exact=True)
-            f.fill(value)
-            f.press("Enter")
-            _settle(page, 200)
-        page.get_by_role("button", name="Run the live probe").click()
+        _run_endpoint(page, url, f"http://bob:{PASSWORD}@127.0.0.1:{srv.server_address[1]}/v1?api_key={QUERY_TOKEN}",
+                      requests=3, api_key=KEY)
         expect(page.get_by_text(re.compile(r"#\d+ endpoint · ok")).first).to_be_visible(timeout=120_000)
         assert handler.seen and all(s["auth"] == f"Bearer {KEY}" for s in handler.seen)
         shown = page.inner_text("body")

@@ -85,6 +85,18 @@ def _killpg(pid: int) -> None:
         pass
 
 
+def send_json(handler, status: int, obj) -> None:
+    """Answer an http.server request with `obj` as JSON (the stub OpenAI servers' model lists and errors)."""
+    import json
+
+    body = json.dumps(obj).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
 # ---------------------------------------------------------------- crafted GGUF files
 
 U8, I8, U16, I16, U32, I32, F32, BOOL, STRING, ARRAY, U64, I64, F64 = range(13)

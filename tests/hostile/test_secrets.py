@@ -15,7 +15,7 @@ import threading
 
 import pytest
 
-from tests.hostile.kit import bounded
+from tests.hostile.kit import bounded, send_json
 
 KEY = "sk-TOPSECRET-9f3b2c1d"
 PASSWORD = "pw-HUNTER2-77a1"
@@ -33,24 +33,14 @@ class _Auth(http.server.BaseHTTPRequestHandler):
         return self.headers.get("Authorization", "")
 
     def _deny(self) -> None:
-        body = json.dumps({"error": f"invalid credentials {self._who()} for {self.path}"}).encode()
-        self.send_response(401)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        send_json(self, 401, {"error": f"invalid credentials {self._who()} for {self.path}"})
 
     def do_GET(self):
         self.seen.append({"path": self.path, "auth": self._who()})
         if self._who() != f"Bearer {KEY}":
             return self._deny()
         # the model id itself echoes the URL with its query: what a careless proxy might do
-        body = json.dumps({"object": "list", "data": [{"id": f"fake (asked {self.path})"}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        send_json(self, 200, {"object": "list", "data": [{"id": f"fake (asked {self.path})"}]})
 
     def do_POST(self):
         self.rfile.read(int(self.headers.get("Content-Length", 0)))

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from tests.hostile.kit import bounded
+from tests.hostile.kit import bounded, send_json
 
 
 class _Trickle(http.server.BaseHTTPRequestHandler):
@@ -23,12 +23,7 @@ class _Trickle(http.server.BaseHTTPRequestHandler):
         pass
 
     def do_GET(self):
-        body = json.dumps({"object": "list", "data": [{"id": "fake", "max_model_len": 4096}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        send_json(self, 200, {"object": "list", "data": [{"id": "fake", "max_model_len": 4096}]})
 
     def do_POST(self):
         self.rfile.read(int(self.headers.get("Content-Length", 0)))

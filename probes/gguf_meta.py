@@ -1,4 +1,8 @@
-"""Read a GGUF file's metadata and tensor shapes without loading it (no engine, no numpy).
+"""Read a GGUF file's metadata and tensor shapes without loading it (no engine, no numpy, stdlib only).
+
+One reader for both sides: the planner (advisor.planner.spec) and the probe's context and KV check
+(probes.workload) read the same header with the same bounds; it lives in probes because probes may not import
+advisor, and advisor may read this module as it reads the probes' result types.
 
 Only the header is read: key/value pairs and the tensor directory. That gives the architecture and the
 exact parameter count, which the planner prefers to any formula.
