@@ -109,6 +109,9 @@ class Answers(_Strict):
     gpu_usd_per_hour: float | None = Field(default=None, ge=0, le=10_000)  # per GPU
     cpu_core_usd_per_hour: float | None = Field(default=None, ge=0, le=100)
     prompt_mix: Literal["short", "long", "mixed"] = "mixed"
+    # how much of each prompt repeats across requests (a long shared system prompt, agent loops, multi-turn chat,
+    # few-shot templates): "high" when most requests start with a prefix another request already sent
+    prefix_sharing: Literal["low", "high"] = "low"
 
 
 class AnswersError(ValueError):

@@ -52,6 +52,7 @@ def build_facts(answers: Answers, hardware: Hardware | None) -> dict[str, Any]:
         "strict_sla": answers.strict_sla,
         "deployment": answers.deployment,
         "prompt_mix": answers.prompt_mix,
+        "prefix_sharing": answers.prefix_sharing,
         "architecture": m.architecture,
         "precision": m.precision,
         "params_b": m.params_b,

@@ -13,8 +13,8 @@ from pydantic import (AfterValidator, BaseModel, ConfigDict, Discriminator, Fiel
 
 from advisor.knowledge.vocabulary import Precision as AnswersPrecision  # one list of precisions
 
-ENGINE_IDS = ("vllm", "tensorrt-llm", "onnxruntime", "llama.cpp", "pytorch")
-EngineId = Literal["vllm", "tensorrt-llm", "onnxruntime", "llama.cpp", "pytorch"]
+ENGINE_IDS = ("vllm", "sglang", "tensorrt-llm", "onnxruntime", "llama.cpp", "pytorch")
+EngineId = Literal["vllm", "sglang", "tensorrt-llm", "onnxruntime", "llama.cpp", "pytorch"]
 
 _SOURCE_RE = re.compile(r"^(\d{3}_[0-9a-f]{16}\.txt §.+|https?://\S+|bench/[a-z0-9_]+\.py)$")
 

@@ -8,7 +8,7 @@ from typing import Literal
 FACT_NAMES = frozenset({
     # checklist
     "concurrency", "ttft_p95_ms", "cross_platform", "cuda_expertise", "model_update",
-    "non_llm_models", "strict_sla", "deployment", "prompt_mix",
+    "non_llm_models", "strict_sla", "deployment", "prompt_mix", "prefix_sharing",
     # model block
     "architecture", "precision", "params_b", "context_tokens", "kv_cache_dtype", "moe", "modality", "mla",
     "sliding_window",

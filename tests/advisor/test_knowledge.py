@@ -78,9 +78,9 @@ def test_missing_translation_is_rejected(kdir):
 
 
 def test_unknown_engine_in_deltas(kdir):
-    _edit(kdir / "rules.yaml", lambda d: d["rules"][5].__setitem__("deltas", {"sglang": 3}))
+    _edit(kdir / "rules.yaml", lambda d: d["rules"][5].__setitem__("deltas", {"mlc-llm": 3}))
     msg = _fails(kdir)
-    assert "rules.yaml" in msg and "sglang" in msg
+    assert "rules.yaml" in msg and "mlc-llm" in msg
 
 
 def test_duplicate_rule_id(kdir):
