@@ -311,13 +311,14 @@ SupportStatus = Literal["supported", "experimental", "unsupported", "unknown"]
 SUPPORT_AXES = {
     "os": ("linux", "windows_native", "windows_wsl", "macos"),
     "accelerator": ("nvidia_cuda", "amd_rocm", "intel_xpu", "apple_metal", "cpu_x86", "cpu_arm", "vulkan",
-                    "intel_gaudi", "npu_qualcomm", "npu_intel", "npu_amd"),
+                    "intel_gaudi", "npu_qualcomm", "npu_intel", "npu_amd", "google_tpu", "npu_ascend"),
     "precision": ("fp32", "fp16", "bf16", "fp8", "fp4", "int8", "int4_awq", "int4_gptq", "gguf"),
     "kv_cache_dtype": ("fp16", "bf16", "fp8", "int8"),
     "architecture": ("decoder_only", "moe", "encoder_decoder", "encoder_only"),
     "modality": ("vision_language", "speech", "embedding"),
     "serving": ("continuous_batching", "parallel_slots", "paged_kv", "prefix_caching", "tensor_parallel",
-                "pipeline_parallel", "openai_server", "multi_node", "mla_native", "sliding_window_kv"),
+                "pipeline_parallel", "openai_server", "multi_node", "mla_native", "sliding_window_kv",
+                "chunked_prefill", "data_parallel", "expert_parallel", "disaggregated_prefill"),
 }
 CAN_RUN_AXES = ("os", "accelerator", "precision", "kv_cache_dtype", "architecture", "modality")
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
