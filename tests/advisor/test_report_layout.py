@@ -13,6 +13,7 @@ import pytest
 from PIL import Image
 from pypdf import PdfReader
 
+from advisor.knowledge import ENGINE_IDS
 from advisor.decide.rules import recommend
 from advisor.evidence.probe_check import ProbeCheck
 from advisor.inputs.answers import parse_answers
@@ -81,7 +82,7 @@ TITLES = {"ranking": "chart_ranking_title", "memory": "chart_memory_title", "con
 
 def _figures(lang):
     rec = recommend(parse_answers(ANSWERS), None, K, lang=lang)
-    assert len(rec.plan.engines) == 5
+    assert len(rec.plan.engines) == len(ENGINE_IDS)
     results = [_result("llama.cpp", 120.0), _result("llama.cpp", 140.0), _result("onnxruntime", 300.0),
                _result("vllm", status="error")]
     return chart_figures(rec, results, lang, [_check(rec), _check(rec, roof=170.0, measured=80.0)],

@@ -9,6 +9,7 @@ import markdown
 import pytest
 import yaml
 
+from advisor.knowledge import ENGINE_IDS
 from advisor.decide.rules import recommend
 from advisor.inputs.answers import parse_answers
 from advisor.knowledge.conditions import leaves
@@ -228,7 +229,8 @@ def test_the_recommendation_page_shows_reasons_in_full_with_titled_sources():
     at.switch_page("pages/3_Recommendation.py").run()
     assert not at.exception
     tables = [m.value for m in at.markdown if m.value.startswith("| Δ | reason | source | rule |")]
-    assert len(tables) == 5  # one per ranked engine
+    ranked = recommend(parse_answers(at.session_state["answers"]), None, K, with_flips=False).ranking
+    assert len(tables) == len(ranked) == len(ENGINE_IDS)  # one per ranked engine
     top = tables[0]
     assert "vLLM and TensorRT-LLM schedule them with continuous/in-flight batching" in top  # the whole sentence
     assert "[vLLM docs — Paged Attention](https://docs.vllm.ai/en/latest/design/paged_attention.html)" in top

