@@ -1,4 +1,4 @@
-"""`python -m advisor detect|recommend|plan|report` — a contract other tools depend on.
+"""`python -m advisor detect|recommend|plan|report|knowledge` — a contract other tools depend on.
 
 Bad input exits 2 with one line on stderr; never a traceback for a user's mistake.
 """
@@ -43,7 +43,71 @@ def _parser() -> _Parser:
     rp.add_argument("--out", required=True, metavar="report.md|report.pdf")
     rp.add_argument("--sweep", action="append", default=[], metavar="SWEEP.json",
                     help="a `python -m probes sweep` result (repeatable: engines side by side)")
+    kn = command("knowledge", "the engine versions the knowledge describes; --check lists what was read too long ago",
+                 answers=False)
+    kn.add_argument("--check", action="store_true",
+                    help="list support cells, rules and engine releases read more than --days ago (exit 1 if any)")
+    kn.add_argument("--days", type=_days, default=None, metavar="N", help="the age limit in days (default 180)")
+    kn.add_argument("--today", type=_day, default=None, metavar="YYYY-MM-DD", help="judge the age as of this day")
     return p
+
+
+def _days(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number of days: {text[:40]!r}") from None
+    if not 1 <= n <= 36_500:
+        raise argparse.ArgumentTypeError(f"days must be between 1 and 36500, got {n}")
+    return n
+
+
+def _day(text: str):
+    import datetime as dt
+
+    try:
+        return dt.date.fromisoformat(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a date (YYYY-MM-DD): {text[:40]!r}") from None
+
+
+def cmd_knowledge(args, knowledge) -> int:
+    """Exit 0 when nothing is older than the limit, 1 when --check found something (a CI can fail on it)."""
+    import datetime as dt
+
+    from advisor.knowledge import age
+
+    days = args.days or age.STALE_DAYS
+    today = args.today or dt.date.today()
+    asof = age.as_of(knowledge)
+    old = age.stale(knowledge, today, days) if args.check else []
+    if args.format == "json":
+        print(json.dumps({
+            "as_of": asof.date,
+            "engines": [{"engine": e.engine, "version": e.version, "released": e.released, "read": e.read}
+                        for e in asof.engines],
+            **({"check": {"today": today.isoformat(), "days": days,
+                          "stale": [{"file": d.file, "item": d.item, "read": d.read.isoformat() if d.read else None,
+                                     "source": d.source} for d in old]}} if args.check else {}),
+        }, ensure_ascii=False, indent=2))
+        return 1 if old else 0
+    zh = args.lang == "zh"
+    print(asof.line(knowledge, args.lang))
+    for e in asof.engines:
+        when = f"{'发布于' if zh else 'released'} {e.released}" if e.released else ("发布日期未知" if zh else "release date unknown")
+        print(f"  {e.name} {e.version} ({when}; {'读取于' if zh else 'read'} {e.read or '?'})")
+    if args.check:
+        total = len(age.dated(knowledge))
+        if not old:
+            print(f"全部 {total} 条均在 {today.isoformat()} 之前 {days} 天内读取" if zh else
+                  f"all {total} dated items were read within {days} days of {today.isoformat()}")
+        else:
+            print((f"{len(old)} / {total} 条超过 {days} 天未重读（截至 {today.isoformat()}）：" if zh else
+                   f"{len(old)} of {total} dated items are older than {days} days on {today.isoformat()}:"))
+            for d in old:
+                print(f"  {d.read.isoformat() if d.read else ('无日期' if zh else 'undated')}  {d.file}  {d.item}"
+                      + (f"  {d.source}" if d.source else ""))
+    return 1 if old else 0
 
 
 def _hardware_for(answers, knowledge):
@@ -355,7 +419,7 @@ def cmd_plan(args, knowledge) -> int:
     return 0
 
 
-COMMANDS = {"detect": cmd_detect, "recommend": cmd_recommend, "plan": cmd_plan, "report": cmd_report}
+COMMANDS = {"knowledge": cmd_knowledge, "detect": cmd_detect, "recommend": cmd_recommend, "plan": cmd_plan, "report": cmd_report}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

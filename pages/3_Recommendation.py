@@ -2,6 +2,7 @@
 import streamlit as st
 
 from advisor.decide import recommend
+from advisor.knowledge import age
 from advisor.report import (cite, concurrency_chart, header_lines, link_urls, md_escape, memory_chart, plan_rows,
                             ranking_chart, roofline_chart, seed_lines, support_table)
 from ui_common import (T, answers, hardware, knowledge, lang, link_path_gate, plan_inputs, set_answer,
@@ -19,6 +20,7 @@ lang = lang()
 k = knowledge()
 a = answers()
 st.title(T("ranking_title"))
+st.caption(md_escape(age.as_of(k).line(k, lang)))
 link_path_gate(a)
 spec, bench, spec_error = plan_inputs(a)
 if spec_error:

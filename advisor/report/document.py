@@ -18,6 +18,7 @@ from advisor.decide.recommendation import Recommendation
 from advisor.evidence.verdict import not_measured, revisit, target_device
 from advisor.inputs.answers import Answers, ModelBlock, TargetHardware
 from advisor.inputs.hardware import Hardware
+from advisor.knowledge import age
 from advisor.knowledge.load import Knowledge
 from advisor.report.mdtext import cite, fold, md_escape, seed_lines
 from probes.result import ProbeResult
@@ -188,7 +189,8 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
     images = images or {}
     labels = run_labels(results, run_ids)
     out = [f"# {s('report_title')}", "",
-           s("report_generated", when=dt.datetime.now().strftime("%Y-%m-%d %H:%M")), ""]
+           s("report_generated", when=dt.datetime.now().strftime("%Y-%m-%d %H:%M")), "",
+           _txt(age.as_of(knowledge).line(knowledge, lang)), ""]
     # answers
     out += [f"## {s('report_answers')}", ""]
     rows = []
