@@ -13,7 +13,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from advisor.knowledge.vocabulary import Precision
 from advisor.knowledge.yamlsafe import UniqueKeyLoader
 
-GpuVendor = Literal["nvidia", "amd", "intel", "apple", "qualcomm", "none"]
+GpuVendor = Literal["nvidia", "amd", "intel", "apple", "qualcomm", "google", "huawei", "none"]
+# the accelerator a vendor's parts always are: a Google TPU, a Huawei Ascend NPU, a Qualcomm Hexagon NPU
+FIXED_ACCELERATOR = {"google": "tpu", "huawei": "npu", "qualcomm": "npu"}
+NPU_VENDORS = ("qualcomm", "intel", "amd", "huawei")
 Architecture = Literal["decoder-only", "encoder-decoder", "encoder", "cnn"]
 
 
@@ -25,12 +28,15 @@ class TargetHardware(_Strict):
     """Q3: the hardware to plan for, when it is not this machine."""
 
     gpu_vendor: GpuVendor = "none"
-    accelerator: Literal["gpu", "npu"] = "gpu"  # npu: a neural processing unit (Snapdragon X, Intel / AMD NPUs)
+    # npu: a neural processing unit (Snapdragon X, Intel / AMD NPUs, Huawei Ascend); tpu: a Google TPU
+    accelerator: Literal["gpu", "npu", "tpu"] = "gpu"
     gpu_model: str | None = None
     gpu_count: int = Field(default=0, ge=0, le=4096)  # in all (nodes x gpus_per_node when both are given)
     nodes: int = Field(default=1, ge=1, le=512)
     gpus_per_node: int | None = Field(default=None, ge=1, le=64)
-    interconnect: Literal["nvlink", "infinity-fabric", "xe-link", "pcie", "infiniband", "roce", "ethernet"] | None = None
+    # ici: a TPU slice's inter-chip interconnect; hccs: the links between the Ascend NPUs of a server
+    interconnect: Literal["nvlink", "infinity-fabric", "xe-link", "pcie", "infiniband", "roce", "ethernet", "ici",
+                          "hccs"] | None = None
     unified_memory: bool | None = None  # None = from the GPU catalogue (Apple, GB10, Jetson, Strix Halo, NPUs)
     gpu_memory_gb: float | None = Field(default=None, ge=0, le=2048)  # 0 = none ("no GPU")
     ram_gb: float | None = Field(default=None, ge=0.25, le=65536)
@@ -57,10 +63,14 @@ class TargetHardware(_Strict):
             raise ValueError(f"{self.gpu_count} GPUs in all; at most 4096")
         if self.gpu_count > 64 * self.nodes:
             raise ValueError("at most 64 GPUs per node; give nodes and gpus_per_node for more")
-        if self.accelerator == "npu" and self.gpu_vendor not in ("qualcomm", "intel", "amd"):
-            raise ValueError("an npu accelerator needs gpu_vendor qualcomm, intel or amd")
-        if self.gpu_vendor == "qualcomm":
-            self.accelerator = "npu"  # Snapdragon's accelerator for models is its Hexagon NPU
+        if self.accelerator == "npu" and self.gpu_vendor not in NPU_VENDORS:
+            raise ValueError("an npu accelerator needs gpu_vendor qualcomm, intel, amd or huawei")
+        if self.accelerator == "tpu" and self.gpu_vendor != "google":
+            raise ValueError("a tpu accelerator needs gpu_vendor google")
+        if self.gpu_vendor in FIXED_ACCELERATOR:  # Snapdragon's Hexagon, a Cloud TPU, an Ascend: never a GPU
+            self.accelerator = FIXED_ACCELERATOR[self.gpu_vendor]
+        if self.gpu_vendor in ("google", "huawei") and self.unified_memory is None:
+            self.unified_memory = False  # TPUs and Ascend NPUs carry their own HBM, listed in the catalogue or not
         if not self.gpu_memory_gb:
             if self.gpu_vendor != "none" and self.gpu_memory_gb == 0:
                 raise ValueError("gpu_memory_gb must be greater than 0 for a GPU")

@@ -23,8 +23,10 @@ _PRECISION_KEY = {"fp32": "fp32", "fp16": "fp16", "bf16": "bf16", "fp8": "fp8", 
 _ARCH_KEY = {"decoder-only": "decoder_only", "encoder-decoder": "encoder_decoder", "encoder": "encoder_only"}
 _OS_KEY = {"linux": "linux", "windows": "windows_native", "windows-wsl": "windows_wsl", "macos": "macos"}
 _MODALITY_KEY = {"vision-language": "vision_language", "speech": "speech", "embedding": "embedding"}
-_NPU_KEY = {"qualcomm": "npu_qualcomm", "intel": "npu_intel", "amd": "npu_amd"}
+_NPU_KEY = {"qualcomm": "npu_qualcomm", "intel": "npu_intel", "amd": "npu_amd", "huawei": "npu_ascend"}
 _GPU_KEY = {"nvidia": "nvidia_cuda", "amd": "amd_rocm", "intel": "intel_xpu", "apple": "apple_metal"}
+# vendors whose every part is one kind of accelerator: the vendor decides the row, whatever `accelerator` says
+_ONLY_KEY = {"google": "google_tpu", "huawei": "npu_ascend"}
 
 
 @dataclass(frozen=True)
@@ -69,7 +71,9 @@ def rows(facts: dict[str, Any], engine_facts: dict[str, Any]) -> dict[str, str]:
     if facts.get("os") in _OS_KEY:
         out["os"] = _OS_KEY[facts["os"]]
     vendor = facts.get("gpu_vendor") or "none"  # the user's accelerator: their GPU or NPU, else their CPU
-    if facts.get("accelerator") == "npu" and vendor in _NPU_KEY:
+    if vendor in _ONLY_KEY:  # a Cloud TPU, an Ascend NPU (detected hardware carries accelerator "gpu")
+        out["accelerator"] = _ONLY_KEY[vendor]
+    elif facts.get("accelerator") == "npu" and vendor in _NPU_KEY:
         out["accelerator"] = _NPU_KEY[vendor]
     elif vendor == "intel" and facts.get("gpu_arch", "").lower().startswith("gaudi"):
         out["accelerator"] = "intel_gaudi"
