@@ -392,7 +392,7 @@ def target_editor(prefix: str) -> None:
     c5, c6, c7 = st.columns([1, 2, 2])
     c5.number_input(T("ui_nodes"), min_value=1, max_value=512, step=1, key=seed(f"{prefix}_nodes", nodes),
                     on_change=set_topology("nodes"))
-    ics = ["", "nvlink", "infinity-fabric", "xe-link", "pcie", "infiniband", "roce", "ethernet"]
+    ics = ["", "nvlink", "infinity-fabric", "xe-link", "pcie", "infiniband", "roce", "ethernet", "ici", "hccs"]
     c6.selectbox(T("ui_interconnect"), ics, key=seed(f"{prefix}_ic", hw.get("interconnect") or ""),
                  format_func={x: (T(f"ic_{x}") if x else T("ui_auto")) for x in ics}.get,
                  on_change=on_change(f"{prefix}_ic", ("hardware", "interconnect"), lambda v: v or None))

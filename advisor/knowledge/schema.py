@@ -927,7 +927,7 @@ class StaticReserve(Sourced):
 class EngineCapacity(Sourced):
     precision_map: dict[AnswersPrecision, PlannerPrecision] = Field(default_factory=dict)
     devices: list[Literal["gpu", "cpu"]]
-    gpu_vendors: list[Literal["nvidia", "amd", "intel", "apple", "qualcomm"]] = Field(default_factory=list)
+    gpu_vendors: list[GpuVendorId] = Field(default_factory=list)
     multi_node: Literal["pipeline", "none"] = "none"  # pipeline: TP within a node, PP across nodes
     swa_extra_tokens: int = Field(default=0, ge=0)  # a sliding-window layer holds window + this many tokens
     budget_of: Literal["total", "free_after_load", "static_fraction"] = "total"

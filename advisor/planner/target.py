@@ -45,6 +45,14 @@ def _figures(g) -> dict:
                 gpu_compute_capability=g.compute_capability if g else None)
 
 
+def _accelerator(asked: str, g) -> str:
+    """What a plan's "gpu" device is: an NPU (Snapdragon, Intel/AMD NPUs, Ascend), a Google TPU, or a GPU."""
+    kind = g.kind if g else None
+    if asked == "tpu" or kind == "tpu":
+        return "tpu"
+    return "npu" if asked == "npu" or kind == "npu" else "gpu"
+
+
 def build_target(answers: Answers, hardware: Hardware | None, knowledge: Knowledge,
                  machine: MachineBench | None) -> Target:
     t = answers.hardware
@@ -55,7 +63,7 @@ def build_target(answers: Answers, hardware: Hardware | None, knowledge: Knowled
             bool(g.unified_memory) if g else t.gpu_vendor == "apple" or t.accelerator == "npu")
         return Target(source="answers", gpu_vendor=t.gpu_vendor, gpu_name=t.gpu_model or (g.name if g else None),
                       gpu_id=g.id if g else None, gpu_count=t.gpu_count, gpu_memory_gib=mem,
-                      **_figures(g), accelerator="npu" if t.accelerator == "npu" or (g and g.kind == "npu") else "gpu",
+                      **_figures(g), accelerator=_accelerator(t.accelerator, g),
                       nodes=t.nodes, gpus_per_node=t.gpus_per_node,
                       interconnect=t.interconnect or (g.interconnect if g else None),
                       unified_memory=unified, ram_gib=t.ram_gb or (mem if unified else None))

@@ -27,7 +27,7 @@ class Target(BaseModel):
     gpu_int8_tops: float | None = None
     gpu_fp4_tflops: float | None = None
     gpu_arch: str | None = None  # non-NVIDIA: gfx942, Xe-HPC, Gaudi3, Hexagon ...
-    accelerator: Literal["gpu", "npu"] = "gpu"
+    accelerator: Literal["gpu", "npu", "tpu"] = "gpu"
     nodes: int = 1
     gpus_per_node: int | None = None  # None = all on one node
     interconnect: str | None = None  # between the GPUs of a node (answers, else the catalogue's)
@@ -58,7 +58,7 @@ class EnginePlan(BaseModel):
     precision: str  # planner precision id actually planned (e.g. q4_k_m for llama.cpp when int4 was asked)
     precision_label: str
     device: Literal["gpu", "cpu", "gpu+cpu", "none"]
-    accelerator: Literal["gpu", "npu"] = "gpu"  # what "gpu" runs on: a GPU, or an NPU (Snapdragon X, Intel / AMD)
+    accelerator: Literal["gpu", "npu", "tpu"] = "gpu"  # what "gpu" runs on: a GPU, or an NPU (Snapdragon X, Intel / AMD)
     gpus_used: int = 0
     parallelism: str | None = None  # "tensor 4", "layers over 2 GPUs", "32 of 80 layers in RAM"
     tensor_parallel: int = 1  # the split: tensor-parallel ranks within a node x pipeline stages across nodes

@@ -30,7 +30,7 @@ def fits_word(p: EnginePlan, knowledge: Knowledge, lang: str) -> str:
 
 def device_label(p, knowledge: Knowledge, lang: str) -> str:
     """Where an engine's plan runs, in the reader's language ("GPU ×2", "CPU", "cannot run")."""
-    device = "npu" if p.device == "gpu" and p.accelerator == "npu" else p.device
+    device = p.accelerator if p.device == "gpu" and p.accelerator in ("npu", "tpu") else p.device
     return knowledge.s(f"plan_device_{device}", lang) + (f" ×{p.gpus_used}" if p.gpus_used > 1 else "")
 
 

@@ -24,7 +24,10 @@ GPU = {"nvidia_cuda": {"gpu_vendor": "nvidia", "gpu_model": "A100 80GB", "gpu_co
        "npu_qualcomm": {"gpu_vendor": "qualcomm", "gpu_model": "Snapdragon X Elite", "os": "windows",
                         "cpu_arch": "arm64"},
        "npu_intel": {"gpu_vendor": "intel", "accelerator": "npu", "gpu_model": "Core Ultra 200V NPU", "os": "windows"},
-       "npu_amd": {"gpu_vendor": "amd", "accelerator": "npu", "gpu_model": "Ryzen AI 300 NPU", "os": "windows"}}
+       "npu_amd": {"gpu_vendor": "amd", "accelerator": "npu", "gpu_model": "Ryzen AI 300 NPU", "os": "windows"},
+       "google_tpu": {"gpu_vendor": "google", "gpu_model": "TPU v6e", "gpu_count": 8, "ram_gb": 512, "os": "linux"},
+       "npu_ascend": {"gpu_vendor": "huawei", "gpu_model": "Ascend 910B", "gpu_count": 8, "ram_gb": 1024,
+                      "os": "linux"}}
 OS_ANSWER = {"linux": "linux", "windows_native": "windows", "windows_wsl": "windows-wsl", "macos": "macos"}
 MODALITY_ANSWER = {"vision_language": "qwen2.5-vl-7b", "speech": "whisper-large-v3", "embedding": "bge-large-en-v1.5"}
 ARCH_ANSWER = {"decoder_only": {"architecture": "decoder-only"}, "encoder_decoder": {"architecture": "encoder-decoder"},
@@ -167,7 +170,8 @@ def test_every_cell_is_sourced_and_dated_unless_unknown():
 
 def test_the_planners_gpu_vendors_agree_with_the_matrix():
     """An engine the matrix says runs on a vendor's GPU is planned on that GPU, and vice versa."""
-    vendor_key = {"nvidia": "nvidia_cuda", "amd": "amd_rocm", "intel": "intel_xpu", "apple": "apple_metal"}
+    vendor_key = {"nvidia": "nvidia_cuda", "amd": "amd_rocm", "intel": "intel_xpu", "apple": "apple_metal",
+                  "google": "google_tpu", "huawei": "npu_ascend"}
     for e, cap in K.planner.engines.items():
         for vendor, key in vendor_key.items():
             status = K.support.engines[e].accelerator[key].status
