@@ -37,11 +37,13 @@ ALLOW = {
     "cache", "hugging", "face", "bit", "silu", "swiglu", "gelu", "venv", "base", "matmulnbits",  # technical terms kept in zh prose
     "torch", "endpoint",  # the endpoint probe's engine id ("#12 endpoint")
     "avx512f", "avx512bw", "avx512vl", "avx512cd", "avx512dq", "llama-2", "qwen2",  # CPU flags, model families
+    "docker", "rank", "sub-numa", "generate", "np",  # a product, a parallelism term, a CPU mode, an API, -np
 }
 PROSE_EXCLUDE = re.compile(
     r"https?://\S+|<https?://[^>]+>|`[^`]*`|“[^”]*”|\b[\w.-]+\.(txt|py|yaml|yml|json|gguf|md|pdf)\b"  # links, code, quotes
     r"|\b[\w-]+/[\w./-]+|\d+_[0-9a-f]{16}\S*|§\S*|--[\w-]+|&\w+;"  # paths, seed files, flags, entities
     r"|\b\w+_\w+\b|\d+(\.\d+)?e\d+|\bv\d+(\.[\dx]+)*\b"  # identifiers (config keys), 70e9, versions
+    r"|\b\d+(\.\d+)+(rc|post|a|b)\d+\b|\bb\d{4,}\b"  # pre-release versions (1.4.0rc1), llama.cpp builds (b12464)
     r"|:[a-z]+(-background)?\["  # Streamlit colour directives (:green[●])
     r"|\b[A-Za-z][\w]*(-[\w.]+)*-\d+(\.\d+)?[BbMm]\b(-[A-Za-z]+)?"  # model names: Llama-3.1-8B, SmolLM2-135M
     r"|\b[a-z0-9]+(-[a-z0-9.]+)+\b")  # ids: rule ids, model ids, engine ids, commands (trtllm-build)
