@@ -129,7 +129,8 @@ def measure(settings: ProbeSettings, ev: Events) -> ProbeResult:
         except WorkloadError as err:
             backend.close()
             return ProbeResult(status="error", reason=str(err), device=backend.device,
-                               backend_settings=backend.backend_settings, notes=backend.notes, **base)
+                               backend_settings=backend.backend_settings, notes=backend.notes,
+                               **_server_named(backend), **base)
         if settings.warmup:
             ev.phase("warmup", f"{settings.warmup} warm-up request(s), excluded from the figures")
             warm = settings.model_copy(update={"concurrency": 1})
@@ -168,7 +169,13 @@ def _result(records, settings: ProbeSettings, backend, base: dict, notes: list[s
                          f"requests did not finish ok ({figures['top_cause']}); counted as misses in goodput"]
     return ProbeResult(status=status, reason=reason, device=backend.device, backend_settings=backend.backend_settings,
                        serving=backend.serving, serving_mode=getattr(backend, "serving_mode", None),
-                       notes=notes + backend.notes, requests=records, **base, **figures)
+                       notes=notes + backend.notes, requests=records, **_server_named(backend), **base, **figures)
+
+
+def _server_named(backend) -> dict:
+    """The server an endpoint backend recognised (ProbeResult.server_kind / server_version); none for the others."""
+    return {"server_kind": getattr(backend, "server_kind", None),
+            "server_version": getattr(backend, "server_version", None)}
 
 
 #: what the running measurement has (set when the measured requests start), for a stop signal to report on

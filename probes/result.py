@@ -4,7 +4,8 @@
 """
 from __future__ import annotations
 
-from typing import Any, Literal
+import re
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, Field, PrivateAttr, field_validator, model_validator
 
@@ -16,6 +17,22 @@ Status = Literal["ok", "partial", "unavailable", "error", "cancelled"]
 #: ok: finished normally; incomplete: some tokens arrived, then the stream ended early or was cut at a deadline
 #: (its tokens are kept, `error` says why); error: failed, `error` says why
 RequestStatus = Literal["ok", "incomplete", "error"]
+#: the OpenAI-compatible servers an endpoint run can recognise from their own answers (probes/backends/endpoint.py
+#: says what identifies each, with its source); None: not recognised
+ServerKind = Literal["vllm", "sglang", "llama-server", "trtllm-serve", "ollama", "tgi", "lmdeploy", "ovms"]
+SERVER_KINDS: tuple[str, ...] = get_args(ServerKind)
+MAX_VERSION_CHARS = 40
+_VERSION = re.compile(r"\s*([0-9A-Za-z][0-9A-Za-z.+_~-]{0,79})")
+
+
+def clean_version(value: Any) -> str | None:
+    """A server's version string as it may reach a report: its leading run of [0-9A-Za-z.+_~-] (no markup, no
+    control characters), at most MAX_VERSION_CHARS, holding a digit; None otherwise. A server is not trusted."""
+    if not isinstance(value, str):
+        return None
+    m = _VERSION.match(value[:200])
+    v = m.group(1)[:MAX_VERSION_CHARS].rstrip(".+_~-") if m else ""
+    return v if any(c.isdigit() for c in v) else None
 
 
 class RequestRecord(BaseModel):
@@ -141,6 +158,10 @@ class ProbeResult(BaseModel):
     #: the serving mode in one word: in-process (one at a time), in-process-batching (the engine's own
     #: scheduler in this process), llama-server (parallel slots), endpoint (a server we did not start)
     serving_mode: str | None = None
+    #: the server an endpoint run measured, recognised from what it answers (see ServerKind), and the version it
+    #: reports; None: not recognised, not said, or not an endpoint run. Read only as the server's own claim
+    server_kind: ServerKind | None = None
+    server_version: str | None = None
     settings: ProbeSettings | None = None
     load_time_s: float | None = None
     prepare_time_s: float | None = None  # one-off conversion/export before loading (cached afterwards)
@@ -182,6 +203,17 @@ class ProbeResult(BaseModel):
                     data[k] = redact_data(data[k])
         return data
 
+    @field_validator("server_kind", mode="before")
+    @classmethod
+    def _known_kind(cls, v: Any) -> Any:
+        """A kind this version does not know (a result from a newer one, "unknown") reads as not recognised."""
+        return v if v in SERVER_KINDS else None
+
+    @field_validator("server_version", mode="before")
+    @classmethod
+    def _clean_version(cls, v: Any) -> Any:
+        return clean_version(v)
+
     @field_validator("requests", mode="before")
     @classmethod
     def _bounded_requests(cls, v: Any) -> Any:
@@ -214,7 +246,8 @@ class ProbeResult(BaseModel):
         return (self.errors + self.requests_incomplete) / self.requests_total
 
 
-_TEXT_FIELDS = ("reason", "install_hint", "model", "device", "backend_settings", "serving", "top_cause", "notes")
+_TEXT_FIELDS = ("reason", "install_hint", "model", "device", "backend_settings", "serving", "top_cause", "notes",
+               "server_version")
 _GPU_WORDS = ("cuda", "gpu", "rocm", "hip", "metal", "mps", "xpu", "dml", "webgpu")
 
 

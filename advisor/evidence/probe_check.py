@@ -68,8 +68,11 @@ def _workload(res: ProbeResult) -> Workload:
 
 def check_probe(res: ProbeResult, knowledge: Knowledge, hardware: Hardware | None, machine: MachineBench | None,
                 lang: str = "en") -> ProbeCheck | None:
-    """None when there is nothing to compare: not ok, an endpoint (another machine), or no model file."""
-    if not res.ok or res.engine == "endpoint" or not res.model or res.engine not in knowledge.planner.engines:
+    """None when there is nothing to compare: not ok, an endpoint (another machine), or no model file. An endpoint
+    run whose server was recognised (server_kind vLLM, …) stands for that engine in the verdict, but not here: its
+    memory and speed are the remote server's, which the probe neither samples nor sees the hardware of."""
+    if not res.ok or res.engine == "endpoint" or device_kind(res.device)[0] == "remote" or not res.model \
+            or res.engine not in knowledge.planner.engines:
         return None
     try:
         spec: ModelSpec = read_model_path(Path(res.model))

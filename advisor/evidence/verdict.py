@@ -69,6 +69,46 @@ def target_device(answers, hardware, knowledge, lang: str = "en") -> TargetDevic
     return TargetDevice(kind="cpu", label=_t(lang, "this machine's CPU", "本机 CPU"))
 
 
+#: the engine a recognised endpoint server is (ProbeResult.server_kind → engine id): such a run measures that engine,
+#: served remotely, and is judged as that engine's run. Not mapped, on purpose: Ollama (built on llama.cpp, but its
+#: own server, scheduler and defaults, not llama.cpp's llama-server mode), TGI, LMDeploy and OVMS (engines this advice
+#: does not rank); their runs, and unrecognised servers, stay "endpoint"
+SERVER_ENGINE = {"vllm": "vllm", "sglang": "sglang", "llama-server": "llama.cpp", "trtllm-serve": "tensorrt-llm"}
+
+
+def stands_for(res) -> str:
+    """The engine a result is a measurement of: its own, or for an endpoint run the engine of the server it
+    recognised (SERVER_ENGINE); "endpoint" for any other server."""
+    if res.engine == "endpoint" and getattr(res, "server_kind", None) in SERVER_ENGINE:
+        return SERVER_ENGINE[res.server_kind]
+    return res.engine
+
+
+def _server(res) -> str:
+    """The server an endpoint run recognised, as its notes name it ("vLLM 0.11.0")."""
+    from probes.backends.endpoint import SERVER_NAMES
+
+    return SERVER_NAMES.get(res.server_kind, res.server_kind) + (f" {res.server_version}" if res.server_version
+                                                                  else "")
+
+
+def _endpoint_said(res, label: str, lang: str) -> str | None:
+    """What an endpoint run of a recognised server is, said before its figures; None for other runs."""
+    if res.engine != "endpoint" or not getattr(res, "server_kind", None):
+        return None
+    name = _server(res)
+    if res.server_kind in SERVER_ENGINE:
+        run = f" {label}" if label and label != res.engine else ""
+        return _t(lang, f"measured through a remote {name} server (endpoint run{run}; the probe does not see its "
+                        "hardware)", f"通过远程 {name} 服务测得（endpoint 运行{run}；探针看不到其硬件）")
+    if res.server_kind == "ollama":
+        return _t(lang, f"an {name} server: built on llama.cpp, but with its own server, scheduler and defaults, so "
+                        "not counted as llama.cpp (whose serving mode here is llama-server)",
+                  f"{name} 服务：基于 llama.cpp，但有自己的服务、调度和默认设置，因此不计为 llama.cpp（这里 llama.cpp 的服务方式是 "
+                  "llama-server）")
+    return _t(lang, f"a {name} server: not an engine this advice ranks", f"{name} 服务：不在本建议排名的引擎之列")
+
+
 def measured_on(res) -> tuple[str | None, str | None]:
     """("cpu" | "gpu" | "remote" | None, the GPU's name when the result names it) from what the probe recorded
     (a ProbeResult or a SweepResult: anything with a `device`)."""
@@ -183,20 +223,23 @@ def revisit(rec: Recommendation, results: list[ProbeResult], target_ms: float, l
     it. Each run is judged against the TTFT target it was run with (a different current target is said beside it).
     A run that is not ok (partial, error: more than 10 % of its requests failed) is "not measured" with its cause.
     A result measured on another device than `target`, on a busy machine, or (llama.cpp) one at a time where it
-    would batch, is shown with that caveat and never changes the advice."""
+    would batch, is shown with that caveat and never changes the advice. An endpoint run whose server was recognised as
+    an engine (SERVER_ENGINE) is that engine's run, labelled as made through a remote server; with a target it is
+    "elsewhere" (the probe does not see the server's hardware). Other endpoint runs stay "endpoint"."""
     latest: dict[str, ProbeResult] = {}
     failed: dict[str, ProbeResult] = {}
     label: dict[str, str] = {}
     count: dict[str, int] = {}
     for i, r in enumerate(results):
+        e = stands_for(r)  # an endpoint run of a recognised vLLM server is a vLLM run
         if r.status == "ok":
-            latest[r.engine] = r
-            failed.pop(r.engine, None)
-            label[r.engine] = labels[i] if labels and i < len(labels) else r.engine
-            count[r.engine] = count.get(r.engine, 0) + 1
-        elif r.status in ("partial", "error") and r.engine not in latest:
-            failed[r.engine] = r
-            label[r.engine] = labels[i] if labels and i < len(labels) else r.engine
+            latest[e] = r
+            failed.pop(e, None)
+            label[e] = labels[i] if labels and i < len(labels) else r.engine
+            count[e] = count.get(e, 0) + 1
+        elif r.status in ("partial", "error") and e not in latest:
+            failed[e] = r
+            label[e] = labels[i] if labels and i < len(labels) else r.engine
     rank = {r.engine: i for i, r in enumerate(rec.ranking, 1)}
     out = []
     for engine in [r.engine for r in rec.ranking] + sorted((set(latest) | set(failed)) - set(rank)):
@@ -205,11 +248,17 @@ def revisit(rec: Recommendation, results: list[ProbeResult], target_ms: float, l
             bad = failed.get(engine)
             text = (not_measured(bad, knowledge, lang) + _t(lang, f" (run {label[engine]})", f"（运行 {label[engine]}）")
                     if bad else _t(lang, "not measured", "未实测"))
+            said = _endpoint_said(bad, label[engine], lang) if bad else None
+            if said:
+                text = said + _t(lang, ": ", "：") + text
             out.append(EngineVerdict(engine=engine, rank=rank.get(engine), measured=False, target_ms=target_ms,
                                      text=text, failed=bad is not None))
             continue
         run_target = res.ttft_target_ms if res.ttft_target_ms is not None else target_ms
         meets, text, held = _judge_one(res, run_target, lang)
+        said = _endpoint_said(res, label[engine], lang)
+        if said:
+            text = said + _t(lang, ": ", "：") + text
         if abs(run_target - target_ms) > 0.5:
             text += _t(lang, f" (run for a {_ms(run_target)} ms target; yours is now {_ms(target_ms)} ms)",
                        f"（该次运行的目标为 {_ms(run_target)} 毫秒；你现在的目标是 {_ms(target_ms)} 毫秒）")
@@ -217,6 +266,11 @@ def revisit(rec: Recommendation, results: list[ProbeResult], target_ms: float, l
             text += _t(lang, f" (run {label[engine]}, the latest of {count[engine]} runs of {engine})",
                        f"（取 {engine} 的 {count[engine]} 次运行中最新的一次：{label[engine]}）")
         elsewhere = mismatch(res, target, knowledge, lang)
+        if elsewhere is None and target is not None and engine != res.engine and measured_on(res)[0] == "remote":
+            # a remote server's hardware is not seen: its run speaks for that server, never for the target
+            elsewhere = _t(lang, "measured on a remote server, on hardware the probe does not see; it speaks for that "
+                                 f"server, not for your target {target.label}",
+                           f"在远程服务器上测得，探针看不到其硬件；它只代表该服务器，不能代表你的目标 {target.label}")
         if elsewhere:
             text += _t(lang, ": ", "：") + elsewhere
         if held:

@@ -171,7 +171,7 @@ def _sysctl(name: str) -> str | None:
         return None
 
 
-OWN_VENVS = {"vllm": ".venv-vllm", "tensorrt-llm": ".venv-trtllm"}  # engines whose pins clash with the app's live in a venv of their own
+OWN_VENVS = {"vllm": ".venv-vllm", "sglang": ".venv-sglang", "tensorrt-llm": ".venv-trtllm"}  # engines whose pins clash with the app's live in a venv of their own
 PROJECT_ROOT = None  # where those venvs are; None = the checkout this module is in (CHECKOUT)
 CHECKOUT = Path(__file__).resolve().parents[2]  # advisor/inputs/hardware.py -> the checkout
 

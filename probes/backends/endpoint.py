@@ -21,6 +21,9 @@ server honour the last two; servers that do not may stop early). With a workload
 
 Prompts fitted to `input_tokens` are counted in the server's own tokenizer where the server has one to ask
 (see `_find_tokenizer`); otherwise they are approximated from two calibration requests and the notes say so.
+
+The server is named where its own answers say which it is (`_identify`: vLLM, SGLang, llama-server, trtllm-serve,
+Ollama, TGI, LMDeploy, OVMS): `server_kind` and `server_version` of the result, None when not recognised.
 """
 from __future__ import annotations
 
@@ -34,7 +37,7 @@ from urllib.parse import urlparse
 from probes.backends.base import Backend, prompts_of, run_clients
 from probes.redact import redact_text
 from probes.models import ModelError
-from probes.result import ProbeSettings, RequestRecord
+from probes.result import ProbeSettings, RequestRecord, clean_version
 from probes.workload import Prompt, uses_tokens
 
 if TYPE_CHECKING:
@@ -49,6 +52,8 @@ EXCERPT_CHARS = 80
 DEFAULT_STALL_S = 30.0
 DEFAULT_REQUEST_TIMEOUT_S = 120.0
 MAX_TOKENIZE_BYTES = 16 * MiB  # a /tokenize answer: a token list of a long prompt
+MAX_IDENTIFY_BYTES = 256 * 1024  # one answer read to name the server (SGLang's /server_info lists its arguments)
+IDENTIFY_BUDGET_S = 5.0  # every request that names the server, together (never more than the stall timeout)
 _SECRETS: list[str] = []  # this run's key and URL secrets (one run per child process): never in an excerpt
 
 
@@ -248,6 +253,65 @@ def _http_error(err: Exception) -> str:
     return f"{type(err).__name__}: {excerpt(str(err))}"
 
 
+# What identifies each server (EndpointBackend._identify), from its own source or docs, read 2026-12-01:
+# - vLLM: ModelCard `owned_by: str = "vllm"` (vllm/entrypoints/openai/engine/protocol.py, also `root`,
+#   `max_model_len`); GET /version → {"version": VLLM_VERSION} (vllm/frontend/entrypoints/serve/instrumentator/
+#   basic.py) — https://github.com/vllm-project/vllm
+# - SGLang: ModelCard `owned_by: str = "sglang"` (python/sglang/srt/entrypoints/openai/protocol.py, also `root`,
+#   `max_model_len`); GET /server_info (GET /get_server_info before it, now deprecated) → {…its server args,
+#   "version": __version__} (python/sglang/srt/entrypoints/http_server.py) —
+#   https://docs.sglang.io/basic_usage/native_api.html
+# - llama-server: every answer carries `Server: llama.cpp` (tools/server, set_default_headers) and /v1/models entries
+#   say `"owned_by": "llamacpp"`; GET /props → {"build_info": "b8681-…", "total_slots", "default_generation_settings",
+#   …} — https://github.com/ggml-org/llama.cpp/blob/master/tools/server/README.md
+# - trtllm-serve: ModelCard `owned_by: str = "tensorrt_llm"` (tensorrt_llm/serve/openai_protocol.py); GET /version →
+#   {"version": VERSION} (tensorrt_llm/serve/openai_server.py), beside /health and /metrics —
+#   https://github.com/NVIDIA/TensorRT-LLM/blob/main/docs/source/commands/trtllm-serve.rst
+# - Ollama: /v1/models `owned_by` is the model name's namespace, "library" unless the name has one (openai/openai.go,
+#   types/model/name.go): a hint only, made sure by GET /api/version → {"version"} or GET / → "Ollama is running"
+#   (server/routes.go) — https://github.com/ollama/ollama/blob/main/docs/api.md#version
+# - TGI: /v1/models `owned_by` is the model id itself (a hint only); GET /info → {"model_id", …, "router":
+#   "text-generation-router", "version", "sha"} (router/src/server.rs, router/src/lib.rs, v3.3.7) —
+#   https://github.com/huggingface/text-generation-inference/blob/main/router/src/server.rs
+# - LMDeploy: ModelCard `owned_by: str = 'lmdeploy'` (lmdeploy/serve/openai/protocol.py); its api_server has no version
+#   route (lmdeploy/serve/openai/endpoints/, v0.16.0), so the version stays unknown —
+#   https://github.com/InternLM/lmdeploy
+# - OVMS: /v1/models and /v3/models entries say `"owned_by": "OVMS"` (src/http_rest_api_handler.cpp); GET /v2 (KServe
+#   server metadata) → {"name": "OpenVINO Model Server", "version", "extensions"} —
+#   https://github.com/openvinotoolkit/model_server/blob/main/docs/model_server_rest_api_kfs.md
+# Headers: vLLM, SGLang, trtllm-serve and LMDeploy serve through uvicorn (`server: uvicorn` names none of them); TGI,
+# Ollama and OVMS document no identifying header, and the x-compute-* headers of TGI come only with a generation.
+#: how each recognised server is named in the device, serving and notes texts ("remote llama.cpp b8681 server …"; the
+#: kind itself says which of a project's servers it is)
+SERVER_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "llama-server": "llama.cpp", "trtllm-serve": "TensorRT-LLM",
+                "ollama": "Ollama", "tgi": "TGI", "lmdeploy": "LMDeploy", "ovms": "OpenVINO Model Server"}
+#: the `owned_by` a server writes into its own model list, verified in its source (EndpointBackend._identify)
+_OWNED_BY = {"vllm": "vllm", "sglang": "sglang", "llamacpp": "llama-server", "tensorrt_llm": "trtllm-serve",
+             "lmdeploy": "lmdeploy", "OVMS": "ovms"}
+#: where a recognised server says its version: (path, key), tried in order; LMDeploy has no such route
+_VERSION_AT = {"vllm": [("/version", "version")], "trtllm-serve": [("/version", "version")],
+               "sglang": [("/server_info", "version"), ("/get_server_info", "version")],
+               "llama-server": [("/props", "build_info")], "ovms": [("/v2", "version")],
+               "ollama": [("/api/version", "version")], "tgi": [("/info", "version")]}
+#: a server that names itself nowhere in /v1/models: the routes that identify one surely, cheapest first
+_UNNAMED = ("/info", "/", "/v2")
+
+
+def _is_tgi(ans: object) -> bool:
+    return isinstance(ans, dict) and ans.get("router") == "text-generation-router" and "model_id" in ans
+
+
+def _recognise_unnamed(path: str, ans: object, raw: bytes | None) -> tuple[str, object] | None:
+    """(kind, version) when the answer at `path` is one that only that server gives; else None."""
+    if path == "/info" and _is_tgi(ans):
+        return "tgi", ans.get("version")
+    if path == "/" and raw is not None and raw.strip() == b"Ollama is running":
+        return "ollama", None
+    if path == "/v2" and isinstance(ans, dict) and ans.get("name") == "OpenVINO Model Server":
+        return "ovms", ans.get("version")
+    return None
+
+
 class EndpointBackend(Backend):
     id = "endpoint"
     import_name = None
@@ -314,6 +378,7 @@ class EndpointBackend(Backend):
                 body = _read_capped(r, MAX_MODELS_BYTES, f"{where}: /v1/models")
                 if flight.cut:
                     raise ModelError(f"{where}: /v1/models did not finish within {budget:g} s")
+                server_header = r.headers.get("server")
         except httpx.ReadTimeout:
             raise ModelError(f"{where}: /v1/models stalled (no data for {self.stall_s:g} s)") from None
         except (httpx.HTTPError, OSError) as err:
@@ -339,13 +404,21 @@ class EndpointBackend(Backend):
         self.tokenizer: dict | None = None  # found on the first count (only a fitted workload needs one)
         self.output_rule = ("the request asks for max_tokens, ignore_eos=true and min_tokens=the output length; "
                             "a request that ends before it is incomplete")
-        self.device = f"remote server {self.url.netloc.rsplit('@', 1)[-1]}"
+        self.server_kind: str | None = None
+        self.server_version: str | None = None
+        if settings.extra.get("identify_server", True):
+            self._identify(data, server_header, entry)
+        named = self._server_name()
+        self.device = f"remote {named + ' ' if named else ''}server {self.url.netloc.rsplit('@', 1)[-1]}"
         self.backend_settings = {"url": settings.endpoint, "model": self.model_name, "api": "/v1/chat/completions",
                                  "stream": True, "stall_timeout_s": self.stall_s, "request_timeout_s": self.request_s}
+        if self.server_kind:
+            self.backend_settings.update(server_kind=self.server_kind, server_version=self.server_version)
         if auth:
             self.backend_settings["auth"] = auth
         self.serving_mode = "endpoint"
-        self.serving = (f"{settings.concurrency} concurrent HTTP requests; batching (or queueing) is the "
+        to = f" to the {named} server" if named else ""
+        self.serving = (f"{settings.concurrency} concurrent HTTP requests{to}; batching (or queueing) is the "
                         "server's own — a server that serves one request at a time makes TTFT include the wait")
         self.chunk_tokens: list[tuple[int, int]] = []
 
@@ -363,6 +436,108 @@ class EndpointBackend(Backend):
             if key not in self._noted:
                 self._noted.add(key)
                 self.notes.append(text)
+
+    # ------------------------------------------------------------------ which server this is
+    def _server_name(self) -> str | None:
+        """The server's name and version ("vLLM 0.11.0") for the device and serving texts; None if not recognised."""
+        if not self.server_kind:
+            return None
+        return SERVER_NAMES[self.server_kind] + (f" {self.server_version}" if self.server_version else "")
+
+    def _identify(self, data: list, server_header: str | None, entry: dict) -> None:
+        """Name the server from what it answers, cheaply: the /v1/models answer already read first (its Server header,
+        its entries' `owned_by`), then at most one or two small GETs for the version; only a server that names
+        itself nowhere there costs the three checks of `_UNNAMED`. Every GET is capped (MAX_IDENTIFY_BYTES), goes to
+        the endpoint's own origin (its key with it, nowhere else), is never redirected, and all of them end within
+        IDENTIFY_BUDGET_S (or the stall timeout, or the run's deadline, whichever is first). A failing or odd answer
+        only leaves the kind or the version unknown; the notes say what was recognised from what.
+        What identifies each server, with its source: the comment above SERVER_NAMES."""
+        end = min(self.run_deadline, time.monotonic() + min(IDENTIFY_BUDGET_S, self.stall_s))
+        entries = [m for m in data if isinstance(m, dict)]
+        owners = [m.get("owned_by") for m in [entry, *entries] if isinstance(m.get("owned_by"), str)]
+        kind, version, how, asked = None, None, [], []
+        header = (server_header or "").strip()
+        with self._client(1) as client:
+            def get(path: str, root: bool = False) -> tuple[object, bytes | None]:
+                asked.append(path)
+                return self._peek(client, path, end, root)
+
+            # what the model list already said: sure, at no cost
+            if any(part.strip().lower().startswith("llama.cpp") for part in header.split(",")):
+                kind, how = "llama-server", [f"the Server header {excerpt(header, 20)} of GET /v1/models"]
+            elif any(o in _OWNED_BY for o in owners):
+                own = next(o for o in owners if o in _OWNED_BY)
+                kind, how = _OWNED_BY[own], [f'owned_by "{own}" in GET /v1/models']
+            # hints that the server's own route makes sure
+            if kind is None and "library" in owners:  # Ollama's default namespace
+                ans, _ = get("/api/version")
+                if isinstance(ans, dict) and clean_version(ans.get("version")):
+                    kind, version, how = "ollama", ans["version"], ['owned_by "library" in GET /v1/models',
+                                                                    "GET /api/version"]
+            if kind is None and entry.get("owned_by") and entry.get("owned_by") == entry.get("id"):  # TGI's
+                ans, _ = get("/info")
+                if _is_tgi(ans):
+                    kind, version, how = "tgi", ans.get("version"), ['GET /info (router "text-generation-router")']
+            # named nowhere: the routes that only one server answers so
+            for path in _UNNAMED:
+                if kind is not None or time.monotonic() >= end:
+                    break
+                if path not in asked:
+                    ans, raw = get(path, root=path == "/v2")
+                    found = _recognise_unnamed(path, ans, raw)
+                    if found:
+                        (kind, version), how = found, [f"GET {path}"]
+            # the version, where the server says it
+            for path, key in _VERSION_AT.get(kind, ()) if version is None else ():
+                if path in asked or time.monotonic() >= end:
+                    continue
+                ans, _ = get(path, root=kind == "ovms")
+                if isinstance(ans, dict) and isinstance(ans.get(key), str) and clean_version(ans[key]):
+                    version = ans[key]
+                    how.append(f"version from GET {path}")
+                    break
+        self.server_kind = kind
+        self.server_version = clean_version(redact_text(version, _SECRETS)) if isinstance(version, str) else None
+        if kind:
+            missing = ("" if self.server_version else
+                       "; it says no version" if kind not in _VERSION_AT else "; its version did not come")
+            self.notes.append(f"server: {self._server_name()} ({', '.join(how)}{missing})")
+        else:
+            looked = ", ".join(f"GET {p}" for p in ["/v1/models", *asked])
+            self.notes.append(f"server: not recognised from its answers ({looked}); the run measures an unnamed "
+                              "OpenAI-compatible server")
+
+    def _peek(self, client: httpx.Client, path: str, end: float, root: bool = False) -> tuple[object, bytes | None]:
+        """GET one small answer → (its JSON or None, its bytes or None); (None, None) for anything but a 200 within
+        `end` and MAX_IDENTIFY_BYTES. Never raises: naming the server is not worth failing a run for. `root`: at the
+        origin's root when the endpoint is OVMS's /v3 (KServe's /v2 is beside it)."""
+        import httpx
+
+        left = end - time.monotonic()
+        if left <= 0.05:
+            return None, None
+        base = self.base[:-3] if root and self.base.endswith("/v3") else self.base
+        flight = _Flight(end)
+        self.cutter.add(flight)
+        try:
+            with client.stream("GET", f"{self.origin}{base}{path}",
+                               headers={"Accept": "application/json", "Accept-Encoding": "identity"},
+                               timeout=httpx.Timeout(connect=min(10.0, left), read=left, write=min(10.0, left),
+                                                     pool=min(10.0, left))) as r:
+                self.cutter.attach(flight, r)
+                if r.status_code != 200:  # a redirect too: not followed, not believed
+                    return None, None
+                body = _read_capped(r, MAX_IDENTIFY_BYTES, path)
+                if flight.cut:
+                    return None, None
+        except Exception:  # noqa: BLE001 (cut, stalled, refused, over the cap, a broken answer: not recognised)
+            return None, None
+        finally:
+            self.cutter.remove(flight)
+        try:
+            return json.loads(body), body
+        except (ValueError, RecursionError):
+            return None, body
 
     # ------------------------------------------------------------------ the server's tokenizer
     def _post_json(self, path: str, payload: dict, cap: int = MAX_TOKENIZE_BYTES) -> tuple[int, object]:
