@@ -21,6 +21,9 @@ RequestStatus = Literal["ok", "incomplete", "error"]
 #: says what identifies each, with its source); None: not recognised
 ServerKind = Literal["vllm", "sglang", "llama-server", "trtllm-serve", "ollama", "tgi", "lmdeploy", "ovms"]
 SERVER_KINDS: tuple[str, ...] = get_args(ServerKind)
+#: how each recognised server is named in texts (probes/backends/endpoint.py says what identifies each one)
+SERVER_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "llama-server": "llama.cpp", "trtllm-serve": "TensorRT-LLM",
+                "ollama": "Ollama", "tgi": "TGI", "lmdeploy": "LMDeploy", "ovms": "OpenVINO Model Server"}
 MAX_VERSION_CHARS = 40
 _VERSION = re.compile(r"\s*([0-9A-Za-z][0-9A-Za-z.+_~-]{0,79})")
 

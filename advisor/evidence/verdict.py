@@ -86,7 +86,7 @@ def stands_for(res) -> str:
 
 def _server(res) -> str:
     """The server an endpoint run recognised, as its notes name it ("vLLM 0.11.0")."""
-    from probes.backends.endpoint import SERVER_NAMES
+    from probes.result import SERVER_NAMES
 
     return SERVER_NAMES.get(res.server_kind, res.server_kind) + (f" {res.server_version}" if res.server_version
                                                                   else "")

@@ -283,8 +283,7 @@ def _http_error(err: Exception) -> str:
 # Ollama and OVMS document no identifying header, and the x-compute-* headers of TGI come only with a generation.
 #: how each recognised server is named in the device, serving and notes texts ("remote llama.cpp b8681 server …"; the
 #: kind itself says which of a project's servers it is)
-SERVER_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "llama-server": "llama.cpp", "trtllm-serve": "TensorRT-LLM",
-                "ollama": "Ollama", "tgi": "TGI", "lmdeploy": "LMDeploy", "ovms": "OpenVINO Model Server"}
+from probes.result import SERVER_NAMES  # noqa: E402 (the names live with the result type the advisor reads)
 #: the `owned_by` a server writes into its own model list, verified in its source (EndpointBackend._identify)
 _OWNED_BY = {"vllm": "vllm", "sglang": "sglang", "llamacpp": "llama-server", "tensorrt_llm": "trtllm-serve",
              "lmdeploy": "lmdeploy", "OVMS": "ovms"}
