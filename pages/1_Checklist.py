@@ -123,6 +123,15 @@ else:
     st.selectbox(T("ui_kv_cache_dtype"), kvs, key=seed("m_kv", m.get("kv_cache_dtype", "auto")),
                  format_func={x: T(f"ui_kv_{x}") for x in kvs}.get,
                  on_change=on_change("m_kv", ("model", "kv_cache_dtype")))
+    c7, c8 = st.columns(2)  # the workload's shape: how long the prompts are, and how much of them repeats
+    mixes = ["short", "long", "mixed"]
+    c7.selectbox(T("ui_prompt_mix"), mixes, key=seed("w_mix", data.get("prompt_mix", "mixed")),
+                 format_func={x: T(f"ui_prompt_mix_{x}") for x in mixes}.get,
+                 on_change=on_change("w_mix", ("prompt_mix",)))
+    shares = ["low", "high"]
+    c8.selectbox(T("ui_prefix_sharing"), shares, key=seed("w_prefix", data.get("prefix_sharing", "low")),
+                 format_func={x: T(f"ui_prefix_sharing_{x}") for x in shares}.get, help=T("ui_prefix_sharing_help"),
+                 on_change=on_change("w_prefix", ("prefix_sharing",)))
     st.text_input(T("ui_model_path_plan"), max_chars=4096, key=seed("m_path", m.get("path") or ""),
                   on_change=on_change("m_path", ("model", "path"), lambda v: v.strip() or None))
 
