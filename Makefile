@@ -96,6 +96,18 @@ trtllm: .venv-trtllm/.stamp
 	.venv-trtllm/bin/python -m pip install --extra-index-url https://pypi.nvidia.com tensorrt_llm psutil "pydantic>=2.7,<3" pyyaml nvidia-ml-py
 	touch $@
 
+# SGLang as its docs install it for NVIDIA GPUs (pip install sglang), in its own venv: its pins (torch 2.14.1,
+# transformers 5.19.0 in 0.5.23) clash with the app's. Its CPU build (Intel Xeon with AMX) is not on PyPI: `python -m
+# probes list` says what it needs (https://docs.sglang.io/platforms/cpu_server.html).
+.PHONY: sglang
+sglang: .venv-sglang/.stamp
+
+.venv-sglang/.stamp:
+	$(PYTHON) -m venv .venv-sglang
+	.venv-sglang/bin/python -m pip install --upgrade pip
+	.venv-sglang/bin/python -m pip install sglang httpx psutil "pydantic>=2.7,<3" pyyaml nvidia-ml-py
+	touch $@
+
 install-dev: $(VENV)/.stamp-dev
 
 $(VENV)/.stamp-dev: requirements-dev.txt $(RUN_STAMP)

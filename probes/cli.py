@@ -136,6 +136,10 @@ def cmd_list(args) -> int:
             binary = llama_server_binary()
             row["serving_above_1"] = (f"llama-server ({binary})" if binary else
                                       "in-process, one at a time: llama-server is not built (make llama-server)")
+        if engine == "sglang":  # measured through its own server, on the device it would take here
+            from probes.backends.sglang_server import device_for
+
+            row["serving"] = f"SGLang's own server (python -m sglang.launch_server --device {device_for({})})"
         rows.append(row)
     if args.format == "json":
         print(json.dumps(rows, indent=2))
@@ -145,6 +149,8 @@ def cmd_list(args) -> int:
             print(f"{r['engine']:14} {state}")
             if r.get("serving_above_1"):
                 print(f"{'':15}concurrency > 1: {r['serving_above_1']}")
+            if r.get("serving") and r["available"]:
+                print(f"{'':15}serves: {r['serving']}")
     return 0
 
 

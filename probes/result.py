@@ -159,7 +159,8 @@ class ProbeResult(BaseModel):
     backend_settings: dict[str, Any] = Field(default_factory=dict)
     serving: str | None = None  # how concurrent requests were really served
     #: the serving mode in one word: in-process (one at a time), in-process-batching (the engine's own
-    #: scheduler in this process), llama-server (parallel slots), endpoint (a server we did not start)
+    #: scheduler in this process), llama-server (parallel slots), sglang-server (SGLang's own server, started by the probe),
+    #: endpoint (a server we did not start)
     serving_mode: str | None = None
     #: the server an endpoint run measured, recognised from what it answers (see ServerKind), and the version it
     #: reports; None: not recognised, not said, or not an endpoint run. Read only as the server's own claim

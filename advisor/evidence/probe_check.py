@@ -55,6 +55,8 @@ def _workload(res: ProbeResult) -> Workload:
         ctx, conc = int(bs.get("n_ctx", 2048)), 1  # one sequence in n_ctx; KV allocated for all of it
     elif res.engine == "vllm":
         ctx, conc = int(bs.get("max_model_len", 2048)), int(bs.get("max_num_seqs", 1))
+    elif res.engine == "sglang":  # its own server: --context-length per request, --max-running-requests of them
+        ctx, conc = int(bs.get("context_length") or 2048), int(bs.get("max_running_requests") or 1)
     else:  # KV grows with the tokens held; these backends serve one request at a time
         ctx, conc = max(prompts) + out, 1
     if res.engine == "onnxruntime":

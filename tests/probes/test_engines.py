@@ -61,12 +61,12 @@ def test_tensorrt_llm_unavailable_exit_3():
 def test_list():
     p = probe("list")
     assert p.returncode == 0
-    for name in ("llama.cpp", "onnxruntime", "pytorch", "vllm", "tensorrt-llm", "endpoint"):
+    for name in ("llama.cpp", "onnxruntime", "pytorch", "vllm", "sglang", "tensorrt-llm", "endpoint"):
         assert name in p.stdout
 
 
 @pytest.mark.parametrize("args", [
-    ["run"], ["run", "--engine", "sglang"], ["run", "--engine", "llama.cpp", "--requests", "0"],
+    ["run"], ["run", "--engine", "mlc-llm"], ["run", "--engine", "llama.cpp", "--requests", "0"],
     ["run", "--engine", "llama.cpp", "--concurrency", "x"], ["run", "--engine", "endpoint"],
     ["run", "--engine", "endpoint", "--endpoint", "ftp://x"], ["run", "--engine", "llama.cpp", "--prompt-mix", "huge"],
     ["frob"],

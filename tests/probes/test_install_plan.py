@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from probes.install_plan import Machine, describe, make_plan
+from probes.install_plan import Machine, Plan, Step, apply, describe, make_plan
 
 ROOT = Path(__file__).resolve().parents[2]
 MACHINES = {
@@ -41,6 +41,32 @@ def test_nvidia_with_nvcc_gets_every_cuda_build():
     gpu_app = (ROOT / "requirements-gpu-app.txt").read_text()
     assert "onnxruntime-gpu==" in gpu_app and "onnxruntime-genai-cuda==" in gpu_app
     assert "\nonnxruntime==" not in gpu_app and "\nonnxruntime-genai==" not in gpu_app  # never both in one venv
+
+
+@pytest.mark.parametrize("kind", ["nvidia-with-nvcc", "nvidia-without-nvcc"])
+def test_the_gpu_stack_installs_sglang_beside_vllm_in_its_own_venv(kind):
+    p = make_plan(MACHINES[kind])
+    sgl = next(s for s in p.steps if s.command[0] == "venv:.venv-sglang")
+    assert sgl.command[1:4] == ["pip", "install", "sglang"] and "httpx" in sgl.command  # the probe's client
+    assert sgl.optional and p.steps[-1] is sgl  # last, and a failure there leaves the rest installed
+    vllm = next(i for i, s in enumerate(p.steps) if s.command[0] == "venv:.venv-vllm")
+    assert vllm < p.steps.index(sgl)
+    assert "(optional): .venv-sglang: pip install sglang" in describe(p)
+
+
+def test_the_cpu_stack_installs_no_sglang_and_amd_is_told_where_its_build_is():
+    assert not any("sglang" in " ".join(s.command) for s in make_plan(MACHINES["no-gpu"]).steps)
+    assert any("docs.sglang.io/platforms/amd_gpu" in n for n in make_plan(MACHINES["amd"]).notes)
+
+
+def test_an_optional_step_that_fails_does_not_stop_the_plan(capsys):
+    ok = Step("a module that runs", ["json.tool", "-h"])
+    bad = Step("a module that is not there", ["surely_not_a_module_xyz"], optional=True)
+    assert apply(Plan(stack="gpu", why=[], steps=[bad, ok]), sys.executable) == 0
+    assert "warning: optional step failed (a module that is not there)" in capsys.readouterr().err
+    bad.optional = False
+    assert apply(Plan(stack="gpu", why=[], steps=[bad, ok]), sys.executable) != 0
+    assert "error: step failed" in capsys.readouterr().err
 
 
 def test_nvidia_without_nvcc_keeps_the_cpu_llama_build_and_says_how_to_rebuild():
