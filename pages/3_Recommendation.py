@@ -59,10 +59,10 @@ st.subheader(T("sup_title"))
 st.markdown("\n".join(support_table.markdown(support_table.from_recommendation(rec, k), k, lang)))
 st.caption(T("sup_caption", date=support_table.read_date(k)))
 st.subheader(T("flips_title"))
+if rec.flip_note:  # no flip, or a tie at the top that no answer separates
+    st.markdown(link_urls(f"- {md_escape(rec.flip_note)}"))
 for f in rec.flips:
     st.markdown(link_urls(f"- {f.text}"))
-if not rec.flips and rec.flip_note:
-    st.markdown(link_urls(f"- {rec.flip_note}"))
 plan = rec.plan
 names = {e.id: e.name for e in k.engines.values()}
 st.subheader(T("plan_title"))

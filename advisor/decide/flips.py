@@ -58,8 +58,21 @@ def find_flips(answers: Answers, ev, scored) -> tuple[list[Flip], str | None]:
     order = scored.order()
     if len(order) < 2:
         return [], knowledge.s("flip_none_ranked", lang)
-    top, second = order[0], order[1]
     names = {e: knowledge.engines[e].name for e in order}
+    # engines tied with the leader (vLLM and SGLang share most mechanisms, so most answers score them alike): no
+    # answer separates them, which is said; the flips are then against the first engine below the tie, and a flip
+    # must lift it above every tied engine
+    tied = [e for e in order[1:] if scored.scores[e] == scored.scores[order[0]]]
+    top = order[0]
+    rest = [e for e in order[1:] if e not in tied]
+    tie_note = None
+    if tied:
+        tie_note = knowledge.s("flip_tie", lang, top=names[top], tied=knowledge.s("report_list_sep", lang).join(
+            names[e] for e in tied), score=f"{scored.scores[top]:g}")
+        if not rest:
+            return [], tie_note
+    second = rest[0] if tied else order[1]
+    leaders = [top, *tied]
 
     def attempt(updates: list[tuple[Any, Any, int, dict]]):
         merged: dict[str, Any] = {}
@@ -69,9 +82,12 @@ def find_flips(answers: Answers, ev, scored) -> tuple[list[Flip], str | None]:
         scores, excluded = totals(facts, knowledge, engine_facts)
         if second in excluded:
             return None, float("-inf")
-        if top in excluded:
+        standing = [e for e in leaders if e not in excluded]
+        if not standing:
             return (_Hit(scores, excluded), float("inf")) if scores[second] > 0 else (None, float("-inf"))
-        gap = scores[second] - scores[top]
+        gap = scores[second] - max(scores[e] for e in standing)
+        if top in excluded:  # the leader is out; the second must also pass whoever was tied with it
+            return (_Hit(scores, excluded) if gap > 0 and scores[second] > 0 else None), gap
         wins = (gap > 0 or (gap == 0 and order.index(second) < order.index(top))) and scores[second] > 0
         return (_Hit(scores, excluded) if wins else None), gap
 
@@ -95,7 +111,8 @@ def find_flips(answers: Answers, ev, scored) -> tuple[list[Flip], str | None]:
             if hit:
                 found.append((2, [a, b], hit))
     if not found:
-        return [], knowledge.s("flip_none", lang, top=names[top], second=names[second])
+        none = knowledge.s("flip_none", lang, top=names[top], second=names[second])
+        return [], f"{tie_note} {none}" if tie_note else none
     found.sort(key=lambda f: (f[0], len(f[1]), f[2].scores[top] - f[2].scores[second]))
     best = found[0][0]
     flips = []
@@ -111,4 +128,4 @@ def find_flips(answers: Answers, ev, scored) -> tuple[list[Flip], str | None]:
             text=text,
             scores={top: None if top in s2.excluded else s2.scores[top], second: s2.scores[second]},
         ))
-    return flips, None
+    return flips, tie_note

@@ -242,7 +242,7 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
     if matrix:
         out += [f"## {s('sup_title')}", "", *matrix, "", s("sup_caption", date=support_table.read_date(knowledge)), ""]
     out += [f"## {s('flips_title')}", ""]
-    out += [f"- {_txt(f.text)}" for f in rec.flips] or [f"- {_txt(rec.flip_note)}"]
+    out += ([f"- {_txt(rec.flip_note)}"] if rec.flip_note else []) + [f"- {_txt(f.text)}" for f in rec.flips]
     out.append("")
     if rec.plan is not None:
         from advisor.report.plan import plan_markdown

@@ -73,8 +73,7 @@ def recommendation_text(rec: Recommendation, knowledge: Knowledge, lang: str = "
             for reason in x.reasons:
                 out.append(f"     {reason.text}  [{reason.rule}; {reason.source}]")
     out.append(f"\n{s('flips_title', lang)}:")
-    if rec.flips:
-        out.extend(f"- {f.text}" for f in rec.flips)
-    else:
+    if rec.flip_note:
         out.append(f"- {rec.flip_note}")
+    out.extend(f"- {f.text}" for f in rec.flips)
     return "\n".join(out)
