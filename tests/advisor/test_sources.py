@@ -36,7 +36,7 @@ def _sources(directory: Path) -> dict[str, set[str]]:
         elif isinstance(node, list):
             for v in node:
                 walk(v, where, key)
-        elif isinstance(node, str) and key and (key == "source" or key.endswith("_source") or key == "evidence"):
+        elif isinstance(node, str) and key and (key in ("source", "origin", "evidence") or key.endswith("_source")):
             found.setdefault(node, set()).add(f"{where}: {key}")
 
     for path in sorted(directory.glob("*.yaml")):
@@ -61,7 +61,7 @@ def test_an_unlisted_source_fails(tmp_path):
     shutil.copytree(KNOWLEDGE_DIR, d)
     rules = yaml.safe_load((d / "rules.yaml").read_text(encoding="utf-8"))
     rules["rules"][1]["source"] = "https://example.org/a-page-nobody-listed"
-    rules["rules"][2]["source"] = "003_3107f110d92ff8c9.txt §8"  # a listed seed, any section: titled
+    rules["rules"][2]["origin"] = "003_3107f110d92ff8c9.txt §8"  # a listed seed, any section: titled
     (d / "rules.yaml").write_text(yaml.safe_dump(rules, allow_unicode=True), encoding="utf-8")
     sup = yaml.safe_load((d / "support.yaml").read_text(encoding="utf-8"))
     sup["engines"]["vllm"]["os"]["linux"]["source"] = "https://docs.vllm.ai/en/latest/not/in/the/catalogue/"
@@ -109,7 +109,7 @@ def test_each_seed_article_is_catalogued_with_its_own_title():
 
 
 # each engine's own docs: where a reason about an engine cites a doc page, the page is that engine's
-OWN_DOCS = {"vllm": ("vllm",), "tensorrt-llm": ("TensorRT-LLM",), "llama.cpp": ("llama.cpp", "ggml"),
+OWN_DOCS = {"vllm": ("vllm",), "sglang": ("sglang", "2312.07104"), "tensorrt-llm": ("TensorRT-LLM",), "llama.cpp": ("llama.cpp", "ggml"),
             "onnxruntime": ("onnxruntime",),
             "pytorch": ("pytorch.org", "huggingface.co/docs/transformers", "huggingface/transformers",
                         "huggingface.co/docs/accelerate")}
@@ -232,7 +232,7 @@ def test_the_recommendation_page_shows_reasons_in_full_with_titled_sources():
     ranked = recommend(parse_answers(at.session_state["answers"]), None, K, with_flips=False).ranking
     assert len(tables) == len(ranked) == len(ENGINE_IDS)  # one per ranked engine
     top = tables[0]
-    assert "vLLM and TensorRT-LLM schedule them with continuous/in-flight batching" in top  # the whole sentence
+    assert "vLLM, SGLang and TensorRT-LLM schedule them with continuous (in-flight) batching" in top  # the whole sentence
     assert "[vLLM docs — Paged Attention](https://docs.vllm.ai/en/latest/design/paged_attention.html)" in top
     assert "Choosing an inference stack: PyTorch, vLLM, TensorRT-LLM and ONNX Runtime (§8)" in top
     everything = "\n".join(m.value for m in at.markdown)
