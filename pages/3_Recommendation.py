@@ -3,7 +3,7 @@ import streamlit as st
 
 from advisor.decide import recommend
 from advisor.knowledge import age
-from advisor.report import (cite, concurrency_chart, header_lines, link_urls, md_escape, memory_chart, plan_rows,
+from advisor.report import (cite, cite_reason, concurrency_chart, header_lines, link_urls, md_escape, memory_chart, plan_rows,
                             ranking_chart, roofline_chart, seed_lines, support_table)
 from ui_common import (T, answers, hardware, knowledge, lang, link_path_gate, plan_inputs, set_answer,
                        show_notice)
@@ -47,14 +47,14 @@ st.plotly_chart(ranking_chart(rec, lang), key="ranking_chart", config={"displayM
 for i, r in enumerate(rec.ranking, 1):
     with st.expander(f"{i}. {r.name} — {r.score:g}", expanded=i == 1):
         st.markdown(md_table(["Δ", T("col_reason"), T("source"), T("col_rule")],
-                             [[f"{x.delta:+g}", link_urls(md_escape(x.text)), cite(x.source, k, lang),
+                             [[f"{x.delta:+g}", link_urls(md_escape(x.text)), cite_reason(x, k, lang),
                                md_escape(x.rule)] for x in r.reasons], align="r"))
 if rec.excluded:
     st.subheader(T("excluded_title"))
     for x in rec.excluded:
         paren = "（{}）" if lang == "zh" else "({})"
         st.markdown(f"**{md_escape(x.name)}** — " + " ".join(
-            f"{link_urls(md_escape(y.text))} _{paren.format(cite(y.source, k, lang))}_" for y in x.reasons))
+            f"{link_urls(md_escape(y.text))} _{paren.format(cite_reason(y, k, lang))}_" for y in x.reasons))
 st.subheader(T("sup_title"))
 st.markdown("\n".join(support_table.markdown(support_table.from_recommendation(rec, k), k, lang)))
 st.caption(T("sup_caption", date=support_table.read_date(k)))

@@ -13,6 +13,8 @@ class Reason(BaseModel):
     text: str
     delta: float | None = None
     source: str  # as knowledge/*.yaml writes it; the engine's own doc where the rule names one (Rule.sources)
+    version: str | None = None  # the engine version that source speaks for, as the knowledge says
+    read: str | None = None  # the day it was read (YYYY-MM-DD)
 
 
 class RankedEngine(BaseModel):

@@ -104,11 +104,12 @@ def recommend(answers: Answers, hardware: Hardware | None, knowledge: Knowledge,
             _, axis, key = rule_id.split("/", 2)
             v = next(v for v in support_verdicts(engine, facts, engine_facts[engine], knowledge)
                      if v.axis == axis and v.key == key)
-            return Reason(rule=rule_id, text=support_text(v, knowledge, lang), delta=delta, source=v.cell.source or "")
+            return Reason(rule=rule_id, text=support_text(v, knowledge, lang), delta=delta, source=v.cell.source or "",
+                          version=v.cell.doc, read=v.cell.read)
         r = rules[rule_id]
         f = {**facts, **engine_facts[engine]} if r.scope == "each-engine" else facts
         return Reason(rule=r.id, text=_fmt(r.text.get(lang), f, knowledge.strings, lang), delta=delta,
-                      source=r.source_for(engine))
+                      source=r.source_for(engine), version=r.version_for(engine), read=str(r.read))
 
     ranking = [
         RankedEngine(engine=e, name=knowledge.engines[e].name, score=s.scores[e], plan=plan.engines[e],

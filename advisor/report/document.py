@@ -20,7 +20,7 @@ from advisor.inputs.answers import Answers, ModelBlock, TargetHardware
 from advisor.inputs.hardware import Hardware
 from advisor.knowledge import age
 from advisor.knowledge.load import Knowledge
-from advisor.report.mdtext import cite, fold, md_escape, seed_lines
+from advisor.report.mdtext import cite, cite_reason, fold, md_escape, seed_lines
 from probes.result import ProbeResult
 
 CJK_FONTS = [  # (path, index of the Simplified Chinese face in a collection)
@@ -228,12 +228,12 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
     for r in rec.ranking:
         out += [f"**{_txt(r.name)}** ({_num(r.score)})", ""]
         out += [f"- `{round(x.delta, 1):+g}` {_txt(x.text)} — *{_txt(x.rule)}; {s('source')}{s('colon')}"
-                f"{cite(x.source, knowledge, lang)}*" for x in r.reasons]
+                f"{cite_reason(x, knowledge, lang)}*" for x in r.reasons]
         out.append("")
     if rec.excluded:
         out += [f"## {s('excluded_title')}", ""]
         for x in rec.excluded:
-            out += [f"- **{_txt(x.name)}**{s('colon')}" + " ".join(f"{_txt(y.text)} (*{cite(y.source, knowledge, lang)}*)"
+            out += [f"- **{_txt(x.name)}**{s('colon')}" + " ".join(f"{_txt(y.text)} (*{cite_reason(y, knowledge, lang)}*)"
                                                          for y in x.reasons)]
         out.append("")
     from advisor.report import support_table

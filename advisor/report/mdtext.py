@@ -77,6 +77,18 @@ def cite(source: str, knowledge: Knowledge, lang: str = "en") -> str:
     return text
 
 
+def cite_reason(reason, knowledge: Knowledge, lang: str = "en") -> str:
+    """A reason's source, then the version it speaks for and the day it was read, where the knowledge says them."""
+    text = cite(reason.source, knowledge, lang)
+    extra = [x for x in (getattr(reason, "version", None),
+                         knowledge.s("cite_read", lang, date=reason.read) if getattr(reason, "read", None) else None)
+             if x]
+    if not extra:
+        return text
+    sep = "；" if lang == "zh" else "; "
+    return f"{text}（{md_escape(sep.join(extra))}）" if lang == "zh" else f"{text} ({md_escape(sep.join(extra))})"
+
+
 _URL_SAFE = ":/?#[]@!$&'*+,;=%~"  # everything but what would end or break a Markdown link: spaces, ( ) < > "
 
 
