@@ -85,8 +85,10 @@ def cite_reason(reason, knowledge: Knowledge, lang: str = "en") -> str:
              if x]
     if not extra:
         return text
-    sep = "；" if lang == "zh" else "; "
-    return f"{text}（{md_escape(sep.join(extra))}）" if lang == "zh" else f"{text} ({md_escape(sep.join(extra))})"
+    if lang == "zh":  # the version is the source's own label (English), quoted as such
+        extra[0] = f"“{extra[0]}”" if getattr(reason, "version", None) else extra[0]
+        return f"{text}（{md_escape('；'.join(extra))}）"
+    return f"{text} ({md_escape('; '.join(extra))})"
 
 
 _URL_SAFE = ":/?#[]@!$&'*+,;=%~"  # everything but what would end or break a Markdown link: spaces, ( ) < > "

@@ -38,7 +38,8 @@ def test_recommend_json_contract():
     assert sorted(seen) == sorted(ENGINE_IDS)
     top = data["ranking"][0]
     assert top["engine"] == "vllm"
-    assert set(top["reasons"][0]) == {"rule", "text", "delta", "source"}
+    assert set(top["reasons"][0]) == {"rule", "text", "delta", "source", "version", "read"}
+    assert all(r["read"] for r in top["reasons"] if r["rule"] != "base")  # every rule and cell says when it was read
     assert abs(sum(r["delta"] for r in top["reasons"]) - top["score"]) < 1e-6
     for x in data["excluded"]:
         assert all(set(r) == {"rule", "text", "source"} for r in x["reasons"])

@@ -257,7 +257,7 @@ def test_recommendation_page_shows_can_it_run_this_with_sources():
     assert "Can it run this? (the engines' own docs)" in [s.value for s in at.subheader]
     table = next(m.value for m in at.markdown if m.value.startswith("| your workload"))
     row = next(line for line in table.splitlines() if line.startswith("| OS: Windows (native)"))
-    assert row.count(":red[●]\u00a0[unsupported](https://") == 2  # vLLM and TensorRT-LLM, linked to the doc
+    assert row.count(":red[●]\u00a0[unsupported](https://") == 3  # vLLM, SGLang and TensorRT-LLM, linked to the doc
     excluded = " ".join(m.value for m in at.markdown)
     assert "vLLM cannot run this as asked" in excluded
 

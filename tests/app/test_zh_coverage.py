@@ -37,10 +37,10 @@ ALLOW = {
     "cache", "hugging", "face", "bit", "silu", "swiglu", "gelu", "venv", "base", "matmulnbits",  # technical terms kept in zh prose
     "torch", "endpoint",  # the endpoint probe's engine id ("#12 endpoint")
     "avx512f", "avx512bw", "avx512vl", "avx512cd", "avx512dq", "llama-2", "qwen2",  # CPU flags, model families
-    "docker", "rank", "sub-numa", "generate", "np",  # a product, a parallelism term, a CPU mode, an API, -np
+    "docker", "rank", "sub-numa", "generate", "np", "serve",  # a product, a parallelism term, a CPU mode, APIs (generate(), transformers serve), -np
 }
 PROSE_EXCLUDE = re.compile(
-    r"https?://\S+|<https?://[^>]+>|`[^`]*`|“[^”]*”|\b[\w.-]+\.(txt|py|yaml|yml|json|gguf|md|pdf)\b"  # links, code, quotes
+    r"https?://[^\s)（）“”]+|<https?://[^>]+>|`[^`]*`|“[^”]*”|\b[\w.-]+\.(txt|py|yaml|yml|json|gguf|md|pdf)\b"  # links, code, quotes
     r"|\b[\w-]+/[\w./-]+|\d+_[0-9a-f]{16}\S*|§\S*|--[\w-]+|&\w+;"  # paths, seed files, flags, entities
     r"|\b\w+_\w+\b|\d+(\.\d+)?e\d+|\bv\d+(\.[\dx]+)*\b"  # identifiers (config keys), 70e9, versions
     r"|\b\d+(\.\d+)+(rc|post|a|b)\d+\b|\bb\d{4,}\b"  # pre-release versions (1.4.0rc1), llama.cpp builds (b12464)

@@ -110,4 +110,4 @@ def test_unknown_engine_lists_known():
     from probes.registry import UnknownBackend
 
     with pytest.raises(UnknownBackend, match="known: "):
-        run_probe(_settings(engine="sglang"))
+        run_probe(_settings(engine="mlc-llm"))
