@@ -16,7 +16,7 @@ from advisor.inputs import answers_id
 from advisor.report import (latency_chart, link_urls, md_escape, roofline_chart, run_label, sweep_charts,
                             throughput_chart)
 from probes.registry import BACKENDS
-from probes.result import ProbeSettings
+from probes.result import SERVER_NAMES, ProbeSettings
 from probes.validation import model_path_problem, settings_error
 from ui_common import (RUNS, SWEEPS, T, answers, engine_availability, hardware, knowledge, lang,
                        llama_cpu_build_on_gpu_machine, machine, plan_inputs, probe_board, seed, sync_url)
@@ -33,6 +33,9 @@ CHART = {"displayModeBar": False}
 
 
 def serving_label(r) -> str:
+    if r.serving_mode == "endpoint" and r.server_kind:  # the server named itself (probes/backends/endpoint.py)
+        server = SERVER_NAMES.get(r.server_kind, r.server_kind) + (f" {r.server_version}" if r.server_version else "")
+        return T("serving_mode_endpoint_known", server=server)  # names are ours; the version is cleaned (clean_version)
     key = f"serving_mode_{r.serving_mode}"
     return T(key) if r.serving_mode and key in k.strings else (r.serving or "—")
 

@@ -21,7 +21,7 @@ from advisor.inputs.hardware import Hardware
 from advisor.knowledge import age
 from advisor.knowledge.load import Knowledge
 from advisor.report.mdtext import cite, cite_reason, fold, md_escape, seed_lines
-from probes.result import ProbeResult
+from probes.result import SERVER_NAMES, ProbeResult
 
 CJK_FONTS = [  # (path, index of the Simplified Chinese face in a collection)
     ("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc", 2),
@@ -277,6 +277,9 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
                 settings = ", ".join(f"{k}={v}" for k, v in r.backend_settings.items())
                 mode = f"serving_mode_{r.serving_mode}"
                 serving = knowledge.s(mode, lang) if r.serving_mode and mode in knowledge.strings else r.serving
+                if r.serving_mode == "endpoint" and r.server_kind:  # as the server names itself
+                    serving = knowledge.s("serving_mode_endpoint_known", lang, server=SERVER_NAMES.get(
+                        r.server_kind, r.server_kind) + (f" {r.server_version}" if r.server_version else ""))
                 detail = "; ".join(x for x in (serving, r.device, settings) if x)
             out.append(f"- **{_txt(lab)}**{version}{s('colon')}{_txt(detail)}")
             out += [f"    - {_txt(n)}" for n in dict.fromkeys(r.notes) if n != r.system_load.note]
