@@ -15,6 +15,7 @@ from typing import Any
 from advisor.decide.recommendation import Flip
 from advisor.decide.scoring import totals
 from advisor.inputs.answers import Answers
+from advisor.knowledge import ENGINE_IDS
 from advisor.knowledge.load import Knowledge
 
 MAX_FLIPS = 3
@@ -36,9 +37,32 @@ def _current_index(values: list[Any], current: Any) -> int:
     return -1
 
 
+#: answers beyond the eight questions that the Checklist also asks (its model step), tried as flips too: a
+#: prefix-heavy workload is what separates SGLang from vLLM, and no checklist answer does
+EXTRA_FLIPS = {"prefix_sharing": ("low", "high"), "prompt_mix": ("short", "mixed", "long")}
+
+
+class _Extra:
+    """An extra answer shaped like a checklist question (key, short label, options), labelled from strings.yaml."""
+
+    def __init__(self, key: str, values: tuple[str, ...], knowledge: Knowledge) -> None:
+        from advisor.knowledge.schema import Option
+
+        self.key, self.kind = key, "choice"
+        self.short = knowledge.strings[f"ui_{key}"]
+        self.options = [Option(value=v, label=knowledge.strings[f"ui_{key}_{v}"]) for v in values]
+
+
+def _questions(knowledge: Knowledge):
+    yield from knowledge.checklist.questions
+    for key, values in EXTRA_FLIPS.items():
+        if f"ui_{key}" in knowledge.strings:
+            yield _Extra(key, values, knowledge)
+
+
 def _candidates(answers: Answers, knowledge: Knowledge):
     """Yield (question, option, distance, update-dict) for every single-answer change."""
-    for q in knowledge.checklist.questions:
+    for q in _questions(knowledge):
         values = [o.value for o in q.options]
         if not values or q.kind == "hardware":
             continue
@@ -86,9 +110,11 @@ def find_flips(answers: Answers, ev, scored) -> tuple[list[Flip], str | None]:
         if not standing:
             return (_Hit(scores, excluded), float("inf")) if scores[second] > 0 else (None, float("-inf"))
         gap = scores[second] - max(scores[e] for e in standing)
-        if top in excluded:  # the leader is out; the second must also pass whoever was tied with it
-            return (_Hit(scores, excluded) if gap > 0 and scores[second] > 0 else None), gap
-        wins = (gap > 0 or (gap == 0 and order.index(second) < order.index(top))) and scores[second] > 0
+        # it leads when it scores above every standing leader, or ties one that the ranking's own tie-break (the
+        # engines' list order, advisor.decide.scoring) puts after it
+        wins = scores[second] > 0 and all(
+            scores[second] > scores[e] or (scores[second] == scores[e] and ENGINE_IDS.index(second) < ENGINE_IDS.index(e))
+            for e in standing)
         return (_Hit(scores, excluded) if wins else None), gap
 
     singles = list(_candidates(answers, knowledge))
@@ -120,7 +146,8 @@ def find_flips(answers: Answers, ev, scored) -> tuple[list[Flip], str | None]:
         if dist > best or len(flips) >= MAX_FLIPS:
             break
         label = "; ".join(f"{q.short.get(lang)} → {opt.label.get(lang)}" for q, opt, _, _ in changes)
-        key = "flip_excluded" if top in s2.excluded else "flip_text"
+        key = "flip_excluded" if top in s2.excluded else \
+            "flip_text_tie" if s2.scores[second] == s2.scores[top] else "flip_text"
         text = knowledge.s(key, lang, changes=label, top=names[top], second=names[second],
                            top_score=s2.scores[top], second_score=s2.scores[second])
         flips.append(Flip(
