@@ -12,7 +12,7 @@ in that release, whose server_args.py builds the parser from them): --model-path
 --max-running-requests, --max-total-tokens, --mem-fraction-static, --device, --tp-size, --disable-radix-cache,
 --dtype, --log-level — https://docs.sglang.io/advanced_features/server_arguments.html
 
-Where it runs (https://docs.sglang.io/platforms/cpu_server.html, read 2026-12-01): NVIDIA GPUs (`pip install
+Where it runs (https://docs.sglang.io/docs/hardware-platforms/cpu_server, read 2026-12-01): NVIDIA GPUs (`pip install
 sglang`), AMD GPUs (ROCm build), and "CPUs equipped with Intel® AMX® Instructions, which are 4th generation or
 newer Intel® Xeon® Scalable Processors", where SGLANG_USE_CPU_ENGINE=1 is required and the CPU kernels are built
 from SGLang's sources (sgl-kernel/pyproject_cpu.toml, distribution `sglang-kernel-cpu`): PyPI's sglang-kernel is the
@@ -30,7 +30,7 @@ from pathlib import Path
 from probes.backends.base import Backend
 from probes.result import ProbeSettings
 
-CPU_DOC = "https://docs.sglang.io/platforms/cpu_server.html"
+CPU_DOC = "https://docs.sglang.io/docs/hardware-platforms/cpu_server"
 #: the distribution of SGLang's CPU kernels (sgl-kernel/pyproject_cpu.toml); not on PyPI
 CPU_KERNELS_DIST = "sglang-kernel-cpu"
 DEFAULT_START_S = 600.0  # loading + CUDA graph capture on a GPU; llama-server's is 120
