@@ -105,7 +105,7 @@ sglang: .venv-sglang/.stamp
 .venv-sglang/.stamp:
 	$(PYTHON) -m venv .venv-sglang
 	.venv-sglang/bin/python -m pip install --upgrade pip
-	.venv-sglang/bin/python -m pip install sglang httpx psutil "pydantic>=2.7,<3" pyyaml nvidia-ml-py
+	.venv-sglang/bin/python -m pip install sglang==0.5.23 httpx psutil "pydantic>=2.7,<3" pyyaml nvidia-ml-py
 	touch $@
 
 install-dev: $(VENV)/.stamp-dev

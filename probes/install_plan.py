@@ -24,7 +24,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 
 LLAMA_PIN = "llama-cpp-python[server]==0.3.36"
-SGLANG_PIN = "sglang"
+SGLANG_PIN = "sglang==0.5.23"  # the release whose launch flags, routes and memory formula were read
 REBUILD_LLAMA = ('CMAKE_ARGS="-DGGML_CUDA=on" .venv/bin/pip install --force-reinstall --no-cache-dir '
                  '--no-deps "llama-cpp-python==0.3.36"')
 

@@ -25,7 +25,7 @@ SERVER_KINDS: tuple[str, ...] = get_args(ServerKind)
 SERVER_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "llama-server": "llama.cpp", "trtllm-serve": "TensorRT-LLM",
                 "ollama": "Ollama", "tgi": "TGI", "lmdeploy": "LMDeploy", "ovms": "OpenVINO Model Server"}
 MAX_VERSION_CHARS = 40
-_VERSION = re.compile(r"\s*([0-9A-Za-z][0-9A-Za-z.+_~-]{0,79})")
+_VERSION = re.compile(r"\s*([0-9A-Za-z][0-9A-Za-z.+_-]{0,79})")
 
 
 def clean_version(value: Any) -> str | None:

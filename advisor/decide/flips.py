@@ -137,8 +137,11 @@ def find_flips(answers: Answers, ev, scored) -> tuple[list[Flip], str | None]:
             if hit:
                 found.append((2, [a, b], hit))
     if not found:
-        none = knowledge.s("flip_none", lang, top=names[top], second=names[second])
-        return [], f"{tie_note} {none}" if tie_note else none
+        if tie_note:
+            return [], knowledge.s("flip_tie_none", lang, top=names[top], tied=knowledge.s(
+                "report_list_sep", lang).join(names[e] for e in tied), score=f"{scored.scores[top]:g}",
+                second=names[second])
+        return [], knowledge.s("flip_none", lang, top=names[top], second=names[second])
     found.sort(key=lambda f: (f[0], len(f[1]), f[2].scores[top] - f[2].scores[second]))
     best = found[0][0]
     flips = []

@@ -107,6 +107,8 @@ def check_probe(res: ProbeResult, knowledge: Knowledge, hardware: Hardware | Non
     if not on_gpu:
         target = target.model_copy(update={"gpu_vendor": "none", "gpu_count": 0})
     plan = plan_engine(res.engine, spec, target, wl, knowledge, lang, precision=precision)
+    if plan.device == "none":  # the planner has no model of this engine on this device (SGLang's CPU path)
+        return None
     predicted = plan.total_gib * 1024
     if on_gpu and knowledge.planner.engines[res.engine].kv_allocation == "budget" and plan.available_gib:
         predicted = plan.available_gib * 1024  # vLLM / TensorRT-LLM take their whole budget at start-up

@@ -76,6 +76,10 @@ def target_device(answers, hardware, knowledge, lang: str = "en") -> TargetDevic
 SERVER_ENGINE = {"vllm": "vllm", "sglang": "sglang", "llama-server": "llama.cpp", "trtllm-serve": "tensorrt-llm"}
 
 
+def _remote(r: ProbeResult) -> bool:
+    return r.engine == "endpoint"
+
+
 def stands_for(res) -> str:
     """The engine a result is a measurement of: its own, or for an endpoint run the engine of the server it
     recognised (SERVER_ENGINE); "endpoint" for any other server."""
@@ -233,6 +237,8 @@ def revisit(rec: Recommendation, results: list[ProbeResult], target_ms: float, l
     for i, r in enumerate(results):
         e = stands_for(r)  # an endpoint run of a recognised vLLM server is a vLLM run
         if r.status == "ok":
+            if e in latest and _remote(r) and not _remote(latest[e]):
+                continue  # a run through a remote server never replaces one made here on the engine itself
             latest[e] = r
             failed.pop(e, None)
             label[e] = labels[i] if labels and i < len(labels) else r.engine

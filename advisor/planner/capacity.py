@@ -425,7 +425,7 @@ class _Calc:
             f *= r.vlm_factor
         if vendor in r.long_context_vendors and not mla and self.wl.context_tokens > r.long_context_above_tokens:
             f *= r.long_context_factor
-        self.mem_fraction_static = f
+        self.mem_fraction_static = f = max(0.0, f)  # a GPU smaller than the reserve leaves no pool at all
         self.act_tokens = chunk
         self.act_gib = self.n * max(chunk, r.min_tokens) * r.per_token_mib / 1024
         self.overhead_gib = static_overhead_gib(mem, f, self.runtime_gib, self.n)

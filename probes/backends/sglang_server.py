@@ -258,16 +258,20 @@ class SGLangBackend(Backend):
         port = _free_port()
         cmd, how = self._command(model, settings, port)
         chosen = how["chosen"]
+        # the parent kills the probe at timeout_s from its start: the wait leaves the measured run some of it
+        left = settings.timeout_s - _since_start_s()
+        try:
+            asked = float(settings.extra.get("server_start_s", DEFAULT_START_S))
+        except (TypeError, ValueError):
+            raise ModelError(f"server_start_s must be a number of seconds, got "
+                             f"{str(settings.extra.get('server_start_s'))[:40]!r}") from None
+        start_s = max(1.0, min(asked, 0.7 * left))
+        capped = "" if start_s >= asked else f" (the probe's timeout of {settings.timeout_s:g} s leaves no more)"
         self.log = tempfile.TemporaryFile(mode="w+b")
         t0 = time.monotonic()
         self.server = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT,
                                        env=how["env"], preexec_fn=dies_with_this_process())  # noqa: PLW1509
         url = f"http://127.0.0.1:{port}"
-        # the parent kills the probe at timeout_s from its start: the wait leaves the measured run some of it
-        left = settings.timeout_s - _since_start_s()
-        asked = float(settings.extra.get("server_start_s", DEFAULT_START_S))
-        start_s = max(1.0, min(asked, 0.7 * left))
-        capped = "" if start_s == asked else f" (the probe's timeout of {settings.timeout_s:g} s leaves no more)"
         try:
             self._wait_healthy(url, start_s, capped)
             model_info = self._info(url, ("/model_info", "/get_model_info"), _MODEL_INFO_KEYS)
@@ -393,8 +397,11 @@ class SGLangBackend(Backend):
         try:
             self.server.wait(timeout=10)
         except Exception:  # noqa: BLE001
-            self.server.kill()
-            self.server.wait(timeout=5)
+            try:  # a finished run's records must not be lost to a slow tear-down (CUDA contexts)
+                self.server.kill()
+                self.server.wait(timeout=5)
+            except Exception:  # noqa: BLE001 (the parent-death signal and the probe's group remain)
+                pass
         for p in started:
             try:
                 p.kill()

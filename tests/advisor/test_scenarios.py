@@ -123,6 +123,18 @@ def test_flip_names_a_change_that_really_flips(knowledge):
         assert all(order.index(second) < order.index(t) for t in tied if t in order)
 
 
+def test_a_tie_at_the_top_is_said_and_flips_lift_the_next_engine_above_it(knowledge):
+    """vLLM and SGLang share their mechanisms on 8 x TPU v6e: they tie, which is said, in both languages."""
+    a = {"concurrency": 32, "hardware": {"gpu_vendor": "google", "gpu_model": "TPU v6e", "gpu_count": 8, "ram_gb": 512,
+                                         "os": "linux"}, "model": {"name": "llama-3.1-8b", "precision": "bf16"}}
+    for lang, word in (("en", " tie at "), ("zh", "同为")):
+        rec = recommend(parse_answers(a), None, knowledge, lang=lang)
+        assert rec.ranking[0].score == rec.ranking[1].score, [(r.engine, r.score) for r in rec.ranking]
+        assert rec.flip_note and word in rec.flip_note and "vLLM" in rec.flip_note and "SGLang" in rec.flip_note
+        for flip in rec.flips:
+            assert not {"vllm", "sglang"} & (set(flip.scores) - {rec.ranking[0].engine})
+
+
 def test_flips_are_changes_to_the_users_own_answers_never_a_leader_at_zero(knowledge):
     """The walk's M16: "→ Apple M3 Max", "→ Intel Arc A770 … llama.cpp would lead (0.0)"."""
     from pathlib import Path

@@ -47,7 +47,7 @@ def test_nvidia_with_nvcc_gets_every_cuda_build():
 def test_the_gpu_stack_installs_sglang_beside_vllm_in_its_own_venv(kind):
     p = make_plan(MACHINES[kind])
     sgl = next(s for s in p.steps if s.command[0] == "venv:.venv-sglang")
-    assert sgl.command[1:4] == ["pip", "install", "sglang"] and "httpx" in sgl.command  # the probe's client
+    assert sgl.command[1:4] == ["pip", "install", "sglang==0.5.23"] and "httpx" in sgl.command  # the probe's client
     assert sgl.optional and p.steps[-1] is sgl  # last, and a failure there leaves the rest installed
     vllm = next(i for i, s in enumerate(p.steps) if s.command[0] == "venv:.venv-vllm")
     assert vllm < p.steps.index(sgl)

@@ -361,3 +361,20 @@ def test_ollama_and_unrecognised_endpoints_stay_endpoint_runs():
     plain = revisit(rec, [_remote(None, 100.0)], 1000.0, "en", knowledge=k)
     assert [e.engine for e in plain.engines if e.measured] == ["endpoint"]
     assert "through a remote" not in next(e for e in plain.engines if e.engine == "endpoint").text
+
+
+def test_a_remote_run_never_replaces_a_local_run_of_the_same_engine():
+    """A review finding: a later endpoint run of a recognised vLLM server took the place of the vLLM run made here
+    (``latest[e] = r``), so the verdict lost its own measurement. The local run stays the engine's row."""
+    from advisor.decide.rules import recommend
+    from advisor.evidence.verdict import revisit
+    from advisor.inputs.answers import parse_answers
+    from advisor.knowledge.load import load_knowledge
+
+    k = load_knowledge()
+    rec = recommend(parse_answers({"concurrency": 1, "ttft_p95_ms": 1000}), None, k, with_flips=False)
+    local = ProbeResult(engine="vllm", status="ok", device="cpu", goodput=1.0, serving="test",
+                        ttft_ms={"p50": 100.0, "p95": 300.0, "p99": 300.0})
+    v = revisit(rec, [local, _remote("vllm", 4000.0)], 1000.0, "en", labels=["#1 vllm", "#2 endpoint"], knowledge=k)
+    row = next(e for e in v.engines if e.engine == "vllm")
+    assert row.ttft_p95_ms == 300.0 and "through a remote" not in row.text
