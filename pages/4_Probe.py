@@ -15,8 +15,9 @@ from advisor.evidence import check_capacity, check_probe, history, not_measured,
 from advisor.inputs import answers_id
 from advisor.report import (latency_chart, link_urls, md_escape, roofline_chart, run_label, sweep_charts,
                             throughput_chart)
+from advisor.report import serving_label as report_serving_label
 from probes.registry import BACKENDS
-from probes.result import SERVER_NAMES, ProbeSettings
+from probes.result import ProbeSettings
 from probes.validation import model_path_problem, settings_error
 from ui_common import (RUNS, SWEEPS, T, answers, engine_availability, hardware, knowledge, lang,
                        llama_cpu_build_on_gpu_machine, machine, plan_inputs, probe_board, seed, sync_url)
@@ -33,11 +34,7 @@ CHART = {"displayModeBar": False}
 
 
 def serving_label(r) -> str:
-    if r.serving_mode == "endpoint" and r.server_kind:  # the server named itself (probes/backends/endpoint.py)
-        server = SERVER_NAMES.get(r.server_kind, r.server_kind) + (f" {r.server_version}" if r.server_version else "")
-        return T("serving_mode_endpoint_known", server=server)  # names are ours; the version is cleaned (clean_version)
-    key = f"serving_mode_{r.serving_mode}"
-    return T(key) if r.serving_mode and key in k.strings else (r.serving or "—")
+    return report_serving_label(r, k, L) or "—"
 
 
 def num(v, digits: int = 1) -> str:

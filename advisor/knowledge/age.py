@@ -60,25 +60,16 @@ def _date(value: object) -> dt.date | None:
     return None
 
 
-def _release(engine: ks.Engine):
-    return getattr(engine, "release", None)
-
-
 def as_of(knowledge) -> AsOf:
     """The engine versions the knowledge describes, in ENGINE_IDS order, and the day they were read."""
     engines: list[EngineVersion] = []
     reads: list[dt.date] = []
-    for eid in ks.ENGINE_IDS:
-        e = knowledge.engines.get(eid)
-        rel = _release(e) if e is not None else None
-        if rel is None:
-            continue
-        read = getattr(rel, "read", None)
-        released = getattr(rel, "date", None)
-        engines.append(EngineVersion(eid, e.name, str(rel.version), str(released) if released else None,
-                                     str(read) if read else None))
-        if _date(read):
-            reads.append(_date(read))
+    for eid in ks.ENGINE_IDS:  # every engine names its release (engines.yaml, required)
+        e = knowledge.engines[eid]
+        rel = e.release
+        engines.append(EngineVersion(eid, e.name, str(rel.version), str(rel.date) if rel.date else None, str(rel.read)))
+        reads.append(_date(rel.read))
+    reads = [d for d in reads if d]
     return AsOf(max(reads).isoformat() if reads else None, tuple(engines))
 
 
@@ -87,11 +78,8 @@ def dated(knowledge) -> list[Dated]:
     rules."""
     out: list[Dated] = []
     for eid in ks.ENGINE_IDS:
-        e = knowledge.engines.get(eid)
-        rel = _release(e) if e is not None else None
-        if rel is not None:
-            out.append(Dated("engines.yaml", f"{eid}: release {rel.version}", _date(getattr(rel, "read", None)),
-                             getattr(rel, "source", None)))
+        rel = knowledge.engines[eid].release
+        out.append(Dated("engines.yaml", f"{eid}: release {rel.version}", _date(rel.read), rel.source))
     for eid, sup in knowledge.support.engines.items():
         for axis in ks.SUPPORT_AXES:
             for key, cell in getattr(sup, axis).items():
@@ -100,7 +88,7 @@ def dated(knowledge) -> list[Dated]:
                 out.append(Dated("support.yaml", f"{eid}: {axis}/{key} ({cell.status})", _date(cell.read),
                                  cell.source))
     for r in knowledge.rules.rules:
-        out.append(Dated("rules.yaml", f"rule {r.id}", _date(getattr(r, "read", None)), r.source))
+        out.append(Dated("rules.yaml", f"rule {r.id}", _date(r.read), r.source))
     return out
 
 

@@ -10,7 +10,7 @@ from advisor.report.charts import (concurrency_chart, latency_chart, memory_char
                                    sweep_charts, throughput_chart, to_png)
 from advisor.report.bundle import reproduce_bundle, reproduce_command
 from advisor.report.document import (ReportError, build_markdown, chart_figures, chart_images, markdown_to_pdf,
-                                     run_label)
+                                     run_label, serving_label)
 from advisor.report.mdtext import ZWSP, cite, cite_reason, fold, link_urls, md_escape, seed_lines
 from advisor.report.plan import (device_label, fits_word, header_lines, plan_markdown, plan_rows, plan_text,
                                  shape_parts)
@@ -19,5 +19,5 @@ from advisor.report.terminal import hardware_text, recommendation_text
 __all__ = ["ReportError", "ZWSP", "build_markdown", "chart_figures", "chart_images", "cite", "cite_reason", "concurrency_chart",
            "device_label", "fits_word", "fold", "hardware_text", "header_lines", "latency_chart", "link_urls",
            "markdown_to_pdf", "md_escape", "memory_chart", "plan_markdown", "plan_rows", "plan_text", "ranking_chart",
-           "recommendation_text", "shape_parts", "roofline_chart", "reproduce_bundle", "reproduce_command", "run_label", "seed_lines", "support_table", "sweep_charts", "throughput_chart",
+           "recommendation_text", "shape_parts", "roofline_chart", "reproduce_bundle", "reproduce_command", "run_label", "seed_lines", "serving_label", "support_table", "sweep_charts", "throughput_chart",
            "to_png"]

@@ -64,6 +64,16 @@ def _txt(text) -> str:
     return md_escape(fold(" ".join(str(text).split()), limit=2000, token=120))
 
 
+def serving_label(r: ProbeResult, knowledge: Knowledge, lang: str) -> str | None:
+    """How a run was served, in the reader's language: its serving mode, the server by the name it gave itself for
+    an endpoint run, else the backend's own sentence (None when there is none)."""
+    if r.serving_mode == "endpoint" and r.server_kind:
+        server = SERVER_NAMES.get(r.server_kind, r.server_kind) + (f" {r.server_version}" if r.server_version else "")
+        return knowledge.s("serving_mode_endpoint_known", lang, server=server)
+    key = f"serving_mode_{r.serving_mode}"
+    return knowledge.s(key, lang) if r.serving_mode and key in knowledge.strings else r.serving
+
+
 def run_label(run_id: int | None, engine: str) -> str:
     """How a probe run is named everywhere (selector, tables, charts, verdict, report): "#12 llama.cpp"."""
     return engine if run_id is None else f"#{run_id} {engine}"
@@ -275,11 +285,7 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
                 detail = not_measured(r, knowledge, lang)
             else:
                 settings = ", ".join(f"{k}={v}" for k, v in r.backend_settings.items())
-                mode = f"serving_mode_{r.serving_mode}"
-                serving = knowledge.s(mode, lang) if r.serving_mode and mode in knowledge.strings else r.serving
-                if r.serving_mode == "endpoint" and r.server_kind:  # as the server names itself
-                    serving = knowledge.s("serving_mode_endpoint_known", lang, server=SERVER_NAMES.get(
-                        r.server_kind, r.server_kind) + (f" {r.server_version}" if r.server_version else ""))
+                serving = serving_label(r, knowledge, lang)
                 detail = "; ".join(x for x in (serving, r.device, settings) if x)
             out.append(f"- **{_txt(lab)}**{version}{s('colon')}{_txt(detail)}")
             out += [f"    - {_txt(n)}" for n in dict.fromkeys(r.notes) if n != r.system_load.note]

@@ -64,14 +64,6 @@ def _nvidia_gpu_here() -> bool:
     return Path("/proc/driver/nvidia/version").exists() or shutil.which("nvidia-smi") is not None
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class LlamaCppBackend(Backend):
     id = "llama.cpp"
     import_name = "llama_cpp"
@@ -117,7 +109,7 @@ class LlamaCppBackend(Backend):
         return settings.concurrency > 1 and settings.extra.get("serving", "auto") != "in-process" and \
             llama_server_binary() is not None
 
-    server = None  # the llama-server process, when this run is measured through it
+    server = None  # the llama-server process (probes.backends._server.ServerProcess), when measured through it
     ep = None  # the endpoint client that measures it
 
     def load(self, model: Path, fmt: str, settings: ProbeSettings) -> None:
@@ -132,42 +124,20 @@ class LlamaCppBackend(Backend):
         self._load_in_process(model, settings)
 
     def _load_server(self, binary: Path, model: Path, settings: ProbeSettings) -> None:
-        import subprocess
-        import tempfile
-        import time
-
-        import httpx
-
-        from probes.backends.base import dies_with_this_process
+        from probes.backends._server import ServerProcess, free_port
         from probes.backends.endpoint import EndpointBackend
-        from probes.models import ModelError
 
         threads = settings.threads or len(os.sched_getaffinity(0))
         slots = settings.concurrency
         per_slot, _ = self._n_ctx(model, settings)
-        port = _free_port()
+        port = free_port()
         n_gpu = 0 if settings.extra.get("device") == "cpu" else int(settings.extra.get("n_gpu_layers", 0))
         cmd = [str(binary), "-m", str(model), "-c", str(per_slot * slots), "-np", str(slots), "-t", str(threads),
                "-b", str(int(settings.extra.get("n_batch", 512))), "-ngl", str(n_gpu), "--cont-batching",
                "--host", "127.0.0.1", "--port", str(port), "--no-webui"]
-        self.log = tempfile.TemporaryFile(mode="w+b")
-        self.server = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT,
-                                       preexec_fn=dies_with_this_process())  # noqa: PLW1509 (prctl only)
+        self.server = ServerProcess("llama-server", cmd, starting="loading")
         url = f"http://127.0.0.1:{port}"
-        start_s = float(settings.extra.get("server_start_s", 120))
-        end = time.monotonic() + start_s
-        while True:
-            if self.server.poll() is not None:
-                raise ModelError(f"llama-server exited with code {self.server.returncode} while loading: "
-                                 f"{self._log_tail()}")
-            try:
-                if httpx.get(f"{url}/health", timeout=2, trust_env=False).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > end:
-                raise ModelError(f"llama-server did not answer /health within {start_s:g} s: {self._log_tail()}")
-            time.sleep(0.2)
+        self.server.wait_healthy(url, float(settings.extra.get("server_start_s", 120)))
         self.ep = EndpointBackend()
         self.ep.load(None, "endpoint", settings.model_copy(update={"endpoint": url}))
         self.context_tokens = per_slot
@@ -184,14 +154,6 @@ class LlamaCppBackend(Backend):
         self.serving = (f"llama-server: {slots} parallel slots with continuous batching, {per_slot} tokens of "
                         f"context per slot, {threads} threads; measured over HTTP on loopback")
 
-    def _log_tail(self) -> str:
-        try:
-            self.log.seek(0)
-            lines = self.log.read()[-4000:].decode("utf-8", "replace").strip().splitlines()
-            return " | ".join(lines[-3:])[:500] or "no output"
-        except (OSError, ValueError):
-            return "no output"
-
     def run(self, prompts, settings, on_done):
         if self.ep is not None:
             return self.ep.run(prompts, settings, on_done)
@@ -201,12 +163,8 @@ class LlamaCppBackend(Backend):
         if self.ep is not None:
             self.ep.close()
             self.notes.extend(n for n in self.ep.notes if n not in self.notes)
-        if self.server is not None and self.server.poll() is None:
-            self.server.terminate()
-            try:
-                self.server.wait(timeout=5)
-            except Exception:  # noqa: BLE001 (the probe's group is killed after the child exits anyway)
-                self.server.kill()
+        if self.server is not None:
+            self.server.stop(grace_s=5)
 
     def _load_in_process(self, model: Path, settings: ProbeSettings) -> None:
         from llama_cpp import Llama

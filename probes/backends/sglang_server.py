@@ -35,7 +35,6 @@ CPU_DOC = "https://docs.sglang.io/docs/hardware-platforms/cpu_server"
 CPU_KERNELS_DIST = "sglang-kernel-cpu"
 DEFAULT_START_S = 600.0  # loading + CUDA graph capture on a GPU; llama-server's is 120
 MAX_INFO_BYTES = 256 * 1024  # one /server_info answer (it lists every server argument)
-LOG_TAIL_CHARS = 500
 #: what backend_settings keeps of GET /server_info: scalars only (the answer also holds the launch command and
 #: every argument, an API key among them when one is set: never copied whole)
 _SERVER_INFO_KEYS = ("version", "max_total_num_tokens", "mem_fraction_static", "max_running_requests",
@@ -122,14 +121,6 @@ def _kv_bytes(model: Path, extra: dict) -> int:
         except (OSError, ValueError, RecursionError, AttributeError):
             dtype = None
     return 4 if str(dtype) in ("float32", "float") else 2
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _since_start_s() -> float:
@@ -247,15 +238,13 @@ class SGLangBackend(Backend):
         return cmd, {"chosen": chosen, "env": env}
 
     def load(self, model: Path, fmt: str, settings: ProbeSettings) -> None:
-        import subprocess
-        import tempfile
         import time
 
-        from probes.backends.base import dies_with_this_process
+        from probes.backends._server import ServerProcess, free_port
         from probes.backends.endpoint import EndpointBackend
         from probes.models import ModelError
 
-        port = _free_port()
+        port = free_port()
         cmd, how = self._command(model, settings, port)
         chosen = how["chosen"]
         # the parent kills the probe at timeout_s from its start: the wait leaves the measured run some of it
@@ -267,13 +256,12 @@ class SGLangBackend(Backend):
                              f"{str(settings.extra.get('server_start_s'))[:40]!r}") from None
         start_s = max(1.0, min(asked, 0.7 * left))
         capped = "" if start_s >= asked else f" (the probe's timeout of {settings.timeout_s:g} s leaves no more)"
-        self.log = tempfile.TemporaryFile(mode="w+b")
         t0 = time.monotonic()
-        self.server = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT,
-                                       env=how["env"], preexec_fn=dies_with_this_process())  # noqa: PLW1509
+        self.server = ServerProcess("SGLang's server", cmd, env=how["env"])
         url = f"http://127.0.0.1:{port}"
         try:
-            self._wait_healthy(url, start_s, capped)
+            # GET /health answers 200 once the server generates (SGLang's /health runs one token by default)
+            self.server.wait_healthy(url, start_s, capped, request_s=5, poll_s=0.25)
             model_info = self._info(url, ("/model_info", "/get_model_info"), _MODEL_INFO_KEYS)
             if model_info.get("is_generation") is False:
                 raise ModelError(f"SGLang serves {model} as an embedding model (is_generation false): nothing to "
@@ -308,29 +296,6 @@ class SGLangBackend(Backend):
                         f" running requests, {chosen['context_length']} tokens of context each, on "
                         f"{chosen['device']}; measured over HTTP on loopback")
 
-    def _wait_healthy(self, url: str, start_s: float, capped: str) -> None:
-        """GET /health answers 200 once the server generates (SGLang's /health runs one token by default)."""
-        import time
-
-        import httpx
-
-        from probes.models import ModelError
-
-        end = time.monotonic() + start_s
-        while True:
-            if self.server.poll() is not None:
-                raise ModelError(f"SGLang's server exited with code {self.server.returncode} while starting: "
-                                 f"{self._log_tail()}")
-            try:
-                if httpx.get(f"{url}/health", timeout=5, trust_env=False).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > end:
-                raise ModelError(f"SGLang's server did not answer /health within {start_s:g} s{capped}: "
-                                 f"{self._log_tail()}")
-            time.sleep(0.25)
-
     @staticmethod
     def _info(url: str, paths: tuple[str, ...], keys: tuple[str, ...]) -> dict:
         """The scalar fields `keys` of the first of `paths` that answers JSON (the newer route first: SGLang 0.5.23
@@ -340,18 +305,16 @@ class SGLangBackend(Backend):
 
         import httpx
 
+        from probes.backends.endpoint import _read_capped
+        from probes.models import ModelError
+
         for path in paths:
             try:
                 with httpx.stream("GET", f"{url}{path}", timeout=10, trust_env=False) as r:
                     if r.status_code != 200:
                         continue
-                    body = bytearray()
-                    for chunk in r.iter_bytes():
-                        body += chunk
-                        if len(body) > MAX_INFO_BYTES:
-                            break
-                ans = json.loads(bytes(body))
-            except (httpx.HTTPError, ValueError, RecursionError):
+                    ans = json.loads(_read_capped(r, MAX_INFO_BYTES, path))
+            except (httpx.HTTPError, ModelError, ValueError, RecursionError):
                 continue
             if not isinstance(ans, dict):
                 continue
@@ -371,42 +334,10 @@ class SGLangBackend(Backend):
 
         return cuda_device(0)
 
-    def _log_tail(self) -> str:
-        """The server log's last lines, bounded (a traceback's last line says why)."""
-        try:
-            self.log.seek(0, os.SEEK_END)
-            size = self.log.tell()
-            self.log.seek(max(0, size - 8000))
-            lines = [ln.strip() for ln in self.log.read().decode("utf-8", "replace").splitlines() if ln.strip()]
-            return " | ".join(lines[-3:])[:LOG_TAIL_CHARS] or "no output"
-        except (OSError, ValueError, AttributeError):
-            return "no output"
-
     def _stop(self) -> None:
-        """End the server and the processes it started (scheduler, detokenizer): it ends them itself on SIGTERM; what
-        is left after 10 s is killed (they would die with the probe's group anyway)."""
-        if self.server is None or self.server.poll() is not None:
-            return
-        try:
-            import psutil
-
-            started = psutil.Process(self.server.pid).children(recursive=True)
-        except Exception:  # noqa: BLE001 (no psutil: the server's own clean-up and the probe's group remain)
-            started = []
-        self.server.terminate()
-        try:
-            self.server.wait(timeout=10)
-        except Exception:  # noqa: BLE001
-            try:  # a finished run's records must not be lost to a slow tear-down (CUDA contexts)
-                self.server.kill()
-                self.server.wait(timeout=5)
-            except Exception:  # noqa: BLE001 (the parent-death signal and the probe's group remain)
-                pass
-        for p in started:
-            try:
-                p.kill()
-            except Exception:  # noqa: BLE001 (already gone)
-                pass
+        """End the server and the processes it started (scheduler, detokenizer)."""
+        if self.server is not None:
+            self.server.stop()
 
     # ------------------------------------------------------------------ measured through the endpoint client
     def run(self, prompts, settings, on_done):

@@ -97,6 +97,18 @@ def send_json(handler, status: int, obj) -> None:
     handler.wfile.write(body)
 
 
+def stream_chat(handler, tokens: int = 4) -> None:
+    """Answer a chat completion as a stub server streams one: `tokens` SSE chunks of "hi ", then [DONE]."""
+    import json
+
+    handler.send_response(200)
+    handler.send_header("Content-Type", "text/event-stream")
+    handler.end_headers()
+    for _ in range(tokens):
+        handler.wfile.write(f"data: {json.dumps({'choices': [{'delta': {'content': 'hi '}}]})}\n\n".encode())
+    handler.wfile.write(b"data: [DONE]\n\n")
+
+
 # ---------------------------------------------------------------- crafted GGUF files
 
 U8, I8, U16, I16, U32, I32, F32, BOOL, STRING, ARRAY, U64, I64, F64 = range(13)

@@ -15,7 +15,7 @@ import threading
 
 import pytest
 
-from tests.hostile.kit import bounded, send_json
+from tests.hostile.kit import bounded, send_json, stream_chat
 
 KEY = "sk-TOPSECRET-9f3b2c1d"
 PASSWORD = "pw-HUNTER2-77a1"
@@ -52,12 +52,7 @@ class _Auth(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.end_headers()
-        for _ in range(4):
-            self.wfile.write(f"data: {json.dumps({'choices': [{'delta': {'content': 'hi '}}]})}\n\n".encode())
-        self.wfile.write(b"data: [DONE]\n\n")
+        stream_chat(self)
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ import pytest
 
 from probes.result import ProbeResult, ProbeSettings
 from probes.runner import run_probe
+from tests.hostile.kit import stream_chat
 
 MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"
 KEY = "sk-KINDTEST-4d5e6f7a"
@@ -118,12 +119,7 @@ class _Stub(http.server.BaseHTTPRequestHandler):
         self.seen.append(("POST", self.path, self.headers.get("Authorization")))
         if not self.path.endswith("/chat/completions"):
             return self._send(404, {}, b"")
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.end_headers()
-        for _ in range(4):
-            self.wfile.write(f"data: {json.dumps({'choices': [{'delta': {'content': 'hi '}}]})}\n\n".encode())
-        self.wfile.write(b"data: [DONE]\n\n")
+        stream_chat(self)
 
 
 @pytest.fixture

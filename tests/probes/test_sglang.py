@@ -149,7 +149,9 @@ def test_the_start_wait_leaves_the_run_part_of_the_probes_timeout(stub, monkeypa
 
 
 def test_every_flag_the_probe_passes_is_one_sglang_parses(tmp_path):
-    """The command for each option the probe has, fed to the fake's parser (SGLang 0.5.23's flags and types)."""
+    """The command for each option the probe has, fed to the fake's parser. That parser was written from SGLang
+    0.5.23's `launch_server --help` (read once, from the real wheel): this catches a flag the probe invents, not a
+    flag a later SGLang renames (the install is pinned to 0.5.23 for that reason)."""
     sys.path.insert(0, str(FAKE))
     try:
         from sglang.launch_server import parser
