@@ -37,6 +37,38 @@ def plan_facts(plan, fix_none: str) -> dict[str, Any]:
         "plan_fix": "; ".join(o.text for o in plan.options) or fix_none,
         "plan_fits_known": plan.fits is not None,
         "plan_offload_ram_gib": r(plan.offload_ram_gib),
+        **serving_facts(plan),
+    }
+
+
+def serving_facts(plan) -> dict[str, Any]:
+    """The serving prediction as facts: whether Q1's users meet Q2 on one replica, on how many, or not at all."""
+    sv = getattr(plan, "serving", None)
+    known = sv is not None and sv.ttft_target_ms is not None and sv.capacity is not None and plan.loads is not False
+    at = sv.at_users if sv is not None else None
+
+    def g(x: float | None, nd: int = 0):
+        return None if x is None else (round(x) if nd == 0 else round(x, nd))
+
+    return {
+        "plan_predicted": known,
+        "plan_sla_replicas": sv.replicas if known else None,
+        "plan_sla_missed": known and sv.replicas is None,
+        "plan_rough": bool(known and sv.label == "rough"),
+        "plan_label": sv.label if sv is not None else None,
+        "plan_band_pct": g(sv.band * 100) if sv is not None else None,
+        "plan_capacity": sv.capacity if known else None,
+        "plan_capacity_low": sv.capacity_low if known else None,
+        "plan_capacity_high": sv.capacity_high if known else None,
+        "plan_margin": (sv.capacity / sv.users) if known and sv.users else None,
+        "plan_ttft_p95_ms": g(at.ttft_ms_p95) if at is not None else None,
+        "plan_itl_ms": g(at.itl_ms_p50, 1) if at is not None else None,
+        "plan_output_tps": g(at.output_tps) if at is not None else None,
+        "plan_ttft_one_ms": g(sv.ttft_ms_p95_one) if sv is not None else None,
+        "plan_miss_x": (round(sv.ttft_ms_p95_one / sv.ttft_target_ms, 1)
+                        if known and sv.ttft_ms_p95_one and sv.ttft_target_ms else None),
+        "plan_fleet_gpus": sv.fleet_gpus if known else None,
+        "plan_mode": sv.mode if sv is not None else None,
     }
 
 

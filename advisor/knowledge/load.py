@@ -71,6 +71,8 @@ class Knowledge:
     support: ks.SupportFile
     prices: ks.PricesFile
     sources: ks.SourcesFile
+    serving: ks.ServingFile
+    serving_fit: ks.ServingFit
 
     def s(self, key: str, lang: str = "en", **kw: object) -> str:
         """A UI/report string in the chosen language."""
@@ -131,4 +133,6 @@ def _cached(d: Path) -> Knowledge:
         support=support,
         prices=prices,
         sources=_load(d / "sources.yaml", ks.SourcesFile),
+        serving=_load(d / "serving.yaml", ks.ServingFile),
+        serving_fit=_load(d / "serving_fit.yaml", ks.ServingFit),
     )

@@ -1012,3 +1012,67 @@ class PlannerFile(Strict):
             if a not in self.gguf_types or b not in self.gguf_types:
                 raise ValueError(f"gguf_fallback.{a}: {a!r} or {b!r} is not in gguf_types")
         return self
+
+
+# ---------------------------------------------------------------- serving model (knowledge/serving.yaml, serving_fit.yaml)
+
+HwClass = Literal["datacenter-nvidia", "geforce", "amd", "apple", "x86-cpu", "arm-cpu", "other"]
+HW_CLASSES: tuple[str, ...] = HwClass.__args__
+
+
+class ServingMode(Sourced):
+    """How an engine serves concurrent requests (advisor/planner/serving.py)."""
+
+    mode: Literal["continuous", "slots", "sequential"]
+    version: str
+    read: str
+    text: Text
+
+
+class Efficiency(Strict):
+    bw_eff: float = Field(gt=0, le=1.5)
+    flops_eff: float = Field(gt=0, le=1.5)
+    step_ms: float = Field(ge=0, le=10_000)
+
+
+class ServingFile(Strict):
+    modes: dict[EngineId, ServingMode]
+    geforce_prefixes: list[str]  # gpus.yaml ids of consumer NVIDIA parts (GDDR, no NVLink): the geforce class
+    priors: dict[HwClass, Efficiency]  # ESTIMATE: where no published point of the class exists
+    prior_source: str
+    band_without_evidence: float = Field(gt=0)  # the band of a prior: no held-out error to give
+    band_floor: float = Field(ge=0)
+    rough_above: float = Field(gt=0)
+    allreduce_us: float = Field(ge=0)  # one tensor-parallel all-reduce's latency (2 per layer per step)
+    allreduce_source: str
+    output_tokens: dict[Literal["short", "long", "mixed"], int]  # when the answers give no output length
+    prompt_sd_share: dict[Literal["short", "long", "mixed"], float]  # the prompts' spread, a share of the mean
+    workload_source: str
+    curve_levels: list[int] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _complete(self) -> "ServingFile":
+        missing = [e for e in ENGINE_IDS if e not in self.modes]
+        if missing:
+            raise ValueError(f"modes: missing {', '.join(missing)}")
+        missing = [c for c in HW_CLASSES if c not in self.priors]
+        if missing:
+            raise ValueError(f"priors: missing {', '.join(missing)}")
+        return self
+
+
+class FitGroup(Efficiency):
+    points: int = Field(ge=0)
+    fit_error: float | None = None  # median |log error| turned into a relative error, on the points fitted
+    band: float = Field(gt=0)  # the relative error a prediction from this group carries
+
+
+class ServingFit(Strict):
+    """bench/fit_serving.py's output: efficiencies per engine/class and per class, with their held-out error."""
+
+    fitted: str
+    script: str
+    fit_points: int
+    held_out_points: int
+    held_out: dict[str, float | str | None] = Field(default_factory=dict)
+    groups: dict[str, FitGroup]  # "<engine>/<class>" or "<class>"

@@ -42,10 +42,16 @@ __all__ = ["EnginePlan", "MachineBench", "ModelSpec", "ModelSpecError", "Plan", 
 
 
 def workload_for(answers: Answers, knowledge: Knowledge) -> Workload:
-    m = answers.model
+    """The typical request (the answers' token counts, else the prompt mix's) plans the concurrency; the context is
+    the most one request may hold."""
+    m, sv = answers.model, knowledge.serving
     prompt = min(m.input_tokens or knowledge.planner.prompt_tokens[answers.prompt_mix], m.context_tokens)
+    output = m.output_tokens or sv.output_tokens[answers.prompt_mix]
+    sd = 0.0 if m.input_tokens else round(prompt * sv.prompt_sd_share[answers.prompt_mix], 1)
     return Workload(precision=m.precision, context_tokens=m.context_tokens, concurrency=answers.concurrency,
-                    prompt_tokens=prompt, kv_cache_dtype=m.kv_cache_dtype)
+                    prompt_tokens=prompt, kv_cache_dtype=m.kv_cache_dtype,
+                    typical_tokens=min(prompt + output, m.context_tokens), output_tokens=output, input_sd=sd,
+                    ttft_target_ms=float(answers.ttft_p95_ms))
 
 
 def _price(plans, answers: Answers, hardware: Hardware | None, target, knowledge: Knowledge) -> None:
@@ -59,15 +65,27 @@ def _price(plans, answers: Answers, hardware: Hardware | None, target, knowledge
         p.cost_basis = why
         best = usd_per_million_tokens(usd, p.decode_tps_total_upper_bound) if p.loads is not False else None
         p.usd_per_m_tokens_at_least = None if best is None else round(best, 4)
+        sv = p.serving
+        if sv is None or usd is None or sv.replicas is None:
+            continue
+        # the fleet: replicas x the replica's GPUs at the plan's price per GPU (a CPU replica is one machine)
+        per_gpu = usd / max(1, p.gpus_used) if p.device == "gpu" else None
+        sv.fleet_usd_per_hour = round(per_gpu * (sv.fleet_gpus or 0) if per_gpu is not None else usd * sv.replicas, 4)
+        m = usd_per_million_tokens(sv.fleet_usd_per_hour, sv.fleet_output_tps)
+        sv.usd_per_m_output_tokens = None if m is None else round(m, 4)
 
 
 def make_plan(answers: Answers, hardware: Hardware | None, knowledge: Knowledge, spec: ModelSpec | None = None,
-              machine: MachineBench | None = None, lang: str = "en", detail: bool = True) -> Plan:
+              machine: MachineBench | None = None, lang: str = "en", detail: bool = True,
+              calibration: dict | None = None) -> Plan:
+    """calibration: this machine's efficiencies per engine from a sweep measured here (advisor.planner.calibration,
+    read at the edge); it applies to plans for this machine's CPU only."""
     if spec is None:
         spec = resolve_model(answers.model, knowledge, read_files=False)
     target = build_target(answers, hardware, knowledge, machine)
     wl = workload_for(answers, knowledge)
-    plans = {e: plan_engine(e, spec, target, wl, knowledge, lang, detail=detail) for e in ks.ENGINE_IDS}
+    plans = {e: plan_engine(e, spec, target, wl, knowledge, lang, detail=detail, calibration=calibration)
+             for e in ks.ENGINE_IDS}
     if detail:
         add_offload_option(plans, knowledge, lang)
     _price(plans, answers, hardware, target, knowledge)

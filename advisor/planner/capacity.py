@@ -33,6 +33,12 @@ class Workload:
     gpu_count: int | None = None  # override the target's count (the "add GPUs" search)
     kv_reserved_gib: float | None = None  # a fixed KV pool the engine was given (vLLM CPU's KVCACHE_SPACE)
     kv_cache_dtype: str = "auto"  # answers model.kv_cache_dtype: auto (the engine's default) | fp16 | bf16 | fp8 | int8
+    # serving, not the worst case: each running sequence holds about this many tokens (input + output); None = the
+    # whole context (the old worst case). The context is then the most one request may hold (max-model-len).
+    typical_tokens: int | None = None
+    output_tokens: int = 256
+    input_sd: float = 0.0  # the prompts' spread (tokens), for the p95 TTFT
+    ttft_target_ms: float | None = None  # Q2, for the SLA capacity
 
 
 def _sig3(x: float | None) -> float | None:
@@ -284,8 +290,13 @@ class _Calc:
             self._static_pool(cap.static_reserve)
 
         self.weights_gib = self.weights_b / GIB
+        self.mode = k.serving.modes[engine].mode
+        # sequences held at once: every user on a batching engine, one on an engine that serves one at a time
+        self.running = 1 if self.mode == "sequential" else wl.concurrency
+        self.typical = min(wl.typical_tokens or wl.context_tokens, wl.context_tokens)
+        self.kv_typ = int(self.layout.per_token(self.typical) * self.kv_bytes) if self.decodes else 0
         self.kv_gib = (wl.kv_reserved_gib if wl.kv_reserved_gib is not None
-                       else kv_gib(self.kv_tok * self.kv_copies, wl.concurrency, wl.context_tokens))
+                       else self.kv_pool_gib(self.running))
         self.total_gib = self.weights_gib + self.kv_gib + self.overhead_gib
         self.available_gib = self._available()
         self.offload_layers: int | None = None
@@ -464,6 +475,11 @@ class _Calc:
         self.fits = in_ram * per_layer <= self.ram_avail
 
     # -------------------------------------------------------------- outputs
+    def kv_pool_gib(self, sequences: int) -> float:
+        """KV for `sequences` running at the typical length, and room for one request at the whole context."""
+        typical = kv_gib(self.kv_typ * self.kv_copies, sequences, self.typical)
+        return max(typical, kv_gib(self.kv_tok * self.kv_copies, 1, self.wl.context_tokens))
+
     def free_for_kv(self) -> float | None:
         if self.available_gib is None:
             return None
@@ -481,22 +497,33 @@ class _Calc:
 
     def max_concurrency(self) -> int | None:
         free = self.free_for_kv()
-        return None if free is None else max_sequences(free, self.kv_tok * self.kv_copies, self.wl.context_tokens)
+        if free is None:
+            return None
+        if self.decodes and free < kv_gib(self.kv_tok * self.kv_copies, 1, self.wl.context_tokens):
+            return 0  # not even one request at the whole context
+        return max_sequences(free, self.kv_typ * self.kv_copies, self.typical)
 
     def max_context(self) -> int | None:
+        """The most one request may hold while the other running sequences hold their typical tokens."""
         free = self.free_for_kv()
         if free is None:
             return None
+        if self.wl.typical_tokens is not None:
+            free -= kv_gib(self.kv_typ * self.kv_copies, self.running - 1, self.typical)
+            return self._max_context_of(free, 1)
+        return self._max_context_of(free, self.wl.concurrency)
+
+    def _max_context_of(self, free: float, sequences: int) -> int | None:
         lay, b = self.layout, self.kv_bytes * self.kv_copies
         if lay.window and self.decodes:  # the windowed layers' share stops growing at the window
-            per_seq = max(0.0, free) * GIB / self.wl.concurrency / b  # elements one sequence may hold
+            per_seq = max(0.0, free) * GIB / sequences / b  # elements one sequence may hold
             if per_seq < lay.elements(lay.window):  # below the window every layer grows with the context
                 return max(0, min(self.spec.max_context, int(per_seq / (lay.full + lay.windowed))))
             if not lay.full:  # every layer is windowed and the window fits: the model's own limit
                 return self.spec.max_context
             return max(0, min(self.spec.max_context, int((per_seq - lay.windowed * lay.window) / lay.full)))
         per_tok = lay.per_token(self.wl.context_tokens) * b
-        return max_context_tokens(free, per_tok, self.wl.concurrency, self.spec.max_context)
+        return max_context_tokens(free, per_tok, sequences, self.spec.max_context)
 
     def resident(self) -> float:
         """Tokens held per sequence while decoding; an upper bound on speed assumes the fewest: the prompt."""
@@ -565,6 +592,30 @@ class _Calc:
         elif self.pspec.bits_per_weight < 16:
             f *= pl.gpu_lowp_flops_factor
         return f * self.ranks()
+
+    def serving_hw(self):
+        """What one replica's step reads and computes, for the serving model; None where a figure is missing."""
+        from advisor.planner.serving import Hw
+
+        if not self.decodes or self.device in ("none", "gpu+cpu"):
+            return None  # (offloaded layers: the model does not predict a GPU+RAM split)
+        bw, _ = self.bandwidth()
+        if not bw:
+            return None
+        copies = self.kv_copies if self.device == "gpu" else 1.0
+        chunk = self.cap.prefill_chunk_tokens
+        if self.mem_fraction_static is not None:  # SGLang picks its chunk by the GPU's memory
+            chunk = self.act_tokens
+        ar = 0.0
+        if self.device == "gpu" and self.tp > 1 and self.bound_tensor:
+            ar = 2 * self.spec.layers * self.k.serving.allreduce_us / 1e6
+        # a prediction takes the CPU's measured fp32 rate as its peak (the bound's low-precision factor is the most
+        # VNNI / AMX could give, not what a step reaches); the fitted flops_eff scales it
+        flops = self.flops() if self.device == "gpu" else (
+            self.target.cpu_gflops * 1e9 if self.target.cpu_gflops else None)
+        return Hw(bandwidth=bw, flops=flops, weights_read=self.active_b,
+                  kv_per_token=self.kv_typ * copies, matmul_params=self.spec.matmul_params_b * 1e9,
+                  chunk_tokens=int(chunk or 0), max_running=self.max_concurrency(), allreduce_s=ar)
 
     def decode_total_bound(self, one: float | None) -> float | None:
         bw = self.bandwidth()[0] if self.device != "gpu+cpu" else None
@@ -717,6 +768,7 @@ def _plan(c: _Calc, options: list[PlanOption], detail: bool = True) -> EnginePla
         offload_ram_gib=_r(c.offload_ram_gib, 2),
         decode_tps_upper_bound=_r(one, 1), decode_tps_total_upper_bound=_r(c.decode_total_bound(one), 1),
         ttft_ms_lower_bound=_sig3(c.ttft_bound()), prompt_tokens=c.wl.prompt_tokens, options=options,
+        typical_tokens=c.typical if c.wl.typical_tokens is not None else None,
         assumptions=_assumptions(c) if detail else [])
 
 
@@ -790,10 +842,15 @@ def _more_gpus(c: _Calc, prec: str) -> PlanOption | None:
 
 
 def plan_engine(engine: str, spec: ModelSpec, target: Target, wl: Workload, k: Knowledge, lang: str = "en",
-                precision: str | None = None, detail: bool = True) -> EnginePlan:
+                precision: str | None = None, detail: bool = True, calibration=None) -> EnginePlan:
     """detail=False skips the fixes and the assumption texts: the flip search needs only the verdicts."""
+    from advisor.planner.perf import serving_plan
+
     c = _Calc(engine, spec, target, wl, k, lang, precision)
-    return _plan(c, _options(c) if detail else [], detail)
+    p = _plan(c, _options(c) if detail else [], detail)
+    p.serving = serving_plan(c, lambda n: _Calc(engine, spec, target, replace(wl, gpu_count=n), k, lang, c.prec),
+                             calibration, detail)
+    return p
 
 
 def add_offload_option(plans: dict[str, EnginePlan], k: Knowledge, lang: str) -> None:

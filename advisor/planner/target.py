@@ -66,7 +66,7 @@ def build_target(answers: Answers, hardware: Hardware | None, knowledge: Knowled
                       **_figures(g), accelerator=_accelerator(t.accelerator, g),
                       nodes=t.nodes, gpus_per_node=t.gpus_per_node,
                       interconnect=t.interconnect or (g.interconnect if g else None),
-                      unified_memory=unified, ram_gib=t.ram_gb or (mem if unified else None))
+                      unified_memory=unified, ram_gib=t.ram_gb or (mem if unified else None), cpu_arch=t.cpu_arch)
     if hardware is None:
         return Target(source="answers")
     first = hardware.gpus[0] if hardware.gpus else None
@@ -83,4 +83,5 @@ def build_target(answers: Answers, hardware: Hardware | None, knowledge: Knowled
                   unified_memory=hardware.apple_silicon or bool(g and g.unified_memory), ram_gib=ram,
                   cpu_bandwidth_gb_s=machine.memory_bandwidth_gb_s if machine else None,
                   cpu_gflops=machine.fp32_gflops if machine else None, cpu_measured=machine is not None,
-                  cpu_amx=any(f.startswith("amx") for f in hardware.cpu.flags))
+                  cpu_amx=any(f.startswith("amx") for f in hardware.cpu.flags), cpu_arch=hardware.cpu.arch,
+                  cpu_model=machine.cpu_model if machine else hardware.cpu.model)

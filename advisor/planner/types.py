@@ -37,6 +37,8 @@ class Target(BaseModel):
     cpu_gflops: float | None = None
     cpu_measured: bool = False  # True when the CPU figures come from the machine bench
     cpu_amx: bool = False  # AMX tiles (bf16/int8 matmul far above the fp32 rate)
+    cpu_arch: str | None = None  # x86_64 | arm64 (aarch64): the serving model's CPU class
+    cpu_model: str | None = None  # this machine's CPU (a calibration is kept per CPU)
 
 
 class PlanOption(BaseModel):
@@ -51,6 +53,70 @@ class PlanOption(BaseModel):
     concurrency: int | None = None
     total_gib: float | None = None
     available_gib: float | None = None
+
+
+class ServingLevel(BaseModel):
+    """The serving model's figures at one closed-loop concurrency on one replica (None: not predicted)."""
+
+    concurrency: int
+    ttft_ms_p50: float | None = None
+    ttft_ms_p95: float | None = None
+    itl_ms_p50: float | None = None
+    itl_ms_p95: float | None = None
+    output_tps: float | None = None  # all users together
+    output_tps_per_user: float | None = None
+    output_tps_per_gpu: float | None = None
+    meets: bool | None = None  # p95 TTFT within Q2
+
+
+class Calibrated(BaseModel):
+    """This machine's efficiencies for one engine, refitted from a sweep measured here (kept in the user cache)."""
+
+    engine: str
+    cpu_model: str = Field(max_length=512)
+    bw_eff: float = Field(gt=0, le=1.5)
+    flops_eff: float = Field(gt=0, le=1.5)
+    step_ms: float = Field(ge=0, le=10_000)
+    band: float = Field(gt=0, le=10)
+    sweep_at: str = Field(max_length=64)
+    levels: int = Field(ge=1, le=64)
+    change_tps: float | None = None  # measured / predicted output tok/s before the recalibration (geometric mean)
+    change_ttft: float | None = None  # measured / predicted p95 TTFT before it
+
+
+class ServingPlan(BaseModel):
+    """Predicted serving performance of one engine on the target (advisor/planner/serving.py), with its band."""
+
+    mode: Literal["continuous", "slots", "sequential"]
+    hw_class: str
+    basis: Literal["fitted", "class", "prior", "measured"]  # whose efficiencies: this engine's fit on the class, the
+    group: str  # class's pooled fit, the unfitted prior, or a sweep measured on this machine; the fit group's key
+    label: Literal["measured", "fitted", "rough"]
+    band: float  # relative error: a figure x (1 +- band) for throughput, / (1 +- band) for latency
+    bw_eff: float
+    flops_eff: float
+    step_ms: float
+    input_tokens: int
+    output_tokens: int
+    input_sd: float = 0.0
+    typical_tokens: int
+    ttft_target_ms: float | None = None
+    users: int  # Q1
+    gpus_per_replica: int = 0  # 0: a CPU machine
+    tensor_parallel: int = 1
+    levels: list[ServingLevel] = Field(default_factory=list)
+    at_users: ServingLevel | None = None  # Q1's users on one replica
+    capacity: int | None = None  # users one replica holds within Q2 (p95 TTFT), at the fit's centre
+    capacity_low: int | None = None  # ... at the band's slow end
+    capacity_high: int | None = None
+    replicas: int | None = None  # replicas of gpus_per_replica GPUs for Q1's users within Q2; None: none meets it
+    replicas_high: int | None = None  # at the band's slow end
+    fleet_gpus: int | None = None
+    fleet_output_tps: float | None = None  # Q1's users spread over the replicas
+    fleet_usd_per_hour: float | None = None
+    usd_per_m_output_tokens: float | None = None
+    ttft_ms_p95_one: float | None = None  # one user alone: the floor of TTFT on this replica
+    measured_change: str | None = None  # calibrated: how far the fitted prediction was from the sweep
 
 
 class EnginePlan(BaseModel):
@@ -92,6 +158,8 @@ class EnginePlan(BaseModel):
     prompt_tokens: int
     options: list[PlanOption] = Field(default_factory=list)
     assumptions: list[str] = Field(default_factory=list)
+    serving: ServingPlan | None = None  # None: no prediction (no bandwidth figure, no decode, offloaded layers)
+    typical_tokens: int | None = None  # what each running sequence was planned to hold (None: the whole context)
 
 
 class Plan(BaseModel):

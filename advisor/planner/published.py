@@ -1,0 +1,140 @@
+"""Published measurements as observations the serving model can be fitted on and checked against. Pure.
+
+A row (tests/advisor/data/published_measurements.yaml: batch 1; published_serving.yaml: at a concurrency, a request
+rate, or an offline batch) is planned for its engine, model, precision and hardware; each measured figure becomes an
+`Obs` whose `predict(eff)` gives the serving model's figure for the same thing. bench/fit_serving.py fits on them,
+bench/predict_vs_measured.py and tests/advisor/test_serving.py check the fit on the rows it kept out.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from advisor.inputs.answers import ModelBlock, parse_answers
+from advisor.knowledge.load import Knowledge
+from advisor.planner.capacity import Workload, _Calc
+from advisor.planner.perf import hw_class
+from advisor.planner.serving import Eff, Load, decode_step_s, predict, prefill_s
+from advisor.planner.spec import ModelSpec, resolve_model
+from advisor.planner.target import build_target
+from advisor.planner.types import Target
+
+UNKNOWN_PROMPT = 1 << 20
+
+
+@dataclass
+class Obs:
+    row: str
+    engine: str
+    cls: str
+    kind: str  # decode1 | prefill1 | output_tps | total_tps | ttft_p50 | ttft_p95 | ttft_mean | itl
+    measured: float
+    predict: Callable[[Eff], float | None]
+    serving: bool  # from a serving row (else a batch-1 row)
+
+
+def spec_of(row: dict, k: Knowledge) -> ModelSpec:
+    if "model" in row:
+        return resolve_model(ModelBlock(name=row["model"]), k, read_files=False)
+    s = row["shape"]
+    return ModelSpec(name=s["name"], params_b=s["params_b"], active_params_b=s["active_params_b"],
+                     architecture="decoder-only", layers=s["layers"], hidden_size=s["hidden_size"],
+                     attention_heads=s["attention_heads"], kv_heads=s["kv_heads"], head_dim=s["head_dim"],
+                     intermediate_size=s["intermediate_size"], vocab_size=s["vocab_size"],
+                     max_context=s["max_context"], tied_embeddings=s["tied_embeddings"], source=row["source"],
+                     weights_bytes=int(s["file_gib"] * 2**30), file_precision="gguf_file", file_format="gguf")
+
+
+def target_of(row: dict, cpus: dict, k: Knowledge) -> Target:
+    hw = row.get("hardware") or {}
+    if "cpu" in row or hw.get("gpu_vendor", "none") == "none":
+        key = row.get("cpu") or hw.get("cpu")
+        cpu = cpus.get(key) or {}
+        arch = "arm64" if "raspberry" in str(key).lower() or "arm" in str(cpu.get("name", "")).lower() else "x86_64"
+        return Target(source="answers", gpu_vendor="none", ram_gib=256, cpu_bandwidth_gb_s=cpu.get("bandwidth_gb_s"),
+                      cpu_arch=arch)
+    hw = {key: v for key, v in hw.items() if key in ("gpu_vendor", "gpu_model", "gpu_count", "nodes", "gpus_per_node")}
+    return build_target(parse_answers({"hardware": hw}), None, k, None)
+
+
+def _calc(row: dict, cpus: dict, k: Knowledge, prompt: int, output: int, users: int, resident: float | None = None):
+    engine = row.get("plan_engine") or row["engine"]
+    target = target_of(row, cpus, k)
+    gpus = (row.get("tensor_parallel") or None) if target.gpu_count else None
+    wl = Workload(precision=row.get("precision", "fp16"), context_tokens=max(4096, min(prompt + output, 1 << 17)),
+                  concurrency=max(1, users), prompt_tokens=prompt, resident_tokens=resident,
+                  typical_tokens=min(prompt + output, 1 << 17), output_tokens=max(1, output), gpu_count=gpus)
+    c = _Calc(engine, spec_of(row, k), target, wl, k, "en")
+    return engine, c
+
+
+def batch1_obs(row: dict, cpus: dict, k: Knowledge) -> list[Obs]:
+    """decode tok/s at batch 1 and prefill (tok/s or TTFT) of one prompt."""
+    out: list[Obs] = []
+    prompt = row.get("prompt_tokens") or 512
+    resident = float(row.get("decode_resident_tokens") or 0)
+    engine, c = _calc(row, cpus, k, prompt, 1, 1, resident)
+    hw = c.serving_hw()
+    if hw is None:
+        return out
+    cls = hw_class(c.target, c.device, k)
+    kv_resident = c.kv_tok_at(max(resident, 1)) * (c.kv_copies if c.device == "gpu" else 1.0)
+    hw1 = type(hw)(**{**hw.__dict__, "kv_per_token": kv_resident})
+    if row.get("decode_tps"):
+        out.append(Obs(row["id"], engine, cls, "decode1", float(row["decode_tps"]),
+                       lambda e, hw1=hw1: 1 / decode_step_s(1, hw1, e, resident), False))
+    if hw.flops is None:  # no FLOPS figure for the hardware (the CPU rows): prefill says nothing of an efficiency
+        return out
+    if row.get("ttft_ms") and row.get("prompt_tokens"):
+        out.append(Obs(row["id"], engine, cls, "ttft1", float(row["ttft_ms"]),
+                       lambda e, hw=hw: prefill_s(prompt, hw, e) * 1000, False))
+    elif row.get("prefill_tps") and row.get("prompt_tokens"):
+        out.append(Obs(row["id"], engine, cls, "prefill1", float(row["prefill_tps"]),
+                       lambda e, hw=hw: prompt / prefill_s(prompt, hw, e), False))
+    return out
+
+
+def serving_obs(row: dict, cpus: dict, k: Knowledge) -> list[Obs]:
+    """Throughput, TTFT and ITL at the row's load."""
+    i, o = int(row["input_tokens"]), int(row["output_tokens"])
+    load = row.get("load") or {}
+    users = int(load.get("concurrency") or 0)
+    rate = load.get("request_rate")
+    engine, c = _calc(row, cpus, k, i, o, users or 256)
+    hw = c.serving_hw()
+    if hw is None:
+        return []
+    cls, mode = hw_class(c.target, c.device, k), c.mode
+    if load.get("offline"):  # a whole batch at once: the KV pool full, or every request of the batch
+        n = int(load.get("requests") or 10**6)
+        users = max(1, min(n, hw.max_running or n))
+    sd = float(row.get("input_sd") or 0)
+
+    def point(e: Eff):
+        lo = Load(i, o, sd, concurrency=users or None, request_rate=None if users else float(rate))
+        return predict(mode, hw, e, lo)
+
+    out: list[Obs] = []
+
+    def add(kind: str, value, get):
+        if value is not None:
+            out.append(Obs(row["id"], engine, cls, kind, float(value), get, True))
+
+    add("output_tps", row.get("output_tps"), lambda e: point(e).output_tps)
+    add("total_tps", row.get("total_tps"),
+        lambda e: None if point(e).requests_per_s is None else point(e).requests_per_s * (i + o))
+    ttft = row.get("ttft_ms") or {}
+    add("ttft_p95", ttft.get("p95"), lambda e: point(e).ttft_ms_p95)
+    add("ttft_p50", ttft.get("p50") if ttft.get("p50") is not None else ttft.get("mean"),
+        lambda e: point(e).ttft_ms_p50)
+    itl = row.get("itl_ms") or {}
+    mean_itl = itl.get("mean") if itl.get("mean") is not None else itl.get("p50")
+    add("itl", mean_itl, lambda e: None if not point(e).output_tps_per_user else 1000 / point(e).output_tps_per_user)
+    if row.get("output_tps_per_user") is not None:
+        add("output_tps_per_user", row.get("output_tps_per_user"), lambda e: point(e).output_tps_per_user)
+    return out
+
+
+def is_held_out(row_id: str, index: int) -> bool:
+    """A quarter of the rows, fixed: every fourth in file order (so a new row never reshuffles the others)."""
+    return index % 4 == 3

@@ -1,0 +1,229 @@
+"""The serving model: TTFT, ITL and output tok/s at a concurrency (or a request rate), per engine. Pure.
+
+A small analytical model with named terms (README § "Serving model"), not a simulator:
+
+  decode step at batch b   = max(bytes read / (bandwidth x bw_eff), 2 x params x b / (FLOPS x flops_eff))
+                             + step_ms (+ tensor-parallel all-reduces)
+                             bytes read = the active weights + b sequences' KV (their typical tokens held)
+  prefill of n tokens      = in chunks of the engine's chunk size (0 = the whole prompt in one step), each chunk
+                             max(compute of its tokens, one read of the weights) + step_ms
+  continuous batching      (vLLM, SGLang, TensorRT-LLM; llama-server's parallel slots): every running sequence decodes
+                             in each step; the prefills of the others take their share of the time, so
+                             ITL = decode step / (1 - others' prefill share), and a new prompt waits for the prefill
+                             queue (M/D/1: share x prefill / (2 (1 - share))) and for half a step. Sequences beyond
+                             what the KV pool holds wait for a free place.
+  one at a time            (transformers generate, onnxruntime-genai's classic generator): service time
+                             S = prefill + (out - 1) x decode step at batch 1; a closed loop of c users waits (c - 1) S,
+                             Poisson arrivals wait the M/D/1 queue.
+
+Closed loop (c users, each sends its next request when the last one ends, as our sweep does) or open loop (Poisson
+arrivals at a rate, as vLLM's and SGLang's benchmark scripts do). p95: the prompt at mean + 1.645 sd, and the queue
+waits at 3x their mean (an exponential tail's 95th percentile).
+
+The efficiencies (bw_eff, flops_eff, step_ms) are fitted per engine and hardware class on published measurements
+(bench/fit_serving.py -> knowledge/serving_fit.yaml); every prediction carries that fit's held-out error as its band.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+Z95 = 1.645  # one-sided 95th percentile of a normal spread of prompt lengths
+TAIL95 = 3.0  # an exponential wait's 95th percentile over its mean (ln 20)
+ITERATIONS = 60
+
+
+@dataclass(frozen=True)
+class Hw:
+    """What one replica's step reads and computes (tensor-parallel ranks summed)."""
+
+    bandwidth: float  # bytes/s
+    flops: float | None  # FLOP/s at the planned precision; None = not known (memory time only)
+    weights_read: float  # bytes of active weights read per step
+    kv_per_token: float  # KV bytes per token held, with the tensor-parallel copies
+    matmul_params: float  # weights that multiply every token (2 FLOPs each)
+    chunk_tokens: int = 0  # prefill tokens per step; 0 = the whole prompt at once
+    max_running: int | None = None  # sequences the KV pool holds at the typical length; None = no limit known
+    allreduce_s: float = 0.0  # per step: tensor-parallel all-reduces (2 per layer x their latency)
+
+
+@dataclass(frozen=True)
+class Eff:
+    bw_eff: float  # share of the bandwidth a decode step reaches
+    flops_eff: float  # share of the peak FLOPS prefill reaches
+    step_ms: float  # fixed cost of one engine step (scheduling, kernel launches, Python, sampling)
+
+    def scaled(self, speed: float) -> "Eff":
+        """Every term `speed` times faster (>1) or slower (<1): the band's ends."""
+        return Eff(self.bw_eff * speed, self.flops_eff * speed, self.step_ms / speed)
+
+
+@dataclass(frozen=True)
+class Load:
+    input_tokens: int
+    output_tokens: int
+    input_sd: float = 0.0
+    concurrency: int | None = None  # closed loop of this many users
+    request_rate: float | None = None  # open loop: Poisson arrivals per second
+
+
+@dataclass(frozen=True)
+class Point:
+    """The predicted figures at one load. None: not predicted (the load never drains)."""
+
+    concurrency: int | None
+    request_rate: float | None
+    ttft_ms_p50: float | None
+    ttft_ms_p95: float | None
+    itl_ms_p50: float | None
+    itl_ms_p95: float | None
+    output_tps: float | None  # all requests together
+    output_tps_per_user: float | None  # one request's decode rate (1000 / mean ITL)
+    requests_per_s: float | None
+    running: int  # sequences decoding together (at most the KV pool's)
+    saturated: bool = False  # open loop: arrivals outrun the engine
+
+
+# ---------------------------------------------------------------- the named terms
+
+def decode_step_s(b: float, hw: Hw, eff: Eff, held_tokens: float) -> float:
+    """One decode step at batch b: memory or compute, whichever is longer, plus the step's fixed cost."""
+    memory = (hw.weights_read + b * hw.kv_per_token * held_tokens) / (hw.bandwidth * eff.bw_eff)
+    compute = 2 * hw.matmul_params * b / (hw.flops * eff.flops_eff) if hw.flops else 0.0
+    return max(memory, compute) + eff.step_ms / 1000 + hw.allreduce_s
+
+
+def prefill_s(n: float, hw: Hw, eff: Eff) -> float:
+    """A prompt of n tokens alone: chunk by chunk, each compute-bound or one read of the weights."""
+    n = max(1.0, n)
+    chunks = math.ceil(n / hw.chunk_tokens) if hw.chunk_tokens else 1
+    compute = 2 * hw.matmul_params * n / (hw.flops * eff.flops_eff) if hw.flops else 0.0
+    read = chunks * hw.weights_read / (hw.bandwidth * eff.bw_eff)
+    return max(compute, read) + chunks * (eff.step_ms / 1000 + hw.allreduce_s)
+
+
+def mdl_wait_s(share: float, service_s: float) -> float:
+    """M/D/1 mean wait: share x service / (2 (1 - share))."""
+    share = min(share, 0.98)
+    return share * service_s / (2 * (1 - share))
+
+
+# ---------------------------------------------------------------- the two ways of serving
+
+def predict(mode: str, hw: Hw, eff: Eff, load: Load) -> Point:
+    """mode: continuous | slots (batching) or sequential (one request at a time)."""
+    if mode == "sequential":
+        return _sequential(hw, eff, load)
+    return _batching(hw, eff, load)
+
+
+def _sequential(hw: Hw, eff: Eff, load: Load) -> Point:
+    i, o = load.input_tokens, max(1, load.output_tokens)
+    i95 = i + Z95 * load.input_sd
+    held = i + o / 2
+    step = decode_step_s(1, hw, eff, held)
+    pre, pre95 = prefill_s(i, hw, eff), prefill_s(i95, hw, eff)
+    service = pre + (o - 1) * step
+    if load.request_rate is not None:
+        share = load.request_rate * service
+        if share >= 1:
+            return Point(None, load.request_rate, None, None, _ms(step), _ms(step), 1 / service * o, 1 / step,
+                         1 / service, 1, saturated=True)
+        wait = mdl_wait_s(share, service)
+        return Point(None, load.request_rate, _ms(pre + wait), _ms(pre95 + TAIL95 * wait), _ms(step), _ms(step),
+                     load.request_rate * o, 1 / step, load.request_rate, 1)
+    c = max(1, load.concurrency or 1)
+    # a closed loop of c users served one at a time: each request waits for the c - 1 ahead of it
+    ttft = (c - 1) * service + pre
+    ttft95 = (c - 1) * service + pre95 + (c - 1) * (pre95 - pre)
+    return Point(c, None, _ms(ttft), _ms(ttft95), _ms(step), _ms(step), o / service, 1 / step, 1 / service, 1)
+
+
+def _batching(hw: Hw, eff: Eff, load: Load) -> Point:
+    i, o = load.input_tokens, max(1, load.output_tokens)
+    i95 = i + Z95 * load.input_sd
+    held = i + o / 2
+    cap = hw.max_running if hw.max_running is not None else 10**9
+    closed = load.request_rate is None
+    users = max(1, load.concurrency or 1) if closed else None
+    running = min(users, max(1, cap)) if closed else None
+    pre = prefill_s(i, hw, eff)
+    # fixed point over the throughput x (requests/s) and the decoding batch b
+    x = (running / (pre + o * decode_step_s(running, hw, eff, held))) if closed else load.request_rate
+    b = float(running) if closed else 1.0
+    itl = ttft = 0.0
+    wait = share = half = 0.0
+    for _ in range(ITERATIONS):
+        step = decode_step_s(b, hw, eff, held)
+        n = running if closed else max(1.0, x * (ttft + (o - 1) * itl) if itl else 1.0)
+        others = (n - 1) / n if n > 1 else 0.0
+        share = min(0.95, x * pre)  # the share of time steps spend on prompts
+        itl = step / (1 - share * others)
+        wait = mdl_wait_s(share * others, pre)  # for the prompts ahead
+        half = step / 2 if n > 1 else 0.0  # for the step under way
+        ttft = pre + wait + half
+        cycle = ttft + (o - 1) * itl
+        b_new = max(1.0, n * (o - 1) * itl / cycle) if o > 1 else 1.0
+        if closed:
+            x_new = running / cycle
+            x = 0.5 * x + 0.5 * x_new
+        b = 0.5 * b + 0.5 * min(b_new, cap)
+    if not closed:
+        n_open = x * (ttft + (o - 1) * itl)
+        saturated = share >= 0.95 or n_open > cap
+        if saturated:
+            return Point(None, load.request_rate, None, None, _ms(itl), _ms(itl), None, 1 / itl, None,
+                         int(min(n_open, cap)), saturated=True)
+    # users beyond the KV pool wait for a finished sequence: (waiting) / throughput
+    queued = (users - running) / x if closed and users > running else 0.0
+    step = decode_step_s(b, hw, eff, held)
+    pre95 = prefill_s(i95, hw, eff)
+    # steps that carry a prompt chunk are the slow ones: the ITL's p95 when at least 5 % of steps do
+    chunk_tokens = min(i, hw.chunk_tokens) if hw.chunk_tokens else i
+    mixed = step + prefill_s(chunk_tokens, hw, eff) - eff.step_ms / 1000
+    chunks = math.ceil(i / hw.chunk_tokens) if hw.chunk_tokens else 1
+    prompt_steps = x * chunks * itl
+    itl50 = mixed if prompt_steps >= 0.5 else step
+    itl95 = mixed if prompt_steps >= 0.05 and (running or 1) > 1 else itl50
+    rate = load.request_rate if not closed else None
+    ttft95 = pre95 + TAIL95 * wait + 2 * half + queued
+    return Point(users, rate, _ms(ttft + queued), _ms(ttft95), _ms(itl50), _ms(max(itl95, itl50)), x * o, 1 / itl, x, int(round(running if closed else b)))
+
+
+def _ms(s: float | None) -> float | None:
+    return None if s is None else s * 1000
+
+
+# ---------------------------------------------------------------- capacity and fleet
+
+def capacity(mode: str, hw: Hw, eff: Eff, input_tokens: int, output_tokens: int, input_sd: float,
+             ttft_target_ms: float, limit: int = 100_000) -> int:
+    """The highest closed-loop concurrency whose predicted p95 TTFT meets the target (0: not even one user)."""
+    def ok(c: int) -> bool:
+        p = predict(mode, hw, eff, Load(input_tokens, output_tokens, input_sd, concurrency=c))
+        return p.ttft_ms_p95 is not None and p.ttft_ms_p95 <= ttft_target_ms
+
+    if not ok(1):
+        return 0
+    lo, hi = 1, 2
+    while hi <= limit and ok(hi):
+        lo, hi = hi, hi * 2
+    hi = min(hi, limit + 1)
+    while hi - lo > 1:  # p95 TTFT rises with the users: the last one that meets
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    return lo
+
+
+def with_band(eff: Eff, band: float) -> tuple[Eff, Eff]:
+    """(slow end, fast end) of the efficiencies for a relative error band: latency x (1 + band) .. / (1 + band)."""
+    return eff.scaled(1 / (1 + band)), eff.scaled(1 + band)
+
+
+def replicas_for(users: int, per_replica: int) -> int | None:
+    """Replicas that hold `users` when each holds `per_replica` within the target; None when none does."""
+    return None if per_replica <= 0 else max(1, math.ceil(users / per_replica))
+
+
+__all__ = ["Eff", "Hw", "Load", "Point", "capacity", "decode_step_s", "mdl_wait_s", "predict", "prefill_s",
+           "replace", "replicas_for", "with_band"]
