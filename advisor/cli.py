@@ -36,8 +36,11 @@ def _parser() -> _Parser:
 
     command("detect", "show this machine's hardware and installed engines", answers=False)
     command("recommend", "rank the engines for an answers file")
-    command("plan", "capacity plan: what fits, max concurrency/context, roofline bounds",
-            probes="compare a probe's measured memory and tok/s with the plan (repeatable)")
+    pl = command("plan", "capacity plan: what fits, max concurrency/context, roofline bounds, predicted serving",
+                 probes="compare a probe's measured memory and tok/s with the plan (repeatable)")
+    pl.add_argument("--sweep", action="append", default=[], metavar="SWEEP.json",
+                    help="set a `python -m probes sweep` result beside the serving prediction (repeatable); a sweep "
+                         "measured here, on a quiet machine, recalibrates this machine's efficiency for its engine")
     rp = command("report", "write the decision report (.md or .pdf, by the extension of --out)", fmt=False,
                  probes="a result from `python -m probes run --format json` (repeatable)")
     rp.add_argument("--out", required=True, metavar="report.md|report.pdf")
@@ -158,7 +161,8 @@ def cmd_recommend(args, knowledge) -> int:
     answers = load_answers(args.answers)
     hardware = _hardware_for(answers, knowledge)
     spec, machine = _inputs(answers, knowledge)
-    rec = recommend(answers, hardware, knowledge, lang=args.lang, spec=spec, machine=machine)
+    rec = recommend(answers, hardware, knowledge, lang=args.lang, spec=spec, machine=machine,
+                    calibration=_calibration())
     if args.format == "json":
         print(json.dumps(recommendation_json(rec, answers, hardware), ensure_ascii=False, indent=2))
     else:
@@ -366,7 +370,8 @@ def cmd_report(args, knowledge) -> int:
     sweeps = [_report_sweep(p) for p in args.sweep]
     hardware = _hardware_for(answers, knowledge)
     spec, machine = _inputs(answers, knowledge)
-    rec = recommend(answers, hardware, knowledge, lang=args.lang, spec=spec, machine=machine)
+    rec = recommend(answers, hardware, knowledge, lang=args.lang, spec=spec, machine=machine,
+                    calibration=_calibration())
     images, files = (chart_images(rec, results, args.lang, checks, sweeps=sweeps, run_ids=_ids_from_names(args.probe),
                                   ttft_target_ms=float(answers.ttft_p95_ms))
                      if out.suffix.lower() == ".pdf" else ({}, {}))
@@ -401,22 +406,65 @@ def _checks(results, knowledge, lang):
 
 def cmd_plan(args, knowledge) -> int:
     from advisor.inputs import load_answers
-    from advisor.planner import make_plan
+    from advisor.planner import calibration, make_plan
     from advisor.report import plan_text
 
     answers = load_answers(args.answers)
     results = [_load_result(p, "probe") for p in args.probe]
+    sweeps = [_load_result(p, "sweep") for p in args.sweep]
     hardware = _hardware_for(answers, knowledge)
     spec, machine = _inputs(answers, knowledge)
-    plan = make_plan(answers, hardware, knowledge, spec, machine, args.lang)
+    sweep_checks, recal = _sweep_checks(sweeps, answers, knowledge, args.lang)
+    plan = make_plan(answers, hardware, knowledge, spec, machine, args.lang, calibration=calibration.load())
     checks = _checks(results, knowledge, args.lang)
     if args.format == "json":
         data = plan.model_dump(mode="json")
         data["probe_checks"] = [c.model_dump(mode="json") for c in checks]
+        data["sweep_checks"] = [c.model_dump(mode="json") for c in sweep_checks]
+        data["recalibrated"] = [c.model_dump(mode="json") for c in recal]
         print(json.dumps(data, ensure_ascii=False, indent=2))
     else:
-        print(plan_text(plan, knowledge, args.lang, checks))
+        from advisor.report.sweep_check import check_text, recalibrated_text
+
+        lines = [plan_text(plan, knowledge, args.lang, checks)]
+        try:
+            from advisor.report import serving_text
+
+            lines += [""] + serving_text(plan, knowledge, args.lang)
+        except ImportError:
+            pass
+        for c in sweep_checks:
+            lines += [""] + check_text(c, knowledge, args.lang)
+        lines += [recalibrated_text(c, knowledge, args.lang) for c in recal]
+        print("\n".join(lines))
     return 0
+
+
+def _calibration():
+    from advisor.planner import calibration
+
+    return calibration.load()
+
+
+def _sweep_checks(sweeps, answers, knowledge, lang):
+    """Each sweep beside the prediction for what it ran, made BEFORE any recalibration from these sweeps (from the
+    published fit, or an earlier calibration); then each quiet local sweep recalibrates its engine here."""
+    from advisor.evidence.sweep_check import check_sweep, recalibrate
+    from advisor.inputs import detect
+    from advisor.planner import calibration, machine_bench
+
+    if not sweeps:
+        return [], []
+    hw, machine = detect(knowledge), machine_bench.get()
+    before = calibration.load()
+    checks = [c for c in (check_sweep(s, knowledge, hw, machine, answers, before) for s in sweeps) if c is not None]
+    recal = []
+    for s in sweeps:
+        cal = recalibrate(s, knowledge, hw, machine)
+        if cal is not None:
+            calibration.save(cal)
+            recal.append(cal)
+    return checks, recal
 
 
 COMMANDS = {"knowledge": cmd_knowledge, "detect": cmd_detect, "recommend": cmd_recommend, "plan": cmd_plan, "report": cmd_report}

@@ -12,6 +12,9 @@ import streamlit as st
 
 from advisor.decide import recommend
 from advisor.evidence import check_capacity, check_probe, history, not_measured, revisit, target_device
+from advisor.evidence.sweep_check import check_sweep, recalibrate_all
+from advisor.planner import calibration
+from advisor.report.sweep_check import check_markdown, recalibrated_text
 from advisor.inputs import answers_id
 from advisor.report import (latency_chart, link_urls, md_escape, roofline_chart, run_label, sweep_charts,
                             throughput_chart)
@@ -78,7 +81,8 @@ if job is not None:
         st.button(T("ui_cancel"), key="cancel_probe", on_click=job.cancel.set)
 else:
     spec, bench, _ = plan_inputs(a)
-    rec = recommend(a, None if a.hardware else hw, k, lang=L, with_flips=False, spec=spec, machine=bench)
+    rec = recommend(a, None if a.hardware else hw, k, lang=L, with_flips=False, spec=spec, machine=bench,
+                    calibration=calibration.load())
     with st.spinner(T("ui_checking_engines")):
         avail = engine_availability()
     local = [e for e in BACKENDS if e != "endpoint"]
@@ -185,6 +189,8 @@ if done is not None and not done.running and ss.get("acked_job") != done.id:
     if done.sweep is not None:  # a sweep's conclusion is its capacity; its levels stay in the history
         ss[SWEEPS] = [done.group]
         ss.pop("sweeps_pick", None)
+        # a quiet sweep measured here recalibrates this machine's efficiency for its engine (user cache), once
+        ss["recalibrated"] = [recalibrated_text(c, k, L) for c in recalibrate_all(done.sweeps, k, hw, machine())]
     else:
         ss[RUNS] = [rid for rid in done.run_ids if rid is not None]
         ss.pop("runs_pick", None)
@@ -265,6 +271,20 @@ def _sweep_section(rec) -> None:
                             "—" if r.inconclusive_at is None else str(r.inconclusive_at)]))
                   for r in v.rows], hide_index=True, key="sweep_table")
     st.caption(T("ui_sweep_cost_note"))
+    # predicted beside measured, for what each sweep ran (the prediction from the published fit, or this machine's
+    # calibration when an earlier sweep made one)
+    st.subheader(T("svc_title"))
+    cal = calibration.load()
+    shown = False
+    for sw in chosen:
+        c = check_sweep(sw, k, hw, machine(), a, cal)
+        if c is not None and c.levels:
+            st.markdown(check_markdown(c, k, L))
+            shown = True
+    if not shown:
+        st.caption(T("svc_none"))
+    for line in ss.get("recalibrated") or []:
+        st.info(md_escape(line))
 
 
 # ---------------------------------------------------------------- results

@@ -5,6 +5,7 @@ import streamlit as st
 from advisor.decide import recommend
 from advisor.evidence import check_probe, history
 from advisor.inputs import dump_answers
+from advisor.planner import calibration
 from advisor.report import (ReportError, build_markdown, chart_images, link_urls, markdown_to_pdf, reproduce_bundle,
                             run_label)
 from ui_common import (RUNS, SWEEPS, T, answers, hardware, knowledge, lang, link_path_gate, machine,
@@ -19,7 +20,7 @@ link_path_gate(a)
 spec, bench, spec_error = plan_inputs(a)
 if spec_error:
     st.error(spec_error)
-rec = recommend(a, hw, k, lang=L, spec=spec, machine=bench)
+rec = recommend(a, hw, k, lang=L, spec=spec, machine=bench, calibration=calibration.load())
 picked = sorted(set(ss.get(RUNS, [])))
 history.list_runs(limit=1)  # opens the history, so a database moved aside is said below even with nothing picked
 by_id = history.get_runs(picked)  # however old: nothing picked drops out because newer runs came after it

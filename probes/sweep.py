@@ -68,6 +68,13 @@ def run_sweep(base: ProbeSettings, levels: list[int], until_sla: bool = True, go
         out.device = out.device or res.device
         out.model = out.model or res.model
         out.serving = out.serving or res.serving
+        if out.first_settings is None and res.ok and res.settings is not None:
+            ok = max(1, res.requests_ok)
+            out.first_settings = res.settings.model_dump(mode="json", exclude={"extra"})
+            out.first_backend_settings = {k: v for k, v in res.backend_settings.items()
+                                          if isinstance(v, (str, int, float, bool)) or v is None}
+            out.first_tokens = [round((res.prompt_tokens_total or 0) / ok), round((res.output_tokens_total or 0) / ok)]
+            out.first_server_kind = res.server_kind
         if res.status != "ok":
             if i == 0 or res.status == "cancelled":
                 out.status, out.reason = res.status, res.reason

@@ -85,6 +85,12 @@ class SweepResult(BaseModel):
     serving: str | None = None
     started_at: str | None = None
     duration_s: float | None = None
+    #: what the first measured level ran, kept with the summary (the history and the report drop `results`), so a
+    #: prediction can be made for the same thing: its settings (token counts, model) and the engine's settings
+    first_settings: dict[str, Any] | None = None
+    first_backend_settings: dict[str, Any] | None = None
+    first_tokens: list[int] | None = None  # [mean prompt tokens, mean output tokens] it measured
+    first_server_kind: str | None = None
     results: list[ProbeResult] = Field(default_factory=list)  # every level's full result (raw timestamps)
     run_ids: list[int | None] = Field(default_factory=list)  # where the UI saved each level's result (history)
 
@@ -96,6 +102,16 @@ class SweepResult(BaseModel):
         drove the PDF past 3 GB)."""
         if isinstance(v, list) and len(v) > MAX_LEVELS:
             raise ValueError(f"a sweep holds at most {MAX_LEVELS:,} levels, this one has {len(v):,} {info.field_name}")
+        return v
+
+    @field_validator("first_settings", "first_backend_settings", mode="before")
+    @classmethod
+    def _small(cls, v: Any) -> Any:
+        """Settings are a few dozen keys: a bigger or deeper blob is dropped, not kept."""
+        if v is None:
+            return None
+        if not isinstance(v, dict) or len(v) > 100 or len(repr(v)) > 20_000:
+            return None
         return v
 
     @field_validator("reason", "device", "model", "stop_reason", "serving", mode="after")

@@ -53,6 +53,48 @@ class _Extra:
         self.options = [Option(value=v, label=knowledge.strings[f"ui_{key}_{v}"]) for v in values]
 
 
+class _Choice:
+    def __init__(self, value, en: str, zh: str) -> None:
+        from advisor.knowledge.schema import Text
+
+        self.value, self.label = value, Text(en=en, zh=zh)
+
+
+class _HardwareFlip:
+    """The target hardware as a flip, now that the serving prediction can weigh it: twice the GPUs, or a faster part
+    of the same vendor (knowledge/serving.yaml flip_gpus). Only for hardware the answers name (a plan for this
+    machine is not a purchase)."""
+
+    key, kind = "hardware", "hardware-flip"
+
+    def __init__(self, knowledge: Knowledge) -> None:
+        self.short = knowledge.strings["ui_flip_hardware"]
+
+
+def _hardware_candidates(answers: Answers, knowledge: Knowledge):
+    from advisor.planner.target import find_gpu
+
+    hw = answers.hardware
+    if hw is None or hw.gpu_vendor == "none" or "ui_flip_hardware" not in knowledge.strings:
+        return
+    q = _HardwareFlip(knowledge)
+    g = find_gpu(hw.gpu_model, knowledge)
+    name = g.name if g else (hw.gpu_model or "GPU")
+    if hw.nodes == 1 and hw.gpu_count * 2 <= 8:
+        n = hw.gpu_count * 2
+        new = hw.model_copy(update={"gpu_count": n, "gpus_per_node": n})
+        yield q, _Choice(new.model_dump(exclude_none=True), f"{n} × {name}", f"{n} 块 {name}"), 1, {"hardware": new}
+    if g is None or not g.bandwidth_gb_s:
+        return
+    faster = [x for x in (find_gpu(i, knowledge) for i in knowledge.serving.flip_gpus.get(hw.gpu_vendor, []))
+              if x is not None and x.id != g.id and (x.bandwidth_gb_s or 0) > g.bandwidth_gb_s]
+    for dist, x in enumerate(sorted(faster, key=lambda x: x.bandwidth_gb_s)[:2], start=1):
+        new = hw.model_copy(update={"gpu_model": x.name, "gpu_memory_gb": None})
+        label = f"{hw.gpu_count} × {x.name}"
+        yield q, _Choice(new.model_dump(exclude_none=True), label,
+                         f"{hw.gpu_count} 块 {x.name}"), dist, {"hardware": new}
+
+
 def _questions(knowledge: Knowledge):
     yield from knowledge.checklist.questions
     for key, values in EXTRA_FLIPS.items():
@@ -73,6 +115,7 @@ def _candidates(answers: Answers, knowledge: Knowledge):
             value = opt.value
             dist = abs(i - cur_i) if cur_i >= 0 else 1
             yield q, opt, dist, {q.key: value}
+    yield from _hardware_candidates(answers, knowledge)
 
 
 def find_flips(answers: Answers, ev, scored) -> tuple[list[Flip], str | None]:

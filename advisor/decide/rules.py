@@ -46,13 +46,15 @@ class Evaluator:
     """
 
     def __init__(self, hardware: Hardware | None, knowledge: Knowledge, spec: ModelSpec | None,
-                 machine: MachineBench | None, lang: str):
+                 machine: MachineBench | None, lang: str, calibration: dict | None = None):
         self.hardware, self.knowledge, self.spec, self.machine, self.lang = hardware, knowledge, spec, machine, lang
+        self.calibration = calibration
         self._specs: dict[str, ModelSpec] = {}
         self._plans: dict[str, tuple[Plan, EngineFacts]] = {}
 
     def plan(self, answers: Answers, detail: bool = True) -> tuple[Plan, EngineFacts]:
-        key = "|".join([str(answers.concurrency), answers.prompt_mix, answers.model.model_dump_json(),
+        key = "|".join([str(answers.concurrency), answers.prompt_mix, str(answers.ttft_p95_ms),
+                        answers.model.model_dump_json(),
                         answers.hardware.model_dump_json() if answers.hardware else "-", str(detail)])
         if key not in self._plans:
             spec = self.spec
@@ -61,7 +63,8 @@ class Evaluator:
                 if mkey not in self._specs:
                     self._specs[mkey] = resolve_model(answers.model, self.knowledge, read_files=False)
                 spec = self._specs[mkey]
-            plan = make_plan(answers, self.hardware, self.knowledge, spec, self.machine, self.lang, detail)
+            plan = make_plan(answers, self.hardware, self.knowledge, spec, self.machine, self.lang, detail,
+                             calibration=self.calibration)
             none = self.knowledge.s("plan_fix_none", self.lang)
             self._plans[key] = plan, {e: plan_facts(p, none) for e, p in plan.engines.items()}
         return self._plans[key]
@@ -83,11 +86,12 @@ class Evaluator:
 
 
 def recommend(answers: Answers, hardware: Hardware | None, knowledge: Knowledge, lang: str = "en",
-              with_flips: bool = True, spec: ModelSpec | None = None, machine: MachineBench | None = None
-              ) -> Recommendation:
+              with_flips: bool = True, spec: ModelSpec | None = None, machine: MachineBench | None = None,
+              calibration: dict | None = None) -> Recommendation:
     """spec: the model resolved at the edge (from files); None resolves model.name / params_b here.
-    machine: this CPU's measured bandwidth and FLOPS (advisor.planner.machine_bench), if known."""
-    ev = Evaluator(hardware, knowledge, spec, machine, lang)
+    machine: this CPU's measured bandwidth and FLOPS (advisor.planner.machine_bench), if known.
+    calibration: this machine's recalibrated serving efficiencies (advisor.planner.calibration.load()), if any."""
+    ev = Evaluator(hardware, knowledge, spec, machine, lang, calibration)
     facts, engine_facts = ev.facts(answers)
     plan, _ = ev.plan(answers)
     s = score(facts, knowledge, engine_facts)

@@ -24,7 +24,7 @@ from advisor.planner.serving import Eff, Load, capacity, predict
 from advisor.planner.spec import ModelSpec, ModelSpecError, read_model_path
 from advisor.planner.target import build_target
 from advisor.planner.types import Calibrated
-from probes.result import ProbeResult, device_kind
+from probes.result import device_kind
 from probes.sweep_result import SweepResult
 
 SERVER_ENGINE = {"vllm": "vllm", "sglang": "sglang", "llama-server": "llama.cpp", "trtllm-serve": "tensorrt-llm"}
@@ -65,35 +65,77 @@ class SweepCheck(BaseModel):
     busy: bool = False
     notes: list[str] = Field(default_factory=list)
 
+    def capacity_at(self, target_ms: float) -> tuple[int | None, int | None]:
+        """(measured, predicted) SLA capacity at a p95 TTFT target, on the sweep's own levels: the highest level whose
+        p95 meets it with every level below meeting it too (0: not even the first; None: no level to judge)."""
+        def walk(get) -> int | None:
+            cap, judged = 0, False
+            for lv in sorted(self.levels, key=lambda x: x.concurrency):
+                v = get(lv)
+                if v is None:
+                    continue
+                judged = True
+                if v > target_ms:
+                    break
+                cap = lv.concurrency
+            return cap if judged else None
+        return walk(lambda lv: lv.measured_ttft_ms_p95), walk(lambda lv: lv.predicted_ttft_ms_p95)
+
     def median_abs_error(self, figure: str) -> float | None:
         errs = [abs(x) for x in (lv.errors()[figure] for lv in self.levels) if x is not None]
         return statistics.median(errs) if errs else None
 
 
-def _engine_of(sweep: SweepResult) -> str | None:
+class _First(BaseModel):
+    """What the sweep's first measured level ran: from its full result, else from the summary's first_* fields."""
+
+    prompt: int
+    output: int
+    sd: float = 0.0
+    model: str | None = None
+    device: str | None = None
+    backend_settings: dict = Field(default_factory=dict)
+    server_kind: str | None = None
+
+
+def _first(sweep: SweepResult) -> _First | None:
+    res = next((r for r in sweep.results if r.ok), None)
+    if res is not None:
+        s, ok = res.settings, max(1, res.requests_ok)
+        prompt = (s.input_tokens if s and s.input_tokens else round((res.prompt_tokens_total or 0) / ok) or 128)
+        out = (s.output_tokens if s and s.output_tokens else round((res.output_tokens_total or 0) / ok) or
+               (s.max_tokens if s else 32))
+        return _First(prompt=int(prompt), output=int(out), sd=float(s.input_tokens_sd or 0) if s else 0.0,
+                      model=res.model, device=res.device, backend_settings=res.backend_settings,
+                      server_kind=res.server_kind)
+    fs = sweep.first_settings
+    if not fs:
+        return None
+    toks = sweep.first_tokens or [0, 0]
+    try:
+        prompt = int(fs.get("input_tokens") or toks[0] or 128)
+        out = int(fs.get("output_tokens") or toks[1] or fs.get("max_tokens") or 32)
+        sd = float(fs.get("input_tokens_sd") or 0)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return _First(prompt=max(1, prompt), output=max(1, out), sd=max(0.0, sd), model=sweep.model, device=sweep.device,
+                  backend_settings=sweep.first_backend_settings or {}, server_kind=sweep.first_server_kind)
+
+
+def _engine_of(sweep: SweepResult, first: _First | None) -> str | None:
     if sweep.engine != "endpoint":
         return sweep.engine
-    kinds = {r.server_kind for r in sweep.results if r.server_kind}
+    kinds = {r.server_kind for r in sweep.results if r.server_kind} or (
+        {first.server_kind} if first is not None and first.server_kind else set())
     return SERVER_ENGINE.get(next(iter(kinds))) if len(kinds) == 1 else None
-
-
-def _tokens(res: ProbeResult) -> tuple[int, int]:
-    s = res.settings
-    ok = max(1, res.requests_ok)
-    prompt = (s.input_tokens if s and s.input_tokens else
-              round((res.prompt_tokens_total or 0) / ok) or 128)
-    out = (s.output_tokens if s and s.output_tokens else round((res.output_tokens_total or 0) / ok) or
-           (s.max_tokens if s else 32))
-    return int(prompt), int(out)
 
 
 def _calc(sweep: SweepResult, engine: str, knowledge: Knowledge, hardware: Hardware | None,
           machine: MachineBench | None, answers: Answers | None):
-    first = next((r for r in sweep.results if r.ok), None)
+    first = _first(sweep)
     if first is None:
         return None, None
-    prompt, out = _tokens(first)
-    sd = float(first.settings.input_tokens_sd or 0) if first.settings else 0.0
+    prompt, out, sd = first.prompt, first.output, first.sd
     bs = first.backend_settings
     remote = sweep.engine == "endpoint" or device_kind(first.device)[0] == "remote"
     if remote and (answers is None or answers.hardware is None):
@@ -140,8 +182,8 @@ def check_sweep(sweep: SweepResult, knowledge: Knowledge, hardware: Hardware | N
                 answers: Answers | None = None, calibration: dict[str, Calibrated] | None = None
                 ) -> SweepCheck | None:
     """None when there is nothing to predict: no level measured, an endpoint without named hardware, no model."""
-    engine = _engine_of(sweep)
-    if engine is None or engine not in knowledge.planner.engines or not sweep.results:
+    engine = _engine_of(sweep, _first(sweep))
+    if engine is None or engine not in knowledge.planner.engines:
         return None
     c, tokens = _calc(sweep, engine, knowledge, hardware, machine, answers)
     if c is None or c.device == "none":
@@ -230,3 +272,17 @@ def recalibrate(sweep: SweepResult, knowledge: Knowledge, hardware: Hardware | N
                       band=round(max(statistics.median(errs) if errs else 0.5, knowledge.serving.band_floor), 3),
                       sweep_at=(sweep.started_at or "")[:64], levels=len(levels), change_tps=gmean(tps),
                       change_ttft=gmean(ttft))
+
+
+def recalibrate_all(sweeps: list[SweepResult], knowledge: Knowledge, hardware: Hardware | None,
+                    machine: MachineBench | None) -> list[Calibrated]:
+    """Recalibrate from each sweep that can speak for this machine, and keep each in the user cache."""
+    from advisor.planner import calibration
+
+    out = []
+    for s in sweeps:
+        cal = recalibrate(s, knowledge, hardware, machine)
+        if cal is not None:
+            calibration.save(cal)
+            out.append(cal)
+    return out

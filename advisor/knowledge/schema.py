@@ -1049,6 +1049,8 @@ class ServingFile(Strict):
     prompt_sd_share: dict[Literal["short", "long", "mixed"], float]  # the prompts' spread, a share of the mean
     workload_source: str
     curve_levels: list[int] = Field(min_length=1)
+    # "what would flip" may try these parts of the target's vendor (gpus.yaml ids), the faster ones only
+    flip_gpus: dict[str, list[str]] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _complete(self) -> "ServingFile":

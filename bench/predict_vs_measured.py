@@ -1,0 +1,113 @@
+"""The serving model against every measurement we hold: the published set (fitted and held out) and the sweeps
+measured on the reference machine (bench/data/reference_sweeps/, never part of the fit), as one table of ratios.
+
+    PYTHONPATH=. python bench/predict_vs_measured.py                 # the published set and the reference sweeps
+    PYTHONPATH=. python bench/predict_vs_measured.py SWEEP.json ...  # your own sweeps, measured on this machine
+
+A reference sweep is predicted for the machine it was measured on (bench/data/reference_sweeps/machine.json: its
+measured bandwidth and FLOPS) from the published fit only (knowledge/serving_fit.yaml), with no calibration to that
+machine. Your own sweeps are predicted for this machine as detected.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from advisor.evidence.sweep_check import check_sweep  # noqa: E402
+from advisor.inputs import detect  # noqa: E402
+from advisor.knowledge.load import load_knowledge  # noqa: E402
+from advisor.planner import machine_bench  # noqa: E402
+from advisor.planner.machine_bench import MachineBench  # noqa: E402
+from bench.fit_serving import THROUGHPUT, TTFT, load_obs  # noqa: E402
+from probes.models import default_model  # noqa: E402
+from probes.sweep_result import SweepResult  # noqa: E402
+
+REF = ROOT / "bench" / "data" / "reference_sweeps"
+TARGETS_MS = (1000, 2000, 5000, 10000, 20000)  # SLA targets the capacities are compared at
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{x:+.0%}"
+
+
+def published(k) -> None:
+    fit, held, _ = load_obs(k)
+    groups = k.serving_fit.groups
+
+    def eff_for(o):
+        from advisor.planner.serving import Eff
+
+        g = groups.get(f"{o.engine}/{o.cls}") or groups.get(o.cls)
+        p = g or k.serving.priors[o.cls]
+        return Eff(p.bw_eff, p.flops_eff, p.step_ms)
+
+    print("Published measurements (tests/advisor/data/): measured, predicted from the fit, error = pred/meas - 1")
+    print(f"{'row':46} {'engine':12} {'class':18} {'figure':19} {'measured':>10} {'predicted':>10} {'error':>7}  set")
+    errs: dict[str, list[tuple[float, str]]] = {"throughput": [], "ttft": []}
+    for tag, obs in (("fit", fit), ("held-out", held)):
+        for o in obs:
+            p = o.predict(eff_for(o))
+            err = None if p is None else p / o.measured - 1
+            print(f"{o.row[:46]:46} {o.engine:12} {o.cls:18} {o.kind:19} {o.measured:>10.4g} "
+                  f"{'—' if p is None else format(p, '.4g'):>10} {_pct(err):>7}  {tag}")
+            if tag == "held-out" and o.serving and err is not None:
+                kind = "throughput" if o.kind in THROUGHPUT else ("ttft" if o.kind in TTFT else None)
+                if kind:
+                    errs[kind].append((abs(err), o.row))
+    for kind, xs in errs.items():
+        if xs:
+            worst = max(xs)
+            print(f"held-out serving {kind}: median |error| {statistics.median(x for x, _ in xs):.0%} over "
+                  f"{len(xs)} figures; worst {worst[0]:.0%} ({worst[1]})")
+        else:
+            print(f"held-out serving {kind}: no figures")
+
+
+def sweeps(k, files: list[Path], hardware, machine, note: str) -> None:
+    print(f"\nSweeps ({note}): per level measured / predicted (error)")
+    print(f"{'engine':12} {'in/out':>8} {'users':>5} {'TTFT p95 ms':>28} {'ITL p50 ms':>24} {'output tok/s':>24}")
+    for f in files:
+        sw = SweepResult.model_validate_json(f.read_bytes())
+        if sw.model in (None, "bundled"):
+            sw.model = str(default_model())
+        c = check_sweep(sw, k, hardware, machine, None, None)
+        if c is None:
+            print(f"{sw.engine:12} (no prediction: {f.name})")
+            continue
+        for lv in c.levels:
+            e = lv.errors()
+            print(f"{c.engine:12} {c.input_tokens:>4}/{c.output_tokens:<3} {lv.concurrency:>5} "
+                  f"{lv.measured_ttft_ms_p95 or 0:>10.0f} / {lv.predicted_ttft_ms_p95 or 0:>7.0f} ({_pct(e['ttft_p95']):>5}) "
+                  f"{lv.measured_itl_ms_p50 or 0:>7.1f} / {lv.predicted_itl_ms_p50 or 0:>6.1f} ({_pct(e['itl_p50']):>5}) "
+                  f"{lv.measured_output_tps or 0:>7.1f} / {lv.predicted_output_tps or 0:>6.1f} ({_pct(e['output_tps']):>5})"
+                  + ("  busy" if lv.busy else ""))
+        print(f"{c.engine:12} {c.input_tokens:>4}/{c.output_tokens:<3} capacity at p95 TTFT <= {c.ttft_target_ms:g} ms: "
+              f"measured {c.measured_capacity}, predicted {c.predicted_capacity}; median |error| tok/s "
+              f"{(c.median_abs_error('output_tps') or 0):.0%}, TTFT p95 {(c.median_abs_error('ttft_p95') or 0):.0%}, "
+              f"ITL p50 {(c.median_abs_error('itl_p50') or 0):.0%} ({c.label} ±{c.band:.0%}, group {c.group})")
+        caps = [(t, *c.capacity_at(t)) for t in TARGETS_MS]
+        print(f"{c.engine:12} {c.input_tokens:>4}/{c.output_tokens:<3} capacity on the sweep's levels (measured/predicted) "
+              + ", ".join(f"p95 TTFT <= {t / 1000:g} s: {m}/{p}" for t, m, p in caps))
+
+
+def main(argv: list[str]) -> int:
+    k = load_knowledge()
+    published(k)
+    hw = detect(k)
+    if argv:
+        sweeps(k, [Path(a) for a in argv], hw, machine_bench.get(), "this machine, published fit only")
+        return 0
+    ref = json.loads((REF / "machine.json").read_text(encoding="utf-8"))
+    machine = MachineBench.model_validate(ref["machine_bench"])
+    sweeps(k, sorted(REF.glob("*_*.json")), hw, machine,
+           f"the reference machine: {ref['machine_bench']['cpu_model']}, {ref['cpus']} CPUs, published fit only")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

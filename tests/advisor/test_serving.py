@@ -1,0 +1,141 @@
+"""The serving model (advisor/planner/serving.py, perf.py): its terms behave as queueing says, a plan carries the
+prediction with its band, memory is planned for the typical request, and the ranking reads the prediction."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from advisor.decide import recommend
+from advisor.inputs.answers import parse_answers
+from advisor.knowledge.load import load_knowledge
+from advisor.planner import make_plan
+from advisor.planner.serving import Eff, Hw, Load, capacity, decode_step_s, predict, prefill_s, with_band
+
+K = load_knowledge()
+# Llama-3.1-8B in BF16 on one H100-like GPU: 15 GB of weights, 128 KiB of KV per token
+HW = Hw(bandwidth=3.35e12, flops=989e12, weights_read=15e9, kv_per_token=131072, matmul_params=7e9,
+        chunk_tokens=2048, max_running=200)
+EFF = Eff(0.8, 0.6, 3.0)
+
+
+def test_one_user_is_one_prefill_then_one_step_per_token():
+    p = predict("continuous", HW, EFF, Load(1000, 200, concurrency=1))
+    assert p.ttft_ms_p50 == pytest.approx(prefill_s(1000, HW, EFF) * 1000)
+    assert p.itl_ms_p50 == pytest.approx(decode_step_s(1, HW, EFF, 1100) * 1000)
+    # the same single user on an engine that serves one at a time sees the same
+    q = predict("sequential", HW, EFF, Load(1000, 200, concurrency=1))
+    assert q.ttft_ms_p50 == pytest.approx(p.ttft_ms_p50) and q.itl_ms_p50 == pytest.approx(p.itl_ms_p50)
+
+
+def test_batching_trades_latency_for_throughput_until_the_pool_is_full():
+    pts = [predict("continuous", HW, EFF, Load(1000, 200, concurrency=c)) for c in (1, 8, 64, 200, 400)]
+    tps = [p.output_tps for p in pts]
+    assert tps == sorted(tps) and tps[2] > 10 * tps[0]  # a memory-bound step serves many sequences for one read
+    itl = [p.itl_ms_p50 for p in pts]
+    assert itl == sorted(itl)
+    # beyond the KV pool (200) users wait for a place: TTFT jumps, throughput barely moves
+    assert pts[4].ttft_ms_p50 > 5 * pts[3].ttft_ms_p50
+    assert pts[4].output_tps < 1.2 * pts[3].output_tps
+
+
+def test_one_at_a_time_queues_every_user_behind_the_others():
+    one = predict("sequential", HW, EFF, Load(1000, 200, concurrency=1))
+    four = predict("sequential", HW, EFF, Load(1000, 200, concurrency=4))
+    service = one.ttft_ms_p50 + 199 * one.itl_ms_p50
+    assert four.ttft_ms_p50 == pytest.approx(3 * service + one.ttft_ms_p50, rel=1e-6)
+    assert four.output_tps == pytest.approx(one.output_tps)  # no batching: the same tokens/s for any load
+
+
+def test_open_loop_saturates_and_says_so():
+    low = predict("continuous", HW, EFF, Load(1000, 200, request_rate=1.0))
+    assert not low.saturated and low.output_tps == pytest.approx(200.0)
+    high = predict("sequential", HW, EFF, Load(1000, 200, request_rate=50.0))
+    assert high.saturated and high.ttft_ms_p95 is None
+
+
+def test_p95_reads_the_prompt_spread():
+    flat = predict("continuous", HW, EFF, Load(1000, 200, 0, concurrency=16))
+    spread = predict("continuous", HW, EFF, Load(1000, 200, 500, concurrency=16))
+    assert spread.ttft_ms_p95 > flat.ttft_ms_p95
+    assert spread.ttft_ms_p50 == pytest.approx(flat.ttft_ms_p50)
+
+
+def test_capacity_follows_the_target_and_the_band():
+    caps = [capacity("continuous", HW, EFF, 2000, 300, 0, t) for t in (30, 200, 2000)]
+    assert caps == sorted(caps) and caps[0] == 0 < caps[1]
+    slow, fast = with_band(EFF, 0.3)
+    assert capacity("continuous", HW, slow, 2000, 300, 0, 200) <= caps[1] <= capacity("continuous", HW, fast, 2000,
+                                                                                      300, 0, 200)
+
+
+L40S = {"concurrency": 16, "ttft_p95_ms": 800, "hardware": {"gpu_vendor": "nvidia", "gpu_model": "L40S"},
+        "model": {"name": "llama-3.1-8b", "precision": "bf16", "context_tokens": 131072, "input_tokens": 2000,
+                  "output_tokens": 300}}
+
+
+def test_l40s_serves_16_users_of_the_typical_request_and_predicts_capacity():
+    """The issue's example: Llama-3.1-8B at its full 131,072 context on one L40S, 16 users of about 2,300 tokens."""
+    plan = make_plan(parse_answers(L40S), None, K)
+    v = plan.engines["vllm"]
+    assert v.fits and v.loads and v.typical_tokens == 2300
+    assert v.max_concurrency >= 16 and v.max_context_tokens == 131072  # one request may still use the whole window
+    for e in ("vllm", "sglang", "tensorrt-llm"):
+        sv = plan.engines[e].serving
+        assert sv is not None and sv.capacity and sv.capacity >= 16, e
+        assert sv.capacity_low <= sv.capacity <= sv.capacity_high
+        assert sv.replicas == 1 and sv.at_users.meets
+        assert sv.band > 0 and sv.label in ("fitted", "rough")
+    # transformers serves one request at a time: 16 users of 2,000-token prompts wait for each other
+    pt = plan.engines["pytorch"].serving
+    assert pt.mode == "sequential" and pt.capacity < 16 and (pt.replicas or 0) > 1
+
+
+def test_a_named_model_sets_the_context_not_the_typical_length():
+    a = parse_answers({**L40S, "model": {"name": "llama-3.1-8b", "precision": "bf16", "context_tokens": 131072}})
+    v = make_plan(a, None, K).engines["vllm"]
+    # no token counts given: the prompt mix's (mixed: 1,024 in, 256 out)
+    assert v.typical_tokens == 1024 + 256 and v.fits
+
+
+def test_more_users_than_one_replica_holds_are_a_fleet_with_a_price():
+    plan = make_plan(parse_answers({**L40S, "concurrency": 2000}), None, K)
+    sv = plan.engines["vllm"].serving
+    assert sv.replicas and sv.replicas > 1 and sv.fleet_gpus == sv.replicas * sv.gpus_per_replica
+    assert sv.fleet_usd_per_hour and sv.usd_per_m_output_tokens  # prices.yaml has the L40S
+    assert sv.replicas_high is None or sv.replicas_high >= sv.replicas
+
+
+def test_a_target_no_engine_can_meet_is_said_and_ranks_nothing_up():
+    a = parse_answers({**L40S, "ttft_p95_ms": 10, "model": {**L40S["model"], "input_tokens": 8000}})
+    rec = recommend(a, None, K, with_flips=False)
+    for r in rec.ranking:
+        ids = [x.rule for x in r.reasons]
+        if r.plan.serving is not None:
+            assert not any(i in ids for i in ("predicted-meets", "predicted-meets-rough")), r.engine
+            assert any(i.startswith("predicted-misses") for i in ids), (r.engine, ids)
+
+
+def test_the_ranking_states_the_prediction_and_its_band():
+    rec = recommend(parse_answers(L40S), None, K, with_flips=False)
+    top = rec.ranking[0]
+    assert top.engine in ("vllm", "sglang", "tensorrt-llm")
+    reason = next(x for x in top.reasons if x.rule.startswith("predicted-"))
+    assert "±" in reason.text and "16" in reason.text and reason.source == "bench/fit_serving.py"
+    zh = recommend(parse_answers(L40S), None, K, lang="zh", with_flips=False)
+    assert any("预测" in x.text for x in zh.ranking[0].reasons)
+    # no hand-set concurrency or first-token delta is left
+    ids = {r.id for r in K.rules.rules}
+    assert not ids & {"high-concurrency-needs-batching", "moderate-concurrency", "single-user",
+                      "tight-ttft-on-nvidia", "tight-ttft-without-gpu"}
+
+
+def test_plan_json_carries_the_prediction(tmp_path, capsys):
+    from advisor.cli import main
+
+    f = tmp_path / "a.yaml"
+    f.write_text(json.dumps(L40S), encoding="utf-8")
+    assert main(["plan", "--answers", str(f), "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    sv = data["engines"]["vllm"]["serving"]
+    assert sv["capacity"] >= 16 and sv["levels"] and sv["levels"][0]["concurrency"] == 1
