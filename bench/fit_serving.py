@@ -17,7 +17,6 @@ where the prior put it).
 from __future__ import annotations
 
 import argparse
-import itertools
 import math
 import statistics
 import sys
@@ -30,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from advisor.knowledge.load import load_knowledge  # noqa: E402
 from advisor.planner.published import Obs, batch1_obs, is_held_out, serving_obs  # noqa: E402
-from advisor.planner.serving import Eff  # noqa: E402
+from advisor.planner.serving import Eff, fit_grid  # noqa: E402
 
 DATA = ROOT / "tests" / "advisor" / "data"
 OUT = ROOT / "knowledge" / "serving_fit.yaml"
@@ -39,6 +38,7 @@ PULL = 0.02  # weight of the pull towards the prior, per squared log unit
 BW = [0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0]
 FL = [0.05, 0.08, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
 STEP = [0.0, 0.1, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.5, 8.0, 10.0, 13.0, 17.0, 22.0, 30.0, 45.0, 70.0]
+REQ = [0.0, 2.0, 5.0, 10.0, 20.0, 35.0, 60.0, 100.0, 170.0]
 THROUGHPUT = ("output_tps", "total_tps", "decode1", "prefill1", "output_tps_per_user")
 TTFT = ("ttft_p95", "ttft_p50", "ttft1")
 
@@ -67,18 +67,13 @@ def loss(obs: list[Obs], e: Eff, prior: Eff) -> float:
         p = o.predict(e)
         total += 4.0 if p is None or p <= 0 else math.log(p / o.measured) ** 2
     pull = sum(math.log(max(a, 1e-3) / max(b, 1e-3)) ** 2 for a, b in
-               ((e.bw_eff, prior.bw_eff), (e.flops_eff, prior.flops_eff), (e.step_ms + 0.5, prior.step_ms + 0.5)))
+               ((e.bw_eff, prior.bw_eff), (e.flops_eff, prior.flops_eff), (e.step_ms + 0.5, prior.step_ms + 0.5),
+                (e.request_ms + 5, prior.request_ms + 5)))
     return total / max(1, len(obs)) + PULL * pull
 
 
 def fit_group(obs: list[Obs], prior: Eff) -> Eff:
-    best, best_loss = prior, loss(obs, prior, prior)
-    for bw, fl, st in itertools.product(BW, FL, STEP):
-        e = Eff(bw, fl, st)
-        v = loss(obs, e, prior)
-        if v < best_loss:
-            best, best_loss = e, v
-    return best
+    return fit_grid(lambda e: loss(obs, e, prior), (BW, FL, STEP, REQ), (3, 2, 3, 3))
 
 
 def median_abs(errs: list[float]) -> float | None:
@@ -112,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         held_err = [rel_err(o, e) for o in held if mine(o)]
         held_med = median_abs(held_err) if len([x for x in held_err if x is not None]) >= 2 else None
         band = held_med if held_med is not None else (fit_err or 0.5) * 1.5
-        groups[key] = {"bw_eff": e.bw_eff, "flops_eff": e.flops_eff, "step_ms": e.step_ms,
+        groups[key] = {"bw_eff": e.bw_eff, "flops_eff": e.flops_eff, "step_ms": e.step_ms, "request_ms": e.request_ms,
                        "points": sum(1 for o in fit if mine(o)),
                        "fit_error": None if fit_err is None else round(fit_err, 3), "band": round(max(band, 0.01), 3)}
 
@@ -147,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     for key, g in sorted(groups.items()):
         print(f"{key:32} bw_eff {g['bw_eff']:.2f}  flops_eff {g['flops_eff']:.2f}  step {g['step_ms']:>5} ms  "
+              f"request {g['request_ms']:>5} ms  "
               f"points {g['points']:>3}  fit error {g['fit_error']}  band {g['band']}")
     print()
     for key, v in summary.items():

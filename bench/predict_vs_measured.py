@@ -44,7 +44,7 @@ def published(k) -> None:
 
         g = groups.get(f"{o.engine}/{o.cls}") or groups.get(o.cls)
         p = g or k.serving.priors[o.cls]
-        return Eff(p.bw_eff, p.flops_eff, p.step_ms)
+        return Eff(p.bw_eff, p.flops_eff, p.step_ms, p.request_ms)
 
     print("Published measurements (tests/advisor/data/): measured, predicted from the fit, error = pred/meas - 1")
     print(f"{'row':46} {'engine':12} {'class':18} {'figure':19} {'measured':>10} {'predicted':>10} {'error':>7}  set")

@@ -4,7 +4,8 @@ import streamlit as st
 from advisor.decide import recommend
 from advisor.knowledge import age
 from advisor.report import (cite, cite_reason, concurrency_chart, header_lines, link_urls, md_escape, memory_chart, plan_rows,
-                            ranking_chart, roofline_chart, seed_lines, support_table)
+                            ranking_chart, roofline_chart, seed_lines, serving_chart, serving_rows, support_table)
+from advisor.report import serving as srv
 from ui_common import (T, answers, hardware, knowledge, lang, link_path_gate, plan_inputs, set_answer,
                        show_notice)
 
@@ -81,6 +82,18 @@ for e, p in plan.engines.items():
 with st.expander(T("plan_assumptions_for", engine=rec.top.name if rec.top else "—")):
     if rec.top:
         st.markdown(link_urls("\n".join(f"- {x}" for x in rec.top.plan.assumptions)))
+st.subheader(T("srv_title"))
+st.caption(md_escape(srv.workload_line(plan, k, lang) or T("srv_none_predicted")))
+cols, rows = serving_rows(plan, k, lang)
+st.dataframe([dict(zip(cols, r)) for r in rows], hide_index=True, key="serving_table")
+st.caption(md_escape(srv.caption(k, lang)))
+memory = srv.memory_markdown(plan, k, lang)
+if memory:
+    st.markdown("\n".join(memory))
+if srv.predicted(plan):
+    st.plotly_chart(serving_chart(plan, names, lang), key="serving_chart", config={"displayModeBar": False})
+    with st.expander(T("srv_how_title")):
+        st.markdown(md_escape(srv.explanation(k, lang)))
 with st.expander(T("ui_seed_table")):
     st.markdown(md_table([T("col_verdict"), T("col_claim"), T("col_check"), T("col_quote"), T("source"),
                           T("col_evidence")],

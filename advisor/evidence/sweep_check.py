@@ -7,7 +7,6 @@ efficiencies on a sweep measured here, for advisor/planner/calibration.py to kee
 """
 from __future__ import annotations
 
-import itertools
 import math
 import statistics
 from pathlib import Path
@@ -20,7 +19,7 @@ from advisor.knowledge.load import Knowledge
 from advisor.planner.capacity import Workload, _Calc
 from advisor.planner.machine_bench import MachineBench
 from advisor.planner.perf import efficiency, hw_class
-from advisor.planner.serving import Eff, Load, capacity, predict
+from advisor.planner.serving import Eff, Load, capacity, fit_grid, predict
 from advisor.planner.spec import ModelSpec, ModelSpecError, read_model_path
 from advisor.planner.target import build_target
 from advisor.planner.types import Calibrated
@@ -222,6 +221,7 @@ def _r(x: float | None) -> float | None:
 BW = [0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.85, 1.0]
 FL = [0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.8]
 STEP = [0.0, 0.5, 1.0, 2.0, 4.0, 7.0, 12.0, 20.0, 35.0, 60.0, 100.0, 170.0]
+REQ = [0.0, 2.0, 5.0, 10.0, 20.0, 40.0, 80.0, 150.0, 300.0]
 
 
 def recalibrate(sweep: SweepResult, knowledge: Knowledge, hardware: Hardware | None, machine: MachineBench | None,
@@ -253,7 +253,7 @@ def recalibrate(sweep: SweepResult, knowledge: Knowledge, hardware: Hardware | N
             total += 4.0 if not v or v <= 0 else math.log(v / measured) ** 2
         return total / len(obs)
 
-    best = min((Eff(b, f, s) for b, f, s in itertools.product(BW, FL, STEP)), key=loss)
+    best = fit_grid(loss, (BW, FL, STEP, REQ), (2, 2, 2, 2))
     errs = []
     for conc, pick, measured in obs:
         v = getattr(predict(c.mode, hw, best, Load(prompt, out, sd, concurrency=conc)), pick)
@@ -268,7 +268,7 @@ def recalibrate(sweep: SweepResult, knowledge: Knowledge, hardware: Hardware | N
         return round(math.exp(statistics.fmean(math.log(m / p) for p, m in pairs)), 3) if pairs else None
 
     return Calibrated(engine=check.engine, cpu_model=(machine.cpu_model or "")[:512], bw_eff=best.bw_eff,
-                      flops_eff=best.flops_eff, step_ms=best.step_ms,
+                      flops_eff=best.flops_eff, step_ms=best.step_ms, request_ms=best.request_ms,
                       band=round(max(statistics.median(errs) if errs else 0.5, knowledge.serving.band_floor), 3),
                       sweep_at=(sweep.started_at or "")[:64], levels=len(levels), change_tps=gmean(tps),
                       change_ttft=gmean(ttft))

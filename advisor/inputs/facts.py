@@ -37,6 +37,7 @@ def plan_facts(plan, fix_none: str) -> dict[str, Any]:
         "plan_fix": "; ".join(o.text for o in plan.options) or fix_none,
         "plan_fits_known": plan.fits is not None,
         "plan_offload_ram_gib": r(plan.offload_ram_gib),
+        "plan_typical_tokens": f"{plan.typical_tokens or plan.context_tokens:,}",
         **serving_facts(plan),
     }
 

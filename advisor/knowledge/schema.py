@@ -1024,6 +1024,7 @@ class ServingMode(Sourced):
     """How an engine serves concurrent requests (advisor/planner/serving.py)."""
 
     mode: Literal["continuous", "slots", "sequential"]
+    max_running: int | None = Field(default=None, ge=1)  # the engine's default cap on sequences per step
     version: str
     read: str
     text: Text
@@ -1033,6 +1034,7 @@ class Efficiency(Strict):
     bw_eff: float = Field(gt=0, le=1.5)
     flops_eff: float = Field(gt=0, le=1.5)
     step_ms: float = Field(ge=0, le=10_000)
+    request_ms: float = Field(default=0.0, ge=0, le=100_000)
 
 
 class ServingFile(Strict):

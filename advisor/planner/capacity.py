@@ -613,9 +613,20 @@ class _Calc:
         # VNNI / AMX could give, not what a step reaches); the fitted flops_eff scales it
         flops = self.flops() if self.device == "gpu" else (
             self.target.cpu_gflops * 1e9 if self.target.cpu_gflops else None)
-        return Hw(bandwidth=bw, flops=flops, weights_read=self.active_b,
+        routed, share = 0.0, 0.0
+        e, k = self.spec.moe_experts, self.spec.moe_active_experts
+        if e and k and k < e:  # the routed experts' bytes: total - active = routed x (1 - k/E)
+            share = k / e
+            routed = max(0.0, (self.weights_b - self.active_b) / (1 - share))
+        return Hw(bandwidth=bw, flops=flops, weights_read=self.active_b, moe_routed_bytes=routed, moe_share=share,
                   kv_per_token=self.kv_typ * copies, matmul_params=self.spec.matmul_params_b * 1e9,
-                  chunk_tokens=int(chunk or 0), max_running=self.max_concurrency(), allreduce_s=ar)
+                  chunk_tokens=int(chunk or 0), max_running=self._max_running(), allreduce_s=ar)
+
+    def _max_running(self) -> int | None:
+        """Sequences one step may hold: what the KV pool holds at the typical length, at most the engine's own cap."""
+        pool = self.max_concurrency()
+        cap = self.k.serving.modes[self.engine].max_running
+        return pool if cap is None or pool is None else min(pool, cap)
 
     def decode_total_bound(self, one: float | None) -> float | None:
         bw = self.bandwidth()[0] if self.device != "gpu+cpu" else None

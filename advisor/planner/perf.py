@@ -34,18 +34,20 @@ def efficiency(engine: str, cls: str, k: Knowledge, calibrated: Calibrated | Non
     """(efficiencies, band, basis, group) for an engine on a hardware class."""
     sv = k.serving
     if calibrated is not None:
-        return (Eff(calibrated.bw_eff, calibrated.flops_eff, calibrated.step_ms), max(calibrated.band, sv.band_floor),
+        return (Eff(calibrated.bw_eff, calibrated.flops_eff, calibrated.step_ms, calibrated.request_ms),
+                max(calibrated.band, sv.band_floor),
                 "measured", "this machine")
     groups = k.serving_fit.groups
     own = groups.get(f"{engine}/{cls}")
     if own is not None:
-        return Eff(own.bw_eff, own.flops_eff, own.step_ms), max(own.band, sv.band_floor), "fitted", f"{engine}/{cls}"
+        return (Eff(own.bw_eff, own.flops_eff, own.step_ms, own.request_ms), max(own.band, sv.band_floor), "fitted",
+                f"{engine}/{cls}")
     pooled = groups.get(cls)
     if pooled is not None:  # another engine's evidence on this class: no better than rough
-        return (Eff(pooled.bw_eff, pooled.flops_eff, pooled.step_ms),
+        return (Eff(pooled.bw_eff, pooled.flops_eff, pooled.step_ms, pooled.request_ms),
                 max(pooled.band * 1.5, sv.rough_above * 1.2, sv.band_floor), "class", cls)
     p = sv.priors[cls]
-    return Eff(p.bw_eff, p.flops_eff, p.step_ms), sv.band_without_evidence, "prior", cls
+    return Eff(p.bw_eff, p.flops_eff, p.step_ms, p.request_ms), sv.band_without_evidence, "prior", cls
 
 
 def _level(mode, hw, eff, wl, c: int, gpus: int, target_ms: float | None) -> ServingLevel:
@@ -79,7 +81,8 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
     mode, users, target_ms = c.mode, wl.concurrency, wl.ttft_target_ms
     gpus = c.n if c.device == "gpu" else 0
     out = ServingPlan(mode=mode, hw_class=cls, basis=basis, group=group, label=label, band=round(band, 3),
-                      bw_eff=eff.bw_eff, flops_eff=eff.flops_eff, step_ms=eff.step_ms, input_tokens=wl.prompt_tokens,
+                      bw_eff=eff.bw_eff, flops_eff=eff.flops_eff, step_ms=eff.step_ms, request_ms=eff.request_ms,
+                      input_tokens=wl.prompt_tokens,
                       output_tokens=wl.output_tokens, input_sd=wl.input_sd, typical_tokens=c.typical,
                       ttft_target_ms=target_ms, users=users, gpus_per_replica=gpus,
                       tensor_parallel=max(1, c.tp) if c.cap.multi_gpu == "tensor" and c.device == "gpu" else 1,

@@ -63,7 +63,8 @@ def _calc(row: dict, cpus: dict, k: Knowledge, prompt: int, output: int, users: 
     gpus = (row.get("tensor_parallel") or None) if target.gpu_count else None
     wl = Workload(precision=row.get("precision", "fp16"), context_tokens=max(4096, min(prompt + output, 1 << 17)),
                   concurrency=max(1, users), prompt_tokens=prompt, resident_tokens=resident,
-                  typical_tokens=min(prompt + output, 1 << 17), output_tokens=max(1, output), gpu_count=gpus)
+                  typical_tokens=min(prompt + output, 1 << 17), output_tokens=max(1, output), gpu_count=gpus,
+                  kv_cache_dtype=row.get("kv_cache_dtype", "auto"))
     c = _Calc(engine, spec_of(row, k), target, wl, k, "en")
     return engine, c
 
@@ -87,7 +88,7 @@ def batch1_obs(row: dict, cpus: dict, k: Knowledge) -> list[Obs]:
         return out
     if row.get("ttft_ms") and row.get("prompt_tokens"):
         out.append(Obs(row["id"], engine, cls, "ttft1", float(row["ttft_ms"]),
-                       lambda e, hw=hw: prefill_s(prompt, hw, e) * 1000, False))
+                       lambda e, hw=hw: prefill_s(prompt, hw, e) * 1000 + e.request_ms, False))
     elif row.get("prefill_tps") and row.get("prompt_tokens"):
         out.append(Obs(row["id"], engine, cls, "prefill1", float(row["prefill_tps"]),
                        lambda e, hw=hw: prompt / prefill_s(prompt, hw, e), False))

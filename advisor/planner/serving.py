@@ -45,6 +45,17 @@ class Hw:
     chunk_tokens: int = 0  # prefill tokens per step; 0 = the whole prompt at once
     max_running: int | None = None  # sequences the KV pool holds at the typical length; None = no limit known
     allreduce_s: float = 0.0  # per step: tensor-parallel all-reduces (2 per layer x their latency)
+    moe_routed_bytes: float = 0.0  # MoE: all routed experts' weights; a batch touches more of them than one token
+    moe_share: float = 0.0  # experts per token / experts (the share one token reads)
+
+
+def weights_read_at(b: float, hw: Hw) -> float:
+    """Weights one step reads at batch b: a dense model reads them all once; an MoE step reads every expert that any
+    of its b tokens routes to, 1 - (1 - k/E)^b of them (routing taken as uniform), not just one token's k."""
+    if not hw.moe_routed_bytes or not hw.moe_share:
+        return hw.weights_read
+    touched = 1 - (1 - hw.moe_share) ** max(1.0, b)
+    return hw.weights_read + hw.moe_routed_bytes * (touched - hw.moe_share)
 
 
 @dataclass(frozen=True)
@@ -52,10 +63,11 @@ class Eff:
     bw_eff: float  # share of the bandwidth a decode step reaches
     flops_eff: float  # share of the peak FLOPS prefill reaches
     step_ms: float  # fixed cost of one engine step (scheduling, kernel launches, Python, sampling)
+    request_ms: float = 0.0  # fixed cost of one request before its first token (API server, tokenizer, queue hop)
 
     def scaled(self, speed: float) -> "Eff":
         """Every term `speed` times faster (>1) or slower (<1): the band's ends."""
-        return Eff(self.bw_eff * speed, self.flops_eff * speed, self.step_ms / speed)
+        return Eff(self.bw_eff * speed, self.flops_eff * speed, self.step_ms / speed, self.request_ms / speed)
 
 
 @dataclass(frozen=True)
@@ -88,7 +100,7 @@ class Point:
 
 def decode_step_s(b: float, hw: Hw, eff: Eff, held_tokens: float) -> float:
     """One decode step at batch b: memory or compute, whichever is longer, plus the step's fixed cost."""
-    memory = (hw.weights_read + b * hw.kv_per_token * held_tokens) / (hw.bandwidth * eff.bw_eff)
+    memory = (weights_read_at(b, hw) + b * hw.kv_per_token * held_tokens) / (hw.bandwidth * eff.bw_eff)
     compute = 2 * hw.matmul_params * b / (hw.flops * eff.flops_eff) if hw.flops else 0.0
     return max(memory, compute) + eff.step_ms / 1000 + hw.allreduce_s
 
@@ -98,8 +110,22 @@ def prefill_s(n: float, hw: Hw, eff: Eff) -> float:
     n = max(1.0, n)
     chunks = math.ceil(n / hw.chunk_tokens) if hw.chunk_tokens else 1
     compute = 2 * hw.matmul_params * n / (hw.flops * eff.flops_eff) if hw.flops else 0.0
-    read = chunks * hw.weights_read / (hw.bandwidth * eff.bw_eff)
+    read = chunks * weights_read_at(n / chunks, hw) / (hw.bandwidth * eff.bw_eff)
     return max(compute, read) + chunks * (eff.step_ms / 1000 + hw.allreduce_s)
+
+
+def prefill_mixed_s(n: float, b: float, hw: Hw, eff: Eff, held_tokens: float) -> float:
+    """A prompt of n tokens while b sequences decode: each of its chunks shares a step with their decode, which
+    reads the weights and their KV and adds b tokens of compute (chunked prefill, as vLLM / SGLang / TensorRT-LLM and
+    llama-server's batches do)."""
+    if b <= 0:
+        return prefill_s(n, hw, eff)
+    n = max(1.0, n)
+    chunks = math.ceil(n / hw.chunk_tokens) if hw.chunk_tokens else 1
+    per = n / chunks
+    memory = (weights_read_at(b + per, hw) + b * hw.kv_per_token * held_tokens) / (hw.bandwidth * eff.bw_eff)
+    compute = 2 * hw.matmul_params * (per + b) / (hw.flops * eff.flops_eff) if hw.flops else 0.0
+    return chunks * (max(memory, compute) + eff.step_ms / 1000 + hw.allreduce_s)
 
 
 def mdl_wait_s(share: float, service_s: float) -> float:
@@ -122,7 +148,8 @@ def _sequential(hw: Hw, eff: Eff, load: Load) -> Point:
     i95 = i + Z95 * load.input_sd
     held = i + o / 2
     step = decode_step_s(1, hw, eff, held)
-    pre, pre95 = prefill_s(i, hw, eff), prefill_s(i95, hw, eff)
+    req = eff.request_ms / 1000
+    pre, pre95 = prefill_s(i, hw, eff) + req, prefill_s(i95, hw, eff) + req
     service = pre + (o - 1) * step
     if load.request_rate is not None:
         share = load.request_rate * service
@@ -152,7 +179,7 @@ def _batching(hw: Hw, eff: Eff, load: Load) -> Point:
     x = (running / (pre + o * decode_step_s(running, hw, eff, held))) if closed else load.request_rate
     b = float(running) if closed else 1.0
     itl = ttft = 0.0
-    wait = share = half = 0.0
+    wait = share = half = own = 0.0
     for _ in range(ITERATIONS):
         step = decode_step_s(b, hw, eff, held)
         n = running if closed else max(1.0, x * (ttft + (o - 1) * itl) if itl else 1.0)
@@ -160,9 +187,18 @@ def _batching(hw: Hw, eff: Eff, load: Load) -> Point:
         share = min(0.95, x * pre)  # the share of time steps spend on prompts
         itl = step / (1 - share * others)
         wait = mdl_wait_s(share * others, pre)  # for the prompts ahead
-        half = step / 2 if n > 1 else 0.0  # for the step under way
-        ttft = pre + wait + half
-        cycle = ttft + (o - 1) * itl
+        own = prefill_mixed_s(i, b * others, hw, eff, held)  # its own chunks, beside the others' decodes
+        # for the step under way: its mean residual E[S^2] / 2E[S], steps with a prompt chunk (a share f of them, as
+        # long as one chunk of a prompt) among plain decode steps
+        if n > 1:
+            chunks_i = math.ceil(i / hw.chunk_tokens) if hw.chunk_tokens else 1
+            long_step = own / chunks_i
+            f = min(1.0, x * chunks_i * itl * others)
+            half = (f * long_step ** 2 + (1 - f) * step ** 2) / (2 * (f * long_step + (1 - f) * step))
+        else:
+            half = 0.0
+        ttft = own + wait + half
+        cycle = ttft + eff.request_ms / 1000 + (o - 1) * itl
         b_new = max(1.0, n * (o - 1) * itl / cycle) if o > 1 else 1.0
         if closed:
             x_new = running / cycle
@@ -177,7 +213,7 @@ def _batching(hw: Hw, eff: Eff, load: Load) -> Point:
     # users beyond the KV pool wait for a finished sequence: (waiting) / throughput
     queued = (users - running) / x if closed and users > running else 0.0
     step = decode_step_s(b, hw, eff, held)
-    pre95 = prefill_s(i95, hw, eff)
+    pre95 = prefill_mixed_s(i95, b * (1 - 1 / max(1.0, float(running or b))), hw, eff, held)
     # steps that carry a prompt chunk are the slow ones: the ITL's p95 when at least 5 % of steps do
     chunk_tokens = min(i, hw.chunk_tokens) if hw.chunk_tokens else i
     mixed = step + prefill_s(chunk_tokens, hw, eff) - eff.step_ms / 1000
@@ -186,8 +222,9 @@ def _batching(hw: Hw, eff: Eff, load: Load) -> Point:
     itl50 = mixed if prompt_steps >= 0.5 else step
     itl95 = mixed if prompt_steps >= 0.05 and (running or 1) > 1 else itl50
     rate = load.request_rate if not closed else None
-    ttft95 = pre95 + TAIL95 * wait + 2 * half + queued
-    return Point(users, rate, _ms(ttft + queued), _ms(ttft95), _ms(itl50), _ms(max(itl95, itl50)), x * o, 1 / itl, x, int(round(running if closed else b)))
+    req = eff.request_ms / 1000
+    ttft95 = pre95 + TAIL95 * wait + 2 * half + queued + req
+    return Point(users, rate, _ms(ttft + queued + req), _ms(ttft95), _ms(itl50), _ms(max(itl95, itl50)), x * o, 1 / itl, x, int(round(running if closed else b)))
 
 
 def _ms(s: float | None) -> float | None:
@@ -213,6 +250,29 @@ def capacity(mode: str, hw: Hw, eff: Eff, input_tokens: int, output_tokens: int,
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if ok(mid) else (lo, mid)
     return lo
+
+
+def fit_grid(loss, grids: tuple[list[float], ...], coarse: tuple[int, ...]) -> Eff:
+    """The Eff on a grid (bw_eff, flops_eff, step_ms, request_ms values) minimising loss(Eff): a coarse pass (every
+    `coarse[i]`-th value), then steps to neighbouring grid points until none improves."""
+    import itertools
+
+    best_i, best_loss = None, float("inf")
+    for idx in itertools.product(*(range(0, len(g), c) for g, c in zip(grids, coarse))):
+        v = loss(Eff(*(g[i] for g, i in zip(grids, idx))))
+        if v < best_loss:
+            best_i, best_loss = idx, v
+    moved = True
+    while moved:
+        moved = False
+        for delta in itertools.product((-1, 0, 1), repeat=len(grids)):
+            idx = tuple(min(len(g) - 1, max(0, i + d)) for g, i, d in zip(grids, best_i, delta))
+            if idx == best_i:
+                continue
+            v = loss(Eff(*(g[i] for g, i in zip(grids, idx))))
+            if v < best_loss - 1e-12:
+                best_i, best_loss, moved = idx, v, True
+    return Eff(*(g[i] for g, i in zip(grids, best_i)))
 
 
 def with_band(eff: Eff, band: float) -> tuple[Eff, Eff]:

@@ -77,6 +77,7 @@ class Calibrated(BaseModel):
     bw_eff: float = Field(gt=0, le=1.5)
     flops_eff: float = Field(gt=0, le=1.5)
     step_ms: float = Field(ge=0, le=10_000)
+    request_ms: float = Field(default=0.0, ge=0, le=100_000)
     band: float = Field(gt=0, le=10)
     sweep_at: str = Field(max_length=64)
     levels: int = Field(ge=1, le=64)
@@ -96,6 +97,7 @@ class ServingPlan(BaseModel):
     bw_eff: float
     flops_eff: float
     step_ms: float
+    request_ms: float = 0.0
     input_tokens: int
     output_tokens: int
     input_sd: float = 0.0

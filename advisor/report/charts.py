@@ -439,3 +439,97 @@ def sweep_charts(sweeps, target_ms: float | None, share: float, lang: str = "en"
     _style(figs["tps"], _t("chart_sweep_tps_title", lang), x(), _axis(_t("chart_axis_tps_total", lang), lang),
            height=340)
     return figs
+
+
+def _envelope(points: list[tuple[float, float]], x_left: float, floor: float) -> tuple[list[float], list[float]]:
+    """The region under the staircase Pareto envelope of `points` (per-user tok/s, per-GPU tok/s): for each x, the
+    best y any point reaches at a per-user speed of x or more; closed down to `floor` and left to `x_left`."""
+    xs, ys = [], []
+    best = None
+    for x, y in sorted(points, key=lambda p: (-p[0], -p[1])):  # from the fastest per user leftwards
+        if best is None:
+            xs += [x, x]
+            ys += [floor, y]
+            best = y
+        elif y > best:  # a step up at this x
+            xs += [x, x]
+            ys += [best, y]
+            best = y
+    if best is None:
+        return [], []
+    xs += [x_left, x_left, xs[0]]
+    ys += [best, floor, floor]
+    return xs, ys
+
+
+def serving_chart(plan: Plan, names: dict[str, str], lang: str = "en") -> go.Figure:
+    """The predicted serving curve per engine: output tok/s per user (x) against output tok/s per GPU (per machine
+    on a CPU; y), one point per closed-loop concurrency, filled where its p95 TTFT meets the target and hollow where
+    not; the region every meeting point reaches (the staircase Pareto envelope) shaded and labelled."""
+    from advisor.report.serving import predicted
+
+    fig = go.Figure()
+    shown = predicted(plan)
+    meeting: list[tuple[float, float]] = []
+    xs_all: list[float] = []
+    ys_all: list[float] = []
+    per_gpu = per_machine = False
+    target = None
+    traces = []
+    for n, (e, sv) in enumerate(shown.items()):
+        lv = [x for x in sv.levels if x.output_tps_per_user and x.output_tps_per_gpu]
+        if not lv:
+            continue
+        cpu = sv.gpus_per_replica <= 0 or plan.engines[e].device == "cpu"
+        per_machine, per_gpu = per_machine or cpu, per_gpu or not cpu
+        target = target or sv.ttft_target_ms
+        i = _i(e, n)
+        xs, ys = [x.output_tps_per_user for x in lv], [x.output_tps_per_gpu for x in lv]
+        xs_all += xs
+        ys_all += ys
+        meeting += [(x.output_tps_per_user, x.output_tps_per_gpu) for x in lv if x.meets]
+        sym = MARKERS[i % len(MARKERS)]
+        hover = [_t("srv_chart_hover", lang, users=f"{x.concurrency:,}",
+                    ttft="—" if x.ttft_ms_p95 is None else f"{x.ttft_ms_p95:,.0f}",
+                    itl="—" if x.itl_ms_p50 is None else f"{x.itl_ms_p50:,.1f}") for x in lv]
+        traces.append(go.Scatter(
+            x=xs, y=ys, mode="lines+markers", name=_wrap(names.get(e, e)), text=hover,
+            hovertemplate="%{text}<br>%{x:,.1f} · %{y:,.1f}<extra>%{fullData.name}</extra>",
+            line=dict(color=COLORS[i % len(COLORS)], dash=DASHES[i % len(DASHES)], width=2),
+            marker=dict(color=COLORS[i % len(COLORS)], size=10, line=dict(color=COLORS[i % len(COLORS)], width=2),
+                        symbol=[sym if x.meets else f"{sym}-open" for x in lv])))
+    title = _t("srv_chart_title_cpu" if per_machine and not per_gpu else "srv_chart_title", lang)
+    y_title = _t("srv_chart_y_mixed" if per_gpu and per_machine else
+                 "srv_chart_y_machine" if per_machine else "srv_chart_y_gpu", lang)
+    if not xs_all:
+        _no_data(fig, lang)
+        return _style(fig, title, _axis(_t("srv_chart_x", lang), lang), _axis(y_title, lang), height=420)
+    import math
+
+    log_x, log_y = max(xs_all) / min(xs_all) > 20, max(ys_all) / min(ys_all) > 20  # a wide spread reads on log axes
+
+    def bounds(vals: list[float], log: bool) -> tuple[float, list[float]]:
+        """(the region's edge on this axis, the axis range: log10 units on a log axis)"""
+        lo, hi = min(vals), max(vals)
+        if log:
+            return lo / 1.5, [math.log10(lo / 1.5), math.log10(hi * 1.5)]
+        return 0.0, [0, hi * 1.08]
+
+    x_lo, x_range = bounds(xs_all, log_x)
+    y_lo, y_range = bounds(ys_all, log_y)
+    if meeting and target:  # drawn first: under the lines
+        rx, ry = _envelope(meeting, x_lo, y_lo)
+        fig.add_trace(go.Scatter(x=rx, y=ry, fill="toself", mode="lines", hoverinfo="skip",
+                                 line=dict(color="rgba(0,158,115,0.5)", width=1), fillcolor="rgba(0,158,115,0.13)",
+                                 name=_t("srv_chart_region", lang, target=f"{target:,.0f}")))
+    for tr in traces:
+        fig.add_trace(tr)
+
+    def axis(text: str, log: bool, rng: list, vals: list[float]) -> dict:
+        if log:
+            ticks = _125_ticks(min(vals) / 1.5, max(vals) * 1.5)
+            return _axis(text, lang, log=True, range=rng, tickvals=ticks, ticktext=[f"{v:g}" for v in ticks])
+        return _axis(text, lang, range=rng)
+
+    return _style(fig, title, axis(_t("srv_chart_x", lang), log_x, x_range, xs_all),
+                  axis(y_title, log_y, y_range, ys_all), height=420)

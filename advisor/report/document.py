@@ -260,6 +260,10 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
         out += [plan_markdown(rec.plan, knowledge, lang, checks, focus=rec.top.engine if rec.top else None)]
         for key in ("memory", "concurrency", "roofline"):
             out += _figure(images, key)
+        from advisor.report.serving import serving_markdown
+
+        out += [serving_markdown(rec.plan, knowledge, lang)]
+        out += _figure(images, "serving")
     # measurements
     out += [f"## {s('report_measurements')}", ""]
     busy = [(lab, r) for lab, r in zip(labels, results) if r.system_load.busy]
@@ -641,7 +645,7 @@ def chart_figures(rec: Recommendation, results: list[ProbeResult], lang: str, ch
                   ttft_target_ms: float | None = None) -> dict:
     """The report's charts as Plotly figures, by name (the same figures the browser shows)."""
     from advisor.report.charts import (concurrency_chart, latency_chart, memory_chart, ranking_chart, roofline_chart,
-                                       throughput_chart)
+                                       serving_chart, throughput_chart)
 
     labels = run_labels(results, run_ids)
     ok = [(results[i], labels[i]) for i in _charted(results)]
@@ -650,6 +654,10 @@ def chart_figures(rec: Recommendation, results: list[ProbeResult], lang: str, ch
         names = names or {r.engine: r.name for r in [*rec.ranking, *rec.excluded]}
         figs.update(memory=memory_chart(rec.plan, names, lang), concurrency=concurrency_chart(rec.plan, names, lang),
                     roofline=roofline_chart(rec.plan, checks or [], names, lang))
+        from advisor.report.serving import predicted
+
+        if predicted(rec.plan):
+            figs["serving"] = serving_chart(rec.plan, names, lang)
     if ok:
         rs, labs = [r for r, _ in ok], [lab for _, lab in ok]
         figs.update(ttft=latency_chart(rs, "ttft", lang, labels=labs), itl=latency_chart(rs, "itl", lang, labels=labs),

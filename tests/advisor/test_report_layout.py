@@ -77,7 +77,7 @@ def _pdf_images(pdf: bytes) -> int:
 
 TITLES = {"ranking": "chart_ranking_title", "memory": "chart_memory_title", "concurrency": "chart_concurrency_title",
           "roofline": "chart_roofline_title", "ttft": "chart_ttft_title", "itl": "chart_itl_title",
-          "throughput": "chart_throughput_title"}
+          "throughput": "chart_throughput_title", "serving": "srv_chart_title"}
 
 
 def _figures(lang):

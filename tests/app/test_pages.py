@@ -84,6 +84,24 @@ def test_recommendation_page_shows_the_capacity_plan_and_fixes():
     assert at.session_state["last_ranking"][0] == "llama.cpp"
 
 
+def test_recommendation_page_shows_the_predicted_serving_performance():
+    at = app().run()
+    at.session_state["answers"] = {"concurrency": 16, "ttft_p95_ms": 800,
+                                   "hardware": {"gpu_vendor": "nvidia", "gpu_model": "L40S", "gpu_count": 1},
+                                   "model": {"name": "llama-3.1-8b", "precision": "bf16", "input_tokens": 2000,
+                                             "output_tokens": 300}}
+    at.switch_page("pages/3_Recommendation.py").run()
+    assert not at.exception
+    assert any(h.value == "Predicted serving performance" for h in at.subheader)
+    table = next(d.value for d in at.dataframe if "how it serves" in d.value.columns)
+    vllm = table[table["engine"] == "vLLM"].iloc[0]
+    assert vllm["how it serves"] == "continuous batching" and vllm["fleet for 16 users"].endswith("GPU")
+    text = " ".join(m.value for m in [*at.markdown, *at.caption])
+    assert "16 users of about 2,300 tokens fit" in text and "rough = a band wider than" in text
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    assert any(d.get("name") == "within p95 TTFT ≤ 800 ms (predicted)" for sp in specs for d in sp["data"])
+
+
 def test_unknown_model_name_plans_as_generic_with_a_note():
     at = app().run()
     at.session_state["answers"] = {"model": {"name": "llama-9-7b", "params_b": 7}}
