@@ -426,13 +426,9 @@ def cmd_plan(args, knowledge) -> int:
     else:
         from advisor.report.sweep_check import check_text, recalibrated_text
 
-        lines = [plan_text(plan, knowledge, args.lang, checks)]
-        try:
-            from advisor.report import serving_text
+        from advisor.report import serving_text
 
-            lines += [""] + serving_text(plan, knowledge, args.lang)
-        except ImportError:
-            pass
+        lines = [plan_text(plan, knowledge, args.lang, checks), ""] + serving_text(plan, knowledge, args.lang)
         for c in sweep_checks:
             lines += [""] + check_text(c, knowledge, args.lang)
         lines += [recalibrated_text(c, knowledge, args.lang) for c in recal]

@@ -6,6 +6,7 @@ from advisor.knowledge import age
 from advisor.report import (cite, cite_reason, concurrency_chart, header_lines, link_urls, md_escape, memory_chart, plan_rows,
                             ranking_chart, roofline_chart, seed_lines, serving_chart, serving_rows, support_table)
 from advisor.report import serving as srv
+from advisor.planner import calibration
 from ui_common import (T, answers, hardware, knowledge, lang, link_path_gate, plan_inputs, set_answer,
                        show_notice)
 
@@ -27,7 +28,8 @@ spec, bench, spec_error = plan_inputs(a)
 if spec_error:
     st.error(spec_error)
 show_notice()
-rec = recommend(a, None if a.hardware else hardware(), k, lang=lang, spec=spec, machine=bench)
+rec = recommend(a, None if a.hardware else hardware(), k, lang=lang, spec=spec, machine=bench,
+                calibration=calibration.load())
 if spec.unknown_name:  # planned as a generic model of the size given: say so where the ranking is read
     st.warning(md_escape(rec.plan.notes[0]))
 st.session_state["last_ranking"] = [r.engine for r in rec.ranking]

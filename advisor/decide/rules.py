@@ -82,6 +82,7 @@ class Evaluator:
         facts["modality"] = plan.model.modality
         facts["mla"] = bool(plan.model.kv_lora_rank)
         facts["sliding_window"] = plan.model.sliding_window if plan.model.sliding_layers else None
+        facts["serving_predicted"] = any(f.get("plan_predicted") for f in engine_facts.values())
         return facts, engine_facts
 
 

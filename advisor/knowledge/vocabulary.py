@@ -16,6 +16,8 @@ FACT_NAMES = frozenset({
     "gpu_vendor", "gpu_count", "gpu_memory_gb", "total_gpu_memory_gb", "ram_gb", "cpu_cores",
     "os", "cpu_arch", "has_avx2", "has_avx512", "hardware_source", "accelerator", "nodes", "gpus_per_node",
     "interconnect", "unified_memory",
+    # whether the serving model predicted any engine on this target (advisor.decide.rules.Evaluator.facts)
+    "serving_predicted",
 })
 
 # facts an each-engine rule may also test: that engine's capacity plan (advisor.planner)

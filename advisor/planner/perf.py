@@ -67,6 +67,8 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
                  detail: bool = True) -> ServingPlan | None:
     """c: the capacity planner's _Calc for one engine; make_alt(n): the same plan on n GPUs (the fleet's choice of
     tensor-parallel degree). detail=False (the flip search) keeps the capacity and fleet, not the curve."""
+    if c.loads() is False:
+        return None  # an engine that does not start serves nothing (the plan says why and how to fix it)
     hw = c.serving_hw()
     if hw is None:
         return None

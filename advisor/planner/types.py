@@ -104,8 +104,8 @@ class ServingPlan(BaseModel):
     typical_tokens: int
     ttft_target_ms: float | None = None
     users: int  # Q1
-    gpus_per_replica: int = 0  # 0: a CPU machine
-    tensor_parallel: int = 1
+    gpus_per_replica: int = 0  # the fleet's replica (0: a CPU machine); the curve and `capacity` are for the plan's
+    tensor_parallel: int = 1  # own GPUs (EnginePlan.gpus_used), which the fleet may split into smaller replicas
     levels: list[ServingLevel] = Field(default_factory=list)
     at_users: ServingLevel | None = None  # Q1's users on one replica
     capacity: int | None = None  # users one replica holds within Q2 (p95 TTFT), at the fit's centre

@@ -124,10 +124,21 @@ def test_the_ranking_states_the_prediction_and_its_band():
     assert "±" in reason.text and "16" in reason.text and reason.source == "bench/fit_serving.py"
     zh = recommend(parse_answers(L40S), None, K, lang="zh", with_flips=False)
     assert any("预测" in x.text for x in zh.ranking[0].reasons)
-    # no hand-set concurrency or first-token delta is left
-    ids = {r.id for r in K.rules.rules}
-    assert not ids & {"high-concurrency-needs-batching", "moderate-concurrency", "single-user",
-                      "tight-ttft-on-nvidia", "tight-ttft-without-gpu"}
+    # no hand-set concurrency or first-token delta applies where a prediction exists: the mechanism rules are a
+    # fallback for targets the model cannot predict
+    mech = [x for x in top.reasons if x.rule.endswith("-unpredicted")]
+    assert not mech
+    for r in K.rules.rules:
+        if r.id.endswith("-unpredicted"):
+            assert {"fact": "serving_predicted", "eq": False} in r.when.model_dump(exclude_none=True)["all"], r.id
+
+
+def test_a_gpu_without_figures_falls_back_on_the_documented_mechanism():
+    a = parse_answers({"concurrency": 64, "hardware": {"gpu_vendor": "nvidia", "gpu_memory_gb": 24}})
+    rec = recommend(a, None, K, with_flips=False)
+    assert all(r.plan.serving is None for r in rec.ranking)
+    assert rec.ranking[0].engine in ("vllm", "sglang")
+    assert any(x.rule == "high-concurrency-needs-batching-unpredicted" for x in rec.ranking[0].reasons)
 
 
 def test_plan_json_carries_the_prediction(tmp_path, capsys):

@@ -1,0 +1,229 @@
+"""The predicted serving performance of each engine (EnginePlan.serving) as rows, plain text (CLI) and Markdown
+(report, page); the serving-memory sentence per engine. Pure: no Streamlit, no figures (charts.serving_chart).
+
+One table definition for all three. An engine without a prediction keeps its row, with why in the "how it serves"
+cell; an engine whose weights do not even load is not predicted (a replica that cannot start serves nobody).
+"""
+from __future__ import annotations
+
+from advisor.knowledge.load import Knowledge
+from advisor.planner.capacity import NO_DECODE
+from advisor.planner.types import EnginePlan, Plan, ServingPlan
+from advisor.report.mdtext import fold, md_escape
+
+DASH = "—"
+
+
+def predicted(plan: Plan) -> dict[str, ServingPlan]:
+    """The engines with a prediction to show, in the plan's order."""
+    return {e: p.serving for e, p in plan.engines.items() if p.serving is not None and p.loads is not False}
+
+
+def _f(x: float | int | None, digits: int = 1) -> str:
+    """A figure: `digits` decimals below 100, none above (a 134,100 ms TTFT needs no decimal); one below 10
+    whatever `digits` says (a 4 ms TTFT is not "4")."""
+    if x is None:
+        return DASH
+    if abs(x) >= 100 or (digits == 0 and abs(x) >= 10):
+        return f"{x:,.0f}"
+    return f"{x:,.{max(digits, 1)}f}"
+
+
+def _usd(x: float | None) -> str:
+    if x is None:
+        return DASH
+    return f"${x:,.2f}" if x >= 0.1 else f"${x:.3g}"
+
+
+def _pct(band: float) -> str:
+    return f"±{round(band * 100)}%"
+
+
+def why_not(p: EnginePlan, plan: Plan, knowledge: Knowledge, lang: str) -> str:
+    """One short cell: why an engine has no prediction."""
+    if p.device == "none":
+        key = "srv_why_none"
+    elif p.loads is False:
+        key = "srv_why_no_fit"
+    elif p.device == "gpu+cpu":
+        key = "srv_why_offload"
+    elif plan.model.architecture in NO_DECODE:
+        key = "srv_why_no_decode"
+    elif p.decode_tps_upper_bound is None:
+        key = "srv_why_no_bw"
+    else:
+        key = "srv_why_other"
+    return knowledge.s(key, lang)
+
+
+def label_text(sv: ServingPlan, knowledge: Knowledge, lang: str) -> str:
+    """"fitted ±25%", "rough ±75%", "measured ±15%" (in the reader's language)."""
+    return f"{knowledge.s(f'val_plan_label_{sv.label}', lang)} {_pct(sv.band)}"
+
+
+def capacity_text(sv: ServingPlan, p: EnginePlan | None = None, knowledge: Knowledge | None = None,
+                  lang: str = "en") -> str:
+    """Users one replica holds within the target: "96 (87–117)", the band's ends in brackets when they differ; with
+    "on 4 GPUs" when the plan's replica (what the capacity is for) is not the fleet's."""
+    if sv.capacity is None:
+        return DASH
+    lo, hi = sv.capacity_low, sv.capacity_high
+    text = f"{sv.capacity:,}"
+    if lo is not None and hi is not None and not lo == hi == sv.capacity:
+        text += f"（{lo:,}–{hi:,}）" if lang == "zh" else f" ({lo:,}–{hi:,})"
+    if p is not None and knowledge is not None and p.gpus_used > 1 and p.gpus_used != sv.gpus_per_replica:
+        text = knowledge.s("srv_capacity_on", lang, cap=text, g=p.gpus_used)
+    return text
+
+
+def fleet_text(sv: ServingPlan, knowledge: Knowledge, lang: str) -> str:
+    """"2 × 4 GPUs (TP 4)", "3 machines" (CPU), a range "1–2 × …" when the band's slow end needs more replicas."""
+    s = knowledge.s
+    if sv.ttft_target_ms is None:
+        return DASH
+    if sv.replicas is None:
+        return s("srv_fleet_none", lang)
+    more = sv.replicas_high and sv.replicas_high != sv.replicas
+    r = f"{sv.replicas:,}" + (f"–{sv.replicas_high:,}" if more else "")
+    if sv.gpus_per_replica <= 0:
+        return s("srv_fleet_machine", lang) if r == "1" else s("srv_fleet_machines", lang, r=r)
+    text = (s("srv_fleet_gpu", lang, r=r) if sv.gpus_per_replica == 1
+            else s("srv_fleet_gpus", lang, r=r, g=sv.gpus_per_replica))
+    return text + (s("srv_fleet_tp", lang, tp=sv.tensor_parallel) if sv.tensor_parallel > 1 else "")
+
+
+def serving_rows(plan: Plan, knowledge: Knowledge, lang: str) -> tuple[list[str], list[list[str]]]:
+    """One row per engine: name, how it serves, TTFT p95 and ITL p50 at Q1's users on one replica, its output
+    tok/s (all users), users per replica within the target (band), the fleet for Q1's users, its $/h and $ per
+    million output tokens, and the prediction's label with its band. No prediction: why, in the second cell."""
+    s = knowledge.s
+    first = next(iter(plan.engines.values()), None)
+    header = s("srv_cols", lang, users=f"{first.concurrency:,}" if first else DASH).split("|")
+    shown = predicted(plan)
+    rows = []
+    for e, p in plan.engines.items():
+        name = knowledge.engines[e].name if e in knowledge.engines else e
+        sv = shown.get(e)
+        if sv is None:
+            rows.append([name, why_not(p, plan, knowledge, lang)] + [DASH] * (len(header) - 2))
+            continue
+        at = sv.at_users
+        rows.append([name, s(f"srv_mode_{sv.mode}", lang),
+                     _f(at.ttft_ms_p95 if at else None, 0), _f(at.itl_ms_p50 if at else None),
+                     _f(at.output_tps if at else None), capacity_text(sv, p, knowledge, lang),
+                     fleet_text(sv, knowledge, lang), _usd(sv.fleet_usd_per_hour), _usd(sv.usd_per_m_output_tokens), label_text(sv, knowledge, lang)])
+    return header, rows
+
+
+def memory_line(p: EnginePlan, knowledge: Knowledge, lang: str) -> str | None:
+    """The serving-memory sentence: "16 users of about 2,300 tokens fit (up to 96 such users); one request may use
+    up to 131,072 tokens while the others hold theirs", or how many users of that size do fit. None for an engine
+    that cannot run here."""
+    s = knowledge.s
+    if p.device == "none":
+        return None
+    tokens = f"{p.typical_tokens or p.context_tokens:,}"
+    if p.max_concurrency is None:
+        return s("srv_memory_unknown", lang)
+    if p.loads is False or p.max_concurrency <= 0:
+        return s("srv_memory_none", lang, tokens=tokens)
+    if p.concurrency <= p.max_concurrency:
+        text = s("srv_memory_fit", lang, users=f"{p.concurrency:,}", tokens=tokens, most=f"{p.max_concurrency:,}")
+    else:
+        text = s("srv_memory_short", lang, users=f"{p.concurrency:,}", tokens=tokens, most=f"{p.max_concurrency:,}")
+    if p.max_context_tokens:
+        text += s("srv_memory_one", lang, max=f"{p.max_context_tokens:,}")
+    return text + ("。" if lang == "zh" else ".")
+
+
+def memory_lines(plan: Plan, knowledge: Knowledge, lang: str) -> list[tuple[str, str]]:
+    """(engines, sentence) per distinct sentence: engines that say the same are named together."""
+    groups: dict[str, list[str]] = {}
+    for e, p in plan.engines.items():
+        line = memory_line(p, knowledge, lang)
+        if line:
+            groups.setdefault(line, []).append(knowledge.engines[e].name if e in knowledge.engines else e)
+    sep = knowledge.s("report_list_sep", lang)
+    return [(sep.join(names), line) for line, names in groups.items()]
+
+
+def memory_markdown(plan: Plan, knowledge: Knowledge, lang: str) -> list[str]:
+    """memory_lines as Markdown list items, escaped."""
+    colon = knowledge.s("colon", lang)
+    return [f"- **{md_escape(names)}**{colon}{md_escape(line)}" for names, line in memory_lines(plan, knowledge, lang)]
+
+
+def _hardware(plan: Plan, knowledge: Knowledge, lang: str) -> str:
+    t = plan.target
+    if t.gpu_count:
+        return f"{t.gpu_count} × {t.gpu_name or t.gpu_vendor}"
+    return knowledge.s("srv_on_cpu", lang) + (f" ({t.cpu_model})" if t.cpu_model and lang != "zh" else
+                                              f"（{t.cpu_model}）" if t.cpu_model else "")
+
+
+def workload_line(plan: Plan, knowledge: Knowledge, lang: str) -> str | None:
+    """What was predicted for: model, hardware, users, tokens in and out, the TTFT target (plain text; escape it for
+    Markdown). None when no engine has a prediction."""
+    sv = next(iter(predicted(plan).values()), None)
+    if sv is None:
+        return None
+    return knowledge.s("srv_workload", lang, model=plan.model.name, hardware=_hardware(plan, knowledge, lang),
+                       users=f"{sv.users:,}", input=f"{sv.input_tokens:,}", output=f"{sv.output_tokens:,}",
+                       target=_f(sv.ttft_target_ms, 0))
+
+
+def explanation(knowledge: Knowledge, lang: str) -> str:
+    return knowledge.s("srv_explain", lang, rough=round(knowledge.serving.rough_above * 100))
+
+
+def caption(knowledge: Knowledge, lang: str) -> str:
+    """One line for under the table: every figure is a prediction with its band, and what "rough" means."""
+    return knowledge.s("srv_caption", lang, rough=round(knowledge.serving.rough_above * 100))
+
+
+def serving_markdown(plan: Plan, knowledge: Knowledge, lang: str, heading: str = "##") -> str:
+    """The report section: heading, what was predicted for, how (one paragraph), the table, the memory lines."""
+    s = knowledge.s
+    out = [f"{heading} {s('srv_title', lang)}", ""]
+    line = workload_line(plan, knowledge, lang)
+    out += [md_escape(line) if line else md_escape(s("srv_none_predicted", lang)), ""]
+    if line:
+        out += [md_escape(explanation(knowledge, lang)), ""]
+    header, rows = serving_rows(plan, knowledge, lang)
+    out.append("| " + " | ".join(md_escape(h) for h in header) + " |")
+    out.append("|" + "---|" * len(header))
+    out += ["| " + " | ".join(md_escape(fold(c)) for c in r) + " |" for r in rows]
+    out.append("")
+    mem = memory_markdown(plan, knowledge, lang)
+    if mem:
+        out += [f"**{md_escape(s('srv_memory_title', lang))}{s('colon', lang).strip()}**", "", *mem, ""]
+    return "\n".join(out)
+
+
+def serving_text(plan: Plan, knowledge: Knowledge, lang: str = "en") -> list[str]:
+    """Plain-text lines for the CLI's `plan --format text`: title, what was predicted for, the table (columns
+    aligned), the memory lines and the caption."""
+    s = knowledge.s
+    out = [s("srv_title", lang)]
+    line = workload_line(plan, knowledge, lang)
+    out.append("  " + (line or s("srv_none_predicted", lang)))
+    header, rows = serving_rows(plan, knowledge, lang)
+    widths = [max(_width(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    for r in [header, *rows]:
+        out.append(("  " + "  ".join(_pad(str(c), w) for c, w in zip(r, widths))).rstrip())
+    lines = memory_lines(plan, knowledge, lang)
+    if lines:
+        out.append(s("srv_memory_title", lang) + s("colon", lang).rstrip())
+        out += [f"  - {names}{s('colon', lang)}{text}" for names, text in lines]
+    if line:
+        out.append(caption(knowledge, lang))
+    return out
+
+
+def _width(text: str) -> int:
+    """Terminal columns: a CJK character takes two."""
+    return sum(2 if ord(ch) > 0x2E80 else 1 for ch in text)
+
+
+def _pad(text: str, width: int) -> str:
+    return text + " " * (width - _width(text))

@@ -1,0 +1,170 @@
+"""The predicted serving performance as the reader sees it: rows, memory sentence, Markdown, CLI text, the chart and
+the report's section (advisor/report/serving.py, charts.serving_chart)."""
+import re
+
+import pytest
+
+from advisor.decide.rules import recommend
+from advisor.inputs.answers import parse_answers
+from advisor.knowledge.load import load_knowledge
+from advisor.planner import make_plan
+from advisor.report.charts import _envelope, serving_chart
+from advisor.report.document import build_markdown, chart_figures
+from advisor.report.serving import (memory_line, predicted, serving_markdown, serving_rows, serving_text)
+
+K = load_knowledge()
+NAMES = {e.id: e.name for e in K.engines.values()}
+L40S = {"concurrency": 16, "ttft_p95_ms": 800,
+        "hardware": {"gpu_vendor": "nvidia", "gpu_model": "L40S", "gpu_count": 1},
+        "model": {"name": "llama-3.1-8b", "precision": "bf16", "context_tokens": 131072, "input_tokens": 2000,
+                  "output_tokens": 300}}
+LABEL = re.compile(r"^(fitted|rough|measured) ±\d+%$")
+
+
+@pytest.fixture(scope="module")
+def plan():
+    return make_plan(parse_answers(L40S), None, K)
+
+
+def _row(rows, name):
+    return next(r for r in rows if r[0] == name)
+
+
+def test_the_vllm_row_shows_its_figures_capacity_fleet_and_band(plan):
+    assert plan.engines["vllm"].serving is not None
+    header, rows = serving_rows(plan, K, "en")
+    assert len(rows) == len(plan.engines) and all(len(r) == len(header) for r in rows)
+    assert header[2] == "TTFT p95 ms, 16 users" and header[6] == "fleet for 16 users"
+    v = dict(zip(header, _row(rows, "vLLM")))
+    assert v["how it serves"] == "continuous batching"
+    assert re.fullmatch(r"[\d,.]+", v["TTFT p95 ms, 16 users"]) and re.fullmatch(r"[\d,.]+", v["ITL p50 ms"])
+    assert re.fullmatch(r"[\d,]+( \([\d,]+–[\d,]+\))?", v["users per replica"])  # N (low–high)
+    assert int(v["users per replica"].split()[0].replace(",", "")) >= 16  # one L40S holds 16 users of 2,300 tokens
+    assert re.fullmatch(r"[\d,]+(–[\d,]+)? × (1 GPU|\d+ GPUs( \(TP \d+\))?)", v["fleet for 16 users"])
+    assert v["fleet $/h"].startswith("$") and v["$ per M output tok"].startswith("$")
+    assert LABEL.match(v["prediction"])
+    sv = plan.engines["vllm"].serving
+    assert v["prediction"].endswith(f"±{round(sv.band * 100)}%")
+    one_at_a_time = dict(zip(header, _row(rows, "PyTorch + Hugging Face transformers")))
+    assert one_at_a_time["how it serves"] == "one request at a time"
+    text = serving_text(plan, K, "en")  # the CLI's lines: title, what it is for, the table aligned, memory, caption
+    assert text[0] == "Predicted serving performance" and "Llama-3.1-8B on 1 × L40S: 16 users" in text[1]
+    vllm = next(line for line in text if line.strip().startswith("vLLM "))
+    assert v["users per replica"] in vllm and v["prediction"] in vllm
+    assert any(line.strip().startswith("- vLLM: 16 users of about 2,300 tokens fit") for line in text)
+
+
+def test_an_engine_without_a_prediction_says_so_in_one_cell(plan):
+    p = plan.model_copy(deep=True)
+    p.engines["onnxruntime"].serving = None
+    header, rows = serving_rows(p, K, "en")
+    r = _row(rows, "ONNX Runtime")
+    assert r[1].startswith("not predicted") and set(r[2:]) == {"—"}
+    assert "onnxruntime" not in predicted(p) and "vllm" in predicted(p)
+    # a plan whose weights do not load is not predicted, whatever the planner computed for it; offload is said
+    big = make_plan(parse_answers({"concurrency": 4, "model": {"name": "llama-3-70b", "precision": "fp16"},
+                                   "hardware": {"gpu_vendor": "nvidia", "gpu_model": "RTX 4090", "gpu_count": 1,
+                                                "ram_gb": 192}}), None, K)
+    _, rows = serving_rows(big, K, "en")
+    assert _row(rows, "vLLM")[1] == "not predicted: does not fit in memory"
+    assert _row(rows, "llama.cpp")[1] == "not predicted: layers offloaded to RAM"
+    assert serving_chart(big, NAMES, "en").layout.annotations[0].text == "nothing to show"
+    assert "No engine's serving performance can be predicted" in serving_markdown(big, K, "en")
+
+
+def test_the_memory_line_says_how_many_fit_and_how_long_one_request_may_be(plan):
+    p = plan.engines["vllm"]
+    line = memory_line(p, K, "en")
+    assert line.startswith("16 users of about 2,300 tokens fit")
+    assert f"one request may use up to {p.max_context_tokens:,} tokens" in line
+    short = p.model_copy(update={"concurrency": p.max_concurrency + 50})
+    assert memory_line(short, K, "en").startswith(f"only {p.max_concurrency:,} users of about 2,300 tokens fit, "
+                                                  f"not the {p.max_concurrency + 50:,} asked")
+    none = p.model_copy(update={"max_concurrency": 0, "loads": False})
+    assert memory_line(none, K, "en").startswith("not even one request of about 2,300 tokens fits")
+    assert memory_line(p, K, "zh").startswith("可容纳 16 个约 2,300 token 的用户")
+
+
+def test_chinese_has_every_string_and_no_english_prose(plan):
+    keys = [key for key in K.strings if key.startswith("srv_")]
+    assert len(keys) > 20
+    for key in keys:
+        assert K.strings[key].zh and K.strings[key].zh != K.strings[key].en, key
+    header, rows = serving_rows(plan, K, "zh")
+    assert header[2] == "16 个用户时首 token p95 毫秒"
+    v = dict(zip(header, _row(rows, "vLLM")))
+    assert v["服务方式"] == "连续批处理" and re.match(r"^(拟合值|粗略值|实测校准值) ±\d+%$", v["预测"])
+    assert "块 GPU" in v["16 个用户所需集群"]
+    md = serving_markdown(plan, K, "zh")
+    assert md.startswith("## 服务性能预测") and "服务时的内存" in md and "运行于 1 × L40S" in md
+    names = r"vLLM|SGLang|TensorRT-LLM|ONNX Runtime|llama\.cpp|PyTorch \+ Hugging Face transformers|Llama-3\.1-8B|L40S"
+    prose = re.sub(names + r"|[\w./-]+\.py\b|token|KV Cache|GPU|TTFT|p\d\d", " ", md)  # names, units, a file
+    assert not re.findall(r"[A-Za-z]{3,}", prose)
+    assert any("服务性能预测" in line for line in serving_text(plan, K, "zh"))
+
+
+def test_user_text_is_escaped_in_the_markdown(plan):
+    p = plan.model_copy(deep=True)
+    p.model.name = "<img src=x onerror=alert(1)> *bold* [link](http://evil.example) a|b `code`"
+    p.target.gpu_name = "L40S<script>|"
+    md = serving_markdown(p, K, "en")
+    assert "<img" not in md and "<script" not in md and "&lt;img src=x" in md and "L40S&lt;script&gt;" in md
+    assert "\\*bold\\*" in md and "\\[link\\](http://evil.example)" in md and "a\\|b" in md and "\\`code\\`" in md
+    table = [line for line in md.splitlines() if line.startswith("|")]
+    cells = {len(re.findall(r"(?<!\\)\|", line)) for line in table}
+    assert len(cells) == 1  # every row has as many cells as the header
+
+
+def test_the_chart_draws_one_line_per_predicted_engine_and_the_target_region(plan):
+    fig = serving_chart(plan, NAMES, "en")
+    region = [t for t in fig.data if t.fill == "toself"]
+    lines = [t for t in fig.data if t.fill != "toself"]
+    assert len(region) == 1 and region[0].name == "within p95 TTFT ≤ 800 ms (predicted)"
+    assert len(lines) == len(predicted(plan)) == 6
+    assert fig.layout.xaxis.title.text.startswith("output tok/s per user")
+    assert fig.layout.yaxis.title.text.startswith("output tok/s per GPU")
+    sv = plan.engines["pytorch"].serving  # one request at a time: only one user meets 800 ms
+    tr = next(t for t in lines if t.name.startswith("PyTorch"))
+    assert [s.endswith("-open") for s in tr.marker.symbol] == [not lv.meets for lv in sv.levels]
+    assert any(s.endswith("-open") for s in tr.marker.symbol) and not tr.marker.symbol[0].endswith("-open")
+    # the region reaches the best per-GPU figure of any meeting point, and no further right than the fastest one
+    meets = [(lv.output_tps_per_user, lv.output_tps_per_gpu) for s in predicted(plan).values() for lv in s.levels
+             if lv.meets]
+    assert max(region[0].y) == max(y for _, y in meets) and max(region[0].x) == max(x for x, _ in meets)
+    zh = serving_chart(plan, NAMES, "zh")
+    assert next(t for t in zh.data if t.fill == "toself").name == "首 token p95 ≤ 800 毫秒以内（预测）"
+
+
+def test_a_cpu_fleet_is_machines_and_its_chart_is_per_machine(plan):
+    from advisor.report.serving import fleet_text
+
+    p = plan.model_copy(deep=True)
+    for e in p.engines.values():
+        e.device, e.gpus_used = "cpu", 0
+        if e.serving:
+            e.serving.gpus_per_replica = 0
+    sv = p.engines["vllm"].serving
+    assert fleet_text(sv.model_copy(update={"replicas": 3, "replicas_high": 5}), K, "en") == "3–5 machines"
+    assert fleet_text(sv.model_copy(update={"replicas": 1, "replicas_high": 1}), K, "en") == "1 machine"
+    assert fleet_text(sv.model_copy(update={"replicas": 2, "replicas_high": 2}), K, "zh") == "2 台机器"
+    assert fleet_text(sv.model_copy(update={"replicas": None}), K, "en") == "none meets the target"
+    fig = serving_chart(p, NAMES, "en")
+    assert fig.layout.yaxis.title.text.startswith("output tok/s per machine")
+    assert fig.layout.title.text == K.s("srv_chart_title_cpu", "en")
+
+
+def test_the_envelope_is_a_staircase_over_the_meeting_points():
+    xs, ys = _envelope([(10, 100), (20, 50), (5, 80), (15, 40)], x_left=0, floor=0)
+    assert list(zip(xs, ys)) == [(20, 0), (20, 50), (10, 50), (10, 100), (0, 100), (0, 0), (20, 0)]
+    assert _envelope([], 0, 0) == ([], [])
+
+
+@pytest.mark.parametrize("lang,title", [("en", "## Predicted serving performance"), ("zh", "## 服务性能预测")])
+def test_the_report_has_the_section_and_its_chart(lang, title):
+    a = parse_answers(L40S)
+    rec = recommend(a, None, K, lang=lang)
+    md = build_markdown(a, None, rec, [], K, lang)
+    assert title in md
+    section = md[md.index(title):]
+    assert "vLLM" in section and ("±" in section)
+    assert "serving" in chart_figures(rec, [], lang)
