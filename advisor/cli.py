@@ -380,7 +380,8 @@ def cmd_report(args, knowledge) -> int:
     md = build_markdown(answers, hardware, rec, results, knowledge, args.lang, images=images,
                         answers_file=args.answers, probe_files=args.probe, checks=checks, sweeps=sweeps,
                         cores=(hardware or detect(knowledge)).cpu.usable_cores if sweeps else None,
-                        run_ids=_ids_from_names(args.probe), sweep_files=args.sweep)
+                        run_ids=_ids_from_names(args.probe), sweep_files=args.sweep,
+                        sweep_checks=_sweep_checks(sweeps, answers, knowledge, args.lang, recalibrate_too=False)[0])
     try:
         data = md.encode("utf-8") if out.suffix.lower() == ".md" else markdown_to_pdf(md, files)
     except ReportError as err:
@@ -442,7 +443,7 @@ def _calibration():
     return calibration.load()
 
 
-def _sweep_checks(sweeps, answers, knowledge, lang):
+def _sweep_checks(sweeps, answers, knowledge, lang, recalibrate_too: bool = True):
     """Each sweep beside the prediction for what it ran, made BEFORE any recalibration from these sweeps (from the
     published fit, or an earlier calibration); then each quiet local sweep recalibrates its engine here."""
     from advisor.evidence.sweep_check import check_sweep, recalibrate
@@ -455,7 +456,7 @@ def _sweep_checks(sweeps, answers, knowledge, lang):
     before = calibration.load()
     checks = [c for c in (check_sweep(s, knowledge, hw, machine, answers, before) for s in sweeps) if c is not None]
     recal = []
-    for s in sweeps:
+    for s in sweeps if recalibrate_too else []:
         cal = recalibrate(s, knowledge, hw, machine)
         if cal is not None:
             calibration.save(cal)

@@ -109,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         band = held_med if held_med is not None else (fit_err or 0.5) * 1.5
         groups[key] = {"bw_eff": e.bw_eff, "flops_eff": e.flops_eff, "step_ms": e.step_ms, "request_ms": e.request_ms,
                        "points": sum(1 for o in fit if mine(o)),
+                       "serving_points": sum(1 for o in fit if mine(o) and o.serving),
                        "fit_error": None if fit_err is None else round(fit_err, 3), "band": round(max(band, 0.01), 3)}
 
     def eff_for(o: Obs) -> Eff:

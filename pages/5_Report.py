@@ -4,6 +4,7 @@ import streamlit as st
 
 from advisor.decide import recommend
 from advisor.evidence import check_probe, history
+from advisor.evidence.sweep_check import check_sweep
 from advisor.inputs import dump_answers
 from advisor.planner import calibration
 from advisor.report import (ReportError, build_markdown, chart_images, link_urls, markdown_to_pdf, reproduce_bundle,
@@ -38,8 +39,10 @@ checks = [c for c in (check_probe(r, k, hardware(), machine(), L) for r in resul
 grp = tuple(groups)
 cores = hardware().cpu.usable_cores
 sweep_files = [f"sweep-{i}.json" for i in range(1, len(sweeps) + 1)]
+cal = calibration.load()
+sweep_checks = [c for c in (check_sweep(sw, k, hardware(), machine(), a, cal) for sw in sweeps) if c is not None]
 md = build_markdown(a, hw, rec, results, k, L, answers_file="answers.yaml", checks=checks, run_ids=run_ids,
-                    sweeps=sweeps, cores=cores, sweep_files=sweep_files)
+                    sweeps=sweeps, cores=cores, sweep_files=sweep_files, sweep_checks=sweep_checks)
 
 c1, c2, c3 = st.columns(3)
 c1.download_button(T("ui_download_md"), md.encode("utf-8"), file_name=f"report-{L}.md", mime="text/markdown",
@@ -59,7 +62,8 @@ elif c2.button(T("ui_build_pdf"), key="build_pdf"):
             ss["pdf_bytes"] = markdown_to_pdf(build_markdown(a, hw, rec, results, k, L, images=images,
                                                              answers_file="answers.yaml", checks=checks,
                                                              run_ids=run_ids, sweeps=sweeps, cores=cores,
-                                                             sweep_files=sweep_files), files)
+                                                             sweep_files=sweep_files, sweep_checks=sweep_checks),
+                                              files)
             ss["pdf_for"] = pdf_key
             ss.pop("pdf_error", None)
         except ReportError as err:

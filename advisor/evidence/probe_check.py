@@ -40,6 +40,8 @@ class ProbeCheck(BaseModel):
     text: str
     plan: EnginePlan
     notes: list[str] = Field(default_factory=list)
+    # the serving model's prediction for the same run (advisor.evidence.sweep_check): None where it has none
+    serving: dict | None = None
 
 
 def _workload(res: ProbeResult) -> Workload:
@@ -132,7 +134,40 @@ def check_probe(res: ProbeResult, knowledge: Knowledge, hardware: Hardware | Non
                        what=s("check_bw_cpu" if not on_gpu else "check_bw_gpu", lang)))
     elif roof is None:
         parts.append(s("plan_a_no_bw", lang))
+    serving = _serving(res, knowledge, hardware, machine)
+    if serving is not None:
+        lv = serving.levels[0]
+        e = lv.errors()
+
+        def f(x, nd=0):
+            return "—" if x is None else f"{x:,.{nd}f}"
+
+        def pc(x):
+            return "—" if x is None else f"{x:+.0%}"
+        parts.append(s("check_serving", lang, c=lv.concurrency, ttft_m=f(lv.measured_ttft_ms_p95),
+                       ttft_p=f(lv.predicted_ttft_ms_p95), ttft_e=pc(e["ttft_p95"]), itl_m=f(lv.measured_itl_ms_p50, 1),
+                       itl_p=f(lv.predicted_itl_ms_p50, 1), itl_e=pc(e["itl_p50"]),
+                       tps_m=f(lv.measured_output_tps, 1), tps_p=f(lv.predicted_output_tps, 1),
+                       tps_e=pc(e["output_tps"]), label=s(f"val_plan_label_{serving.label}", lang),
+                       band=round(serving.band * 100)))
     return ProbeCheck(engine=res.engine, model=spec.name, device=res.device or "?", predicted_memory_mib=round(
         predicted, 1), measured_memory_mib=measured, memory_metric=metric, memory_error_pct=err,
         decode_tps_roofline=roof, decode_tps_measured=tps, roofline_pct=pct, text=" ".join(parts), plan=plan,
-        notes=notes)
+        notes=notes, serving=serving.model_dump(mode="json") if serving is not None else None)
+
+
+def _serving(res: ProbeResult, knowledge: Knowledge, hardware: Hardware | None, machine: MachineBench | None):
+    """The serving prediction for this one run, as a one-level sweep of it (published fit, or this machine's
+    calibration)."""
+    from advisor.evidence.sweep_check import check_sweep
+    from advisor.planner import calibration
+    from probes.sweep_result import SweepLevel, SweepResult
+
+    c = res.settings.concurrency if res.settings else 1
+    sweep = SweepResult(engine=res.engine, status="ok", ttft_target_ms=res.ttft_target_ms, model=res.model,
+                        device=res.device, levels=[SweepLevel.of(c, res)], results=[res], busy=res.system_load.busy)
+    try:
+        chk = check_sweep(sweep, knowledge, hardware, machine, None, calibration.load())
+    except (ValueError, KeyError, ZeroDivisionError):  # a comparison that cannot be made must not hide the memory check
+        return None
+    return chk if chk is not None and chk.levels else None

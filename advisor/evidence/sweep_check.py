@@ -193,7 +193,7 @@ def check_sweep(sweep: SweepResult, knowledge: Knowledge, hardware: Hardware | N
     prompt, out, sd = tokens
     cls = hw_class(c.target, c.device, knowledge)
     cal = (calibration or {}).get(engine) if c.target.source == "detected" and c.device == "cpu" else None
-    eff, band, basis, group = efficiency(engine, cls, knowledge, cal)
+    eff, band, basis, group = efficiency(engine, cls, knowledge, cal, batching=c.mode != "sequential")
     label = "measured" if basis == "measured" else ("rough" if band > knowledge.serving.rough_above else "fitted")
     out_check = SweepCheck(engine=engine, label=label, band=round(band, 3), group=group, hw_class=cls,
                            input_tokens=prompt, output_tokens=out, ttft_target_ms=sweep.ttft_target_ms,

@@ -1067,6 +1067,7 @@ class ServingFile(Strict):
 
 class FitGroup(Efficiency):
     points: int = Field(ge=0)
+    serving_points: int = Field(default=0, ge=0)  # of them, from serving rows (the rest are batch-1 figures)
     fit_error: float | None = None  # median |log error| turned into a relative error, on the points fitted
     band: float = Field(gt=0)  # the relative error a prediction from this group carries
 

@@ -744,7 +744,10 @@ def _kv_text(c: _Calc) -> str:
     """How the KV per token was counted: by attention kind, with the sliding-window share and the TP copies."""
     s, lang, spec, wl, lay = c.k.s, c.lang, c.spec, c.wl, c.layout
     layers = spec.decoder_layers or spec.layers if spec.architecture == "encoder-decoder" else spec.layers
-    common = dict(kvb=f"{c.kv_bytes:g}", per_tok=f"{int((lay.full + lay.windowed) * c.kv_bytes):,}", conc=wl.concurrency, ctx=f"{wl.context_tokens:,}",
+    typical = wl.typical_tokens is not None
+    common = dict(kvb=f"{c.kv_bytes:g}", per_tok=f"{int((lay.full + lay.windowed) * c.kv_bytes):,}",
+                  conc=c.running if typical else wl.concurrency,
+                  ctx=f"{c.typical:,}" if typical else f"{wl.context_tokens:,}",
                   layers=layers, engine=c.k.engines[c.engine].name)
     if lay.kind == "mla":
         text = s("plan_a_kv_mla", lang, rank=spec.kv_lora_rank, rope=spec.qk_rope_head_dim, **common)
@@ -759,6 +762,9 @@ def _kv_text(c: _Calc) -> str:
                         engine=common["engine"], per_tok=f"{c.kv_tok:,}", ctx=common["ctx"])
     if c.kv_copies > 1:
         text += " " + s("plan_a_kv_copies", lang, tp=c.tp, x=f"{c.kv_copies:g}")
+    if typical:
+        key = "plan_a_kv_typical_one" if c.running == 1 and wl.concurrency > 1 else "plan_a_kv_typical"
+        text += " " + s(key, lang, ctx=f"{wl.context_tokens:,}", users=wl.concurrency)
     return text
 
 

@@ -29,9 +29,10 @@ def hw_class(target: Target, device: str, k: Knowledge) -> str:
     return v if v in ("amd", "apple") else "other"
 
 
-def efficiency(engine: str, cls: str, k: Knowledge, calibrated: Calibrated | None = None
+def efficiency(engine: str, cls: str, k: Knowledge, calibrated: Calibrated | None = None, batching: bool = False
                ) -> tuple[Eff, float, str, str]:
-    """(efficiencies, band, basis, group) for an engine on a hardware class."""
+    """(efficiencies, band, basis, group) for an engine on a hardware class. batching: the prediction is of many
+    users batched together, which a fit on batch-1 figures alone does not speak for (its band is then rough)."""
     sv = k.serving
     if calibrated is not None:
         return (Eff(calibrated.bw_eff, calibrated.flops_eff, calibrated.step_ms, calibrated.request_ms),
@@ -40,8 +41,10 @@ def efficiency(engine: str, cls: str, k: Knowledge, calibrated: Calibrated | Non
     groups = k.serving_fit.groups
     own = groups.get(f"{engine}/{cls}")
     if own is not None:
-        return (Eff(own.bw_eff, own.flops_eff, own.step_ms, own.request_ms), max(own.band, sv.band_floor), "fitted",
-                f"{engine}/{cls}")
+        band = max(own.band, sv.band_floor)
+        if batching and not own.serving_points:
+            band = max(band, sv.rough_above * 1.2)
+        return Eff(own.bw_eff, own.flops_eff, own.step_ms, own.request_ms), band, "fitted", f"{engine}/{cls}"
     pooled = groups.get(cls)
     if pooled is not None:  # another engine's evidence on this class: no better than rough
         return (Eff(pooled.bw_eff, pooled.flops_eff, pooled.step_ms, pooled.request_ms),
@@ -78,7 +81,8 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
     cal = (calibration or {}).get(c.engine) if here else None
     if cal is not None and target.cpu_model and cal.cpu_model != target.cpu_model:
         cal = None  # a sweep on another CPU says nothing of this one
-    eff, band, basis, group = efficiency(c.engine, cls, k, cal)
+    eff, band, basis, group = efficiency(c.engine, cls, k, cal, batching=c.mode != "sequential" and
+                                         c.wl.concurrency > 1)
     label = "measured" if basis == "measured" else ("rough" if band > k.serving.rough_above else "fitted")
     mode, users, target_ms = c.mode, wl.concurrency, wl.ttft_target_ms
     gpus = c.n if c.device == "gpu" else 0

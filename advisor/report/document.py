@@ -190,8 +190,10 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
                    knowledge: Knowledge, lang: str = "en", images: dict[str, ChartImage] | None = None,
                    answers_file: str = "answers.yaml", probe_files: list[str] | None = None,
                    checks: list | None = None, run_ids: list[int] | None = None, sweeps: list | None = None,
-                   cores: int | None = None, sweep_files: list[str] | None = None) -> str:
+                   cores: int | None = None, sweep_files: list[str] | None = None,
+                   sweep_checks: list | None = None) -> str:
     """checks: advisor.evidence.probe_check results (predicted vs measured) for local probes.
+    sweep_checks: advisor.evidence.sweep_check results (the serving prediction beside each sweep), made at the edge.
     run_ids: the history id of each result (same order): runs are labelled "#<id> <engine>" and the reproduce line
     names them probe-<id>.json (the Probe page's download names); without it runs are #1, #2, … and the reproduce
     line uses probe_files."""
@@ -332,6 +334,12 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
         if len(v.rows) > MAX_RUNS_SHOWN:
             out += [s("report_more_lines", n=f"{len(v.rows) - MAX_RUNS_SHOWN:,}"), ""]
         out += ["", s("ui_sweep_cost_note"), ""]
+        if sweep_checks:
+            from advisor.report.sweep_check import check_markdown
+
+            out += [f"### {s('svc_title')}", ""]
+            for c in sweep_checks[:MAX_RUNS_SHOWN]:
+                out += [check_markdown(c, knowledge, lang), ""]
         for key in ("sweep_ttft", "sweep_goodput", "sweep_tps"):
             out += _figure(images, key)
         from advisor.report.charts import MAX_LEVELS_CHARTED, MAX_SWEEPS_CHARTED
