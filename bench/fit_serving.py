@@ -9,7 +9,8 @@ row with its URL and verbatim quote. Every fourth row of each file (advisor.plan
 of the fit; the error on those is each group's band. This machine's own sweeps are never part of the fit (they are the
 held-out test for the CPU class: bench/predict_vs_measured.py).
 
-Groups: "<engine>/<class>" where the engine has at least MIN_OBS fitted figures on that hardware class, and "<class>"
+Groups: "<engine>/<class>" where the engine has at least MIN_OBS fitted figures from MIN_ROWS rows on that hardware
+class, and "<class>"
 pooled over every engine. Each group's (bw_eff, flops_eff, step_ms) minimises the mean squared log error over its
 figures, on a grid, with a light pull towards knowledge/serving.yaml's prior (so a term the data cannot see stays
 where the prior put it).
@@ -33,7 +34,8 @@ from advisor.planner.serving import Eff, fit_grid  # noqa: E402
 
 DATA = ROOT / "tests" / "advisor" / "data"
 OUT = ROOT / "knowledge" / "serving_fit.yaml"
-MIN_OBS = 3
+MIN_OBS = 3  # figures, from at least MIN_ROWS rows (one blog's two runs are not an engine's efficiency)
+MIN_ROWS = 3
 PULL = 0.02  # weight of the pull towards the prior, per squared log unit
 BW = [0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0]
 FL = [0.05, 0.08, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
@@ -95,9 +97,9 @@ def main(argv: list[str] | None = None) -> int:
         prior = Eff(pr.bw_eff, pr.flops_eff, pr.step_ms)
         pooled = [o for o in fit if o.cls == cls]
         effs[cls] = fit_group(pooled, prior)
-        for engine in sorted({o.engine for o in pooled}):
+        for engine in sorted({o.engine for o in pooled if not o.engine.startswith("other:")}):
             own = [o for o in pooled if o.engine == engine]
-            if len(own) >= MIN_OBS:
+            if len(own) >= MIN_OBS and len({o.row for o in own}) >= MIN_ROWS:
                 effs[f"{engine}/{cls}"] = fit_group(own, effs[cls])
     # bands: the held-out error of each group's figures, else its in-fit error x 1.5 (no held-out evidence)
     for key, e in effs.items():

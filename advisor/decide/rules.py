@@ -83,6 +83,12 @@ class Evaluator:
         facts["mla"] = bool(plan.model.kv_lora_rank)
         facts["sliding_window"] = plan.model.sliding_window if plan.model.sliding_layers else None
         facts["serving_predicted"] = any(f.get("plan_predicted") for f in engine_facts.values())
+        # each engine's fleet against the smallest fleet predicted with a fitted band (else the smallest of all)
+        fleets = {e: f["plan_fleet_size"] for e, f in engine_facts.items() if f.get("plan_fleet_size")}
+        sure = [v for e, v in fleets.items() if not engine_facts[e].get("plan_rough")]
+        best = min(sure) if sure else (min(fleets.values()) if fleets else None)
+        for e, f in engine_facts.items():
+            f["plan_fleet_ratio"] = round(fleets[e] / best, 1) if best and e in fleets else None
         return facts, engine_facts
 
 

@@ -69,6 +69,9 @@ def serving_facts(plan) -> dict[str, Any]:
         "plan_miss_x": (round(sv.ttft_ms_p95_one / sv.ttft_target_ms, 1)
                         if known and sv.ttft_ms_p95_one and sv.ttft_target_ms else None),
         "plan_fleet_gpus": sv.fleet_gpus if known else None,
+        # GPUs of the fleet, or machines for a CPU fleet: what the relative rules compare
+        "plan_fleet_size": (sv.fleet_gpus or sv.replicas) if known and sv.replicas else None,
+        "plan_fleet_ratio": None,  # set by the rules' Evaluator, which sees every engine
         "plan_mode": sv.mode if sv is not None else None,
     }
 

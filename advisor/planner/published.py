@@ -57,6 +57,15 @@ def target_of(row: dict, cpus: dict, k: Knowledge) -> Target:
     return build_target(parse_answers({"hardware": hw}), None, k, None)
 
 
+def _evidence_of(row: dict) -> str:
+    """Whose efficiency a row measures: one of our engines (Ollama runs llama.cpp), else another engine's (MLC LLM,
+    ExLlama: planned as vLLM's INT4 for their bounds, but their speed is their own), which only the class pools."""
+    from advisor.knowledge.schema import ENGINE_IDS
+
+    e = str(row["engine"]).lower()
+    return e if e in ENGINE_IDS else ("llama.cpp" if e == "ollama" else f"other:{e}")
+
+
 def _calc(row: dict, cpus: dict, k: Knowledge, prompt: int, output: int, users: int, resident: float | None = None):
     engine = row.get("plan_engine") or row["engine"]
     target = target_of(row, cpus, k)
@@ -82,15 +91,15 @@ def batch1_obs(row: dict, cpus: dict, k: Knowledge) -> list[Obs]:
     kv_resident = c.kv_tok_at(max(resident, 1)) * (c.kv_copies if c.device == "gpu" else 1.0)
     hw1 = type(hw)(**{**hw.__dict__, "kv_per_token": kv_resident})
     if row.get("decode_tps"):
-        out.append(Obs(row["id"], engine, cls, "decode1", float(row["decode_tps"]),
+        out.append(Obs(row["id"], _evidence_of(row), cls, "decode1", float(row["decode_tps"]),
                        lambda e, hw1=hw1: 1 / decode_step_s(1, hw1, e, resident), False))
     if hw.flops is None:  # no FLOPS figure for the hardware (the CPU rows): prefill says nothing of an efficiency
         return out
     if row.get("ttft_ms") and row.get("prompt_tokens"):
-        out.append(Obs(row["id"], engine, cls, "ttft1", float(row["ttft_ms"]),
+        out.append(Obs(row["id"], _evidence_of(row), cls, "ttft1", float(row["ttft_ms"]),
                        lambda e, hw=hw: prefill_s(prompt, hw, e) * 1000 + e.request_ms, False))
     elif row.get("prefill_tps") and row.get("prompt_tokens"):
-        out.append(Obs(row["id"], engine, cls, "prefill1", float(row["prefill_tps"]),
+        out.append(Obs(row["id"], _evidence_of(row), cls, "prefill1", float(row["prefill_tps"]),
                        lambda e, hw=hw: prompt / prefill_s(prompt, hw, e), False))
     return out
 

@@ -181,22 +181,56 @@ def test_no_more_than_4096_gpus_in_all():
 
 
 def test_the_shorter_context_offered_for_a_sliding_window_model_really_fits():
-    a = {"concurrency": 64, "model": {"name": "mistral-7b", "precision": "fp16", "context_tokens": 32768},
+    # Mistral 7B v0.1: every layer keeps a 4096-token window, 131,072 B per token. 14 users whose typical request
+    # (7936 in + 256 out = 8192 tokens) fills its window hold 0.5 GiB each: 14 x 0.5 = 7 GiB against the 6.83 GiB
+    # left after weights (13.486) and overhead (1.281) of 21.6, so it does not fit. The other 13 take 6.5 GiB; the
+    # one request left may hold (6.833 - 6.5) GiB / 131,072 B = 2,729 tokens, below the window (every layer grows).
+    a = {"concurrency": 14, "model": {"name": "mistral-7b", "precision": "fp16", "context_tokens": 32768,
+                                      "input_tokens": 7936, "output_tokens": 256},
          "hardware": {"gpu_vendor": "nvidia", "gpu_model": "RTX 4090", "gpu_count": 1}}
-    (opt,) = [o for o in _p(a).engines["vllm"].options if o.kind == "reduce_context"]
-    a["model"]["context_tokens"], a["concurrency"] = opt.context_tokens, opt.concurrency or 64
+    p = _p(a).engines["vllm"]
+    assert p.fits is False and p.typical_tokens == 8192 and p.kv_window_tokens == 4096
+    free = 24 * 0.9 - 7.24e9 * 2 / 2**30 - (1.0 + 2048 * (4096 + 14336) * 2 * 4 / 2**30)  # 6.833 GiB
+    assert p.available_gib - p.weights_gib - p.overhead_gib == pytest.approx(free, abs=2e-3)
+    assert p.kv_gib == pytest.approx(14 * 4096 * 131_072 / 2**30, abs=2e-3)  # each sequence held at its window
+    assert p.max_concurrency == int(free // 0.5) == 13
+    (opt,) = [o for o in p.options if o.kind == "reduce_context"]
+    assert opt.context_tokens == int((free - 13 * 0.5) * 2**30 // 131_072) == 2729
+    # the offer is "cut the context to 2,729 tokens at 14 concurrent": at that context each request is cut to it
+    a["model"]["context_tokens"] = opt.context_tokens
+    assert _p(a).engines["vllm"].fits
+    a["concurrency"] = opt.concurrency
     assert _p(a).engines["vllm"].fits
 
 
 def test_the_concurrency_curve_counts_tp_copies_and_windows():
     from advisor.planner.capacity import concurrency_curve
 
+    # The curve counts full-context sequences at each power of two; max concurrency counts typical requests. They
+    # agree where the typical request is the curve's context: the whole context (its input = context - 256, plus
+    # 256 out), or 1024 tokens (768 in + 256 out). DeepSeek-V3: the MLA latent sits on each of the 8 TP ranks.
+    # Gemma 3: 5 of 6 layers keep a 1024-token window.
+    for answers, top in (
+            ({"concurrency": 32, "model": {"name": "deepseek-v3", "precision": "fp8", "context_tokens": 32768},
+              "hardware": {"gpu_vendor": "amd", "gpu_model": "MI300X", "gpu_count": 8}}, 163840),
+            ({"concurrency": 4, "model": {"name": "gemma-3-27b", "context_tokens": 65536},
+              "hardware": {"gpu_vendor": "nvidia", "gpu_model": "H100 SXM", "gpu_count": 1}}, 131072)):
+        ctx = answers["model"]["context_tokens"]
+        whole = _p({**answers, "model": {**answers["model"], "input_tokens": ctx - 256, "output_tokens": 256}})
+        short = _p({**answers, "model": {**answers["model"], "input_tokens": 768, "output_tokens": 256}})
+        w, s = whole.engines["vllm"], short.engines["vllm"]
+        assert (w.typical_tokens, s.typical_tokens) == (ctx, 1024)
+        assert dict(concurrency_curve(w, top))[ctx] == w.max_concurrency
+        assert dict(concurrency_curve(s, top))[1024] == s.max_concurrency
     p = _p({"concurrency": 32, "model": {"name": "deepseek-v3", "precision": "fp8", "context_tokens": 32768},
             "hardware": {"gpu_vendor": "amd", "gpu_model": "MI300X", "gpu_count": 8}}).engines["vllm"]
-    assert dict(concurrency_curve(p, 163840))[32768] == p.max_concurrency
-    g = _p({"concurrency": 4, "model": {"name": "gemma-3-27b", "context_tokens": 65536},
-            "hardware": {"gpu_vendor": "nvidia", "gpu_model": "H100 SXM", "gpu_count": 1}}).engines["vllm"]
-    assert dict(concurrency_curve(g, 131072))[65536] == g.max_concurrency
+    # the mixed prompt mix (1024 + 256 = 1280 tokens): latent (512 + 64) x 61 layers x 2 B (the engine's 16-bit KV),
+    # one copy on each of the 8 ranks, per token
+    per_tok = (512 + 64) * 61 * 2 * 8
+    assert p.kv_full_bytes_per_token == per_tok == 562_176 and p.kv_bytes_per_token == per_tok // 8
+    free = (p.available_gib - p.weights_gib - p.overhead_gib) * 2**30
+    assert p.typical_tokens == 1280 and p.max_concurrency == int(free // (per_tok * 1280))
+    assert dict(concurrency_curve(p, 163840))[32768] == int(free // (per_tok * 32768)) < p.max_concurrency
 
 
 @pytest.mark.parametrize("extra,needle", [

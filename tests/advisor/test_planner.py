@@ -33,18 +33,27 @@ def test_llama31_8b_fp16_on_a100_40gb_vllm():
                  {"gpu_vendor": "nvidia", "gpu_model": "A100 40GB", "gpu_count": 1})
     weights = 8.03e9 * 16 / 8 / GIB                       # 14.957 GiB
     kv_tok = 2 * 32 * 8 * 128 * 2                         # 131,072 B: GQA, 8 KV heads (not 32)
-    kv = kv_tok * 1 * 4096 / GIB                          # 0.5 GiB
+    # memory for serving: the typical request is the mixed prompt (1024) + its output (256) = 1280 tokens; the pool
+    # holds 1 x 1280 of them, and room for one request of the whole 4096-token context: max(1 x 1280, 4096) tokens
+    typical = 1024 + 256
+    kv = kv_tok * max(1 * typical, 1 * 4096) / GIB        # 0.5 GiB: the one full-context request dominates
     act = 2048 * (4096 + 14336) * 2 * 4 / GIB             # 2048-token chunk (max_num_batched_tokens)
     overhead = max(1.0, 0.02 * 40) + act                  # 1.281 GiB
     available = 40 * 0.9                                  # gpu_memory_utilization 0.9 -> 36 GiB
     assert p.kv_bytes_per_token == kv_tok == 131_072
+    assert p.typical_tokens == typical == 1280
     assert p.weights_gib == approx(weights)
-    assert p.kv_gib == approx(kv)
+    assert p.kv_gib == approx(kv) == approx(0.5)
     assert p.overhead_gib == approx(overhead)
     assert p.total_gib == approx(weights + kv + overhead)
     assert p.available_gib == approx(available)
     assert p.fits is True and p.headroom_gib == approx(available - weights - kv - overhead)
-    assert p.max_concurrency == int((available - weights - overhead) // (kv_tok * 4096 / GIB))  # 39
+    free = available - weights - overhead                 # 19.762 GiB for the KV cache
+    # max concurrency counts typical sequences (1280 tokens, 0.15625 GiB each), not full-context ones (0.5 GiB: 39)
+    assert p.max_concurrency == int(free // (kv_tok * typical / GIB)) == 126
+    # one request alone (vLLM here serves 1 user, so no other sequence holds tokens) may hold free / KV per token
+    # = 161,887 tokens, capped at Llama 3.1's 131,072-token window
+    assert int(free * GIB // kv_tok) == 161_887 and p.max_context_tokens == 131_072
     # roofline: 1555 GB/s / bytes read per token = weights, less the input embedding table (a one-row lookup;
     # the LM head is a separate matrix in Llama 3), plus the KV of the 1024-token prompt held ~ 103 tok/s.
     # anchors §5 row 7: vLLM measured 75 tok/s on this pair, 73% of the bound
@@ -56,19 +65,37 @@ def test_llama31_8b_fp16_on_a100_40gb_vllm():
 
 
 def test_llama2_7b_mha_kv_is_4x_llama3_and_limits_concurrency_on_rtx4090():
-    p = plan_for("vllm", {"name": "llama-2-7b", "precision": "fp16", "context_tokens": 4096},
-                 {"gpu_vendor": "nvidia", "gpu_model": "RTX 4090", "gpu_count": 1}, concurrency=8)
-    kv_tok = 2 * 32 * 32 * 128 * 2                        # 524,288 B: MHA, 32 KV heads
+    model = {"name": "llama-2-7b", "precision": "fp16", "context_tokens": 4096}
+    rtx = {"gpu_vendor": "nvidia", "gpu_model": "RTX 4090", "gpu_count": 1}
+    kv_tok = 2 * 32 * 32 * 128 * 2                        # 524,288 B: MHA, 32 KV heads (4x Llama 3's 131,072)
     weights = 6.74e9 * 2 / GIB                            # 12.554 GiB
     overhead = 1.0 + 2048 * (4096 + 11008) * 2 * 4 / GIB  # 1.2305 GiB
     available = 24 * 0.9                                  # 21.6 GiB
-    assert p.kv_bytes_per_token == kv_tok
-    assert p.kv_gib == approx(8 * 4096 * kv_tok / GIB) == approx(16.0)
-    assert p.loads is True and p.fits is False            # loads, but 8 x 4096 tokens of KV do not fit
-    assert p.max_concurrency == int((available - weights - overhead) // 2.0) == 3
-    assert p.max_context_tokens == int((available - weights - overhead) * GIB // (kv_tok * 8))  # 1,000
+    free = available - weights - overhead                 # 7.815 GiB for the KV cache
+
+    # the mixed prompt mix: 8 users at a typical 1024 + 256 = 1280 tokens, 0.625 GiB each -> 5 GiB, which fits,
+    # but MHA leaves room for only 12 such sequences (Llama 3's GQA would hold 4x as many)
+    p = plan_for("vllm", model, rtx, concurrency=8)
+    assert p.kv_bytes_per_token == kv_tok and p.typical_tokens == 1280
+    assert p.kv_gib == approx(max(8 * 1280, 4096) * kv_tok / GIB) == approx(5.0)
+    assert p.loads is True and p.fits is True
+    assert p.max_concurrency == int(free // (1280 * kv_tok / GIB)) == 12
+    # one request while the other 7 hold 1280 tokens each: (7.815 - 4.375) GiB / 0.5 MiB = 7,045, capped at 4,096
+    assert int((free - 7 * 1280 * kv_tok / GIB) * GIB // kv_tok) == 7045 and p.max_context_tokens == 4096
+    assert p.options == []
+
+    # longer requests: 1792 in + 256 out = 2048 tokens, 1 GiB of MHA KV each: 8 x 2048 tokens (8 GiB) do not fit
+    p = plan_for("vllm", {**model, "input_tokens": 1792, "output_tokens": 256}, rtx, concurrency=8)
+    assert p.typical_tokens == 2048
+    assert p.kv_gib == approx(max(8 * 2048, 4096) * kv_tok / GIB) == approx(8.0)
+    assert p.loads is True and p.fits is False            # loads (one 4096-token sequence fits), but 8 x 2048 do not
+    assert p.max_concurrency == int(free // (2048 * kv_tok / GIB)) == 7
+    # the most one request may hold while the other 7 hold 2048 tokens: (7.815 - 7) GiB / 0.5 MiB = 1,669
+    assert p.max_context_tokens == int((free - 7 * 2048 * kv_tok / GIB) * GIB // kv_tok) == 1669
     kinds = {o.kind for o in p.options}
     assert {"reduce_context", "quantize", "add_gpus"} <= kinds
+    (cut,) = [o for o in p.options if o.kind == "reduce_context"]
+    assert (cut.context_tokens, cut.concurrency) == (1669, 7)
 
 
 def test_mixtral_moe_on_two_h100_reads_only_active_experts():
@@ -77,12 +104,17 @@ def test_mixtral_moe_on_two_h100_reads_only_active_experts():
     weights_b = 46.7e9 * 2                                 # every expert resident: 93.4 GB
     runtime = max(1.0, 0.02 * 80) * 2 + 0.25 * (2 - 1)    # per GPU, plus NCCL for the second rank
     overhead = runtime + 2048 * (4096 + 14336) * 2 * 4 / GIB
-    kv = 131_072 * 32 * 8192 / GIB                        # 32 GiB
+    # 32 users at the typical 1024 + 256 = 1280 tokens (40,960 tokens), room for one 8192-token request: 5 GiB
+    # (TP 2 splits the 8 KV heads, no copies)
+    kv = 131_072 * max(32 * 1280, 1 * 8192) / GIB
+    assert p.typical_tokens == 1280 and p.kv_gib == approx(kv) == approx(5.0)
     assert p.gpus_used == 2 and "tensor" in p.parallelism
     assert p.weights_gib == approx(weights_b / GIB)
     assert p.total_gib == approx(weights_b / GIB + kv + overhead)
     assert p.available_gib == approx(2 * 80 * 0.9)        # 144 GiB
     assert p.fits is True
+    free = 2 * 80 * 0.9 - weights_b / GIB - overhead
+    assert p.max_concurrency == int(free // (131_072 * 1280 / GIB))  # typical sequences the free memory holds
     active_b = weights_b * 12.9 / 46.7 - 32000 * 4096 * 2  # 2 of 8 experts per token, less the embedding lookup
     assert p.decode_tps_upper_bound == approx(2 * 3350e9 / (active_b + 131_072 * 1024), 1e-3)  # ~261 tok/s
 
@@ -131,7 +163,10 @@ def test_qwen25_72b_int4_on_two_a100_80gb_tensorrt_llm():
     base = weights + overhead
     # TensorRT-LLM: free_gpu_memory_fraction 0.9 of what is free after loading goes to the KV cache
     assert p.available_gib == approx(base + 0.9 * (160 - base))
-    assert p.kv_gib == approx(kv_tok * 16 * 8192 / GIB)   # 40 GiB
+    # 16 users at the typical 1024 + 256 = 1280 tokens (20,480), room for one 8192-token request: 6.25 GiB
+    # (TP 2 splits the 8 KV heads: no copies)
+    assert p.typical_tokens == 1280
+    assert p.kv_gib == approx(kv_tok * max(16 * 1280, 8192) / GIB) == approx(6.25)
     assert p.fits is True
 
 
@@ -159,7 +194,24 @@ def test_70b_fp16_on_one_24gb_gpu_does_not_fit_and_the_advice_changes():
     assert v.weights_gib == approx(70.55e9 * 2 / GIB)     # 131.4 GiB against 21.6 usable
     kinds = [o.kind for o in v.options]
     assert "add_gpus" in kinds and "offload" in kinds
-    assert any(o.kind == "add_gpus" and o.precision == "int4" and o.gpu_count == 4 for o in v.options)
+    # INT4 on 2 x RTX 4090 (TP 2 splits the 8 KV heads: no copies), planned for 4 users at the typical
+    # 1024 + 256 = 1280 tokens: weights (AWQ/GPTQ 4.25 bits, embedding + untied LM head in 16 bits)
+    # + KV max(4 x 1280, 4096) x 327,680 B + runtime (2 x max(1, 0.02 x 24) + 0.25) + a 2048-token chunk
+    emb = 128256 * 8192 * 2
+    int4 = ((70.55e9 - emb) * 4.25 + emb * 16) / 8 / GIB                      # 37.78 GiB
+    act = 2048 * (8192 + 28672) * 2 * 4 / GIB                                 # 0.5625 GiB
+    on2 = int4 + 327_680 * max(4 * 1280, 4096) / GIB + (2 * 1.0 + 0.25) + act  # 42.16 GiB
+    assert on2 <= 2 * 24 * 0.9
+    (two,) = [o for o in v.options if o.kind == "add_gpus" and o.precision == "int4"]
+    assert two.gpu_count == 2 and two.total_gib == approx(on2) and two.available_gib == approx(2 * 24 * 0.9)
+    # the worst case (every user at the whole 4096-token context: 3840 in + 256 out) needs 4 GPUs: on 2, the KV
+    # would be 4 x 4096 x 327,680 B = 5 GiB and 37.78 + 5 + 2.81 = 45.6 GiB > 43.2
+    worst = parse_answers({"concurrency": 4, "hardware": hw, "model": {
+        "name": "llama-3-70b", "precision": "fp16", "input_tokens": 3840, "output_tokens": 256}})
+    wv = make_plan(worst, None, K).engines["vllm"]
+    assert wv.typical_tokens == 4096 and int4 + 327_680 * 4 * 4096 / GIB + 2.25 + act > 2 * 24 * 0.9
+    (four,) = [o for o in wv.options if o.kind == "add_gpus" and o.precision == "int4"]
+    assert four.gpu_count == 4 and four.total_gib == approx(int4 + 5.0 + (4 * 1.0 + 0.25 * 3) + act)
     lc = plan.engines["llama.cpp"]
     assert lc.device == "gpu+cpu" and lc.fits is True and 0 < lc.offload_layers < 80
 
@@ -235,8 +287,21 @@ def test_concurrency_curve_and_total_decode_bound():
                  {"gpu_vendor": "nvidia", "gpu_model": "A100 40GB"}, concurrency=8)
     free = (p.available_gib - p.weights_gib - p.overhead_gib) * GIB
     curve = dict(concurrency_curve(p, 131072))
-    assert curve[512] == int(free // (131_072 * 512)) and curve[4096] == p.max_concurrency
+    # the curve counts sequences that each hold the whole context of that point
+    assert curve[512] == int(free // (131_072 * 512)) and curve[4096] == int(free // (131_072 * 4096)) == 39
     assert list(curve.values()) == sorted(curve.values(), reverse=True)
+    # max concurrency counts typical requests (1024 + 256 = 1280 tokens), more than full-context ones
+    assert p.typical_tokens == 1280 and p.max_concurrency == int(free // (131_072 * 1280)) == 126
+    # ...and the curve's point at the context when the typical request is the whole context (3840 in + 256 out)
+    worst = plan_for("vllm", {"name": "llama-3.1-8b", "precision": "fp16", "context_tokens": 4096,
+                              "input_tokens": 3840, "output_tokens": 256},
+                     {"gpu_vendor": "nvidia", "gpu_model": "A100 40GB"}, concurrency=8)
+    assert worst.typical_tokens == 4096 and worst.max_concurrency == curve[4096]
+    # and at a power-of-two typical request (768 in + 256 out = 1024), the curve's 1024-token point
+    at1k = plan_for("vllm", {"name": "llama-3.1-8b", "precision": "fp16", "context_tokens": 4096,
+                             "input_tokens": 768, "output_tokens": 256},
+                    {"gpu_vendor": "nvidia", "gpu_model": "A100 40GB"}, concurrency=8)
+    assert at1k.typical_tokens == 1024 and at1k.max_concurrency == curve[1024]
     # 8 sequences share one read of the weights: 8 x 1555 GB/s / (weights - lookup + 8 x KV of 1024 tokens),
     # unless compute caps it: 312 TFLOPS / (2 x matmul params)
     read = 8.03e9 * 2 - 128256 * 4096 * 2

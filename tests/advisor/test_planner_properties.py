@@ -35,8 +35,23 @@ def plan(data: dict):
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(answers)
 def test_plan_arithmetic_is_consistent(data):
-    for e, p in plan(data).engines.items():
+    pl = plan(data)
+    ctx, mix = data["model"]["context_tokens"], data["prompt_mix"]
+    # the typical request: the prompt mix's prompt + output tokens, at most the context
+    typical = min(min(K.planner.prompt_tokens[mix], ctx) + K.serving.output_tokens[mix], ctx)
+    for e, p in pl.engines.items():
         assert abs(p.total_gib - (p.weights_gib + p.kv_gib + p.overhead_gib)) < 5e-3, e
+        assert p.typical_tokens == typical, e
+        # sequences held at once: one on an engine that serves one request at a time, else every user
+        running = 1 if K.serving.modes[e].mode == "sequential" else p.concurrency
+        if p.kv_bytes_per_token and p.device != "none":
+            # KV pool = max(running x one typical sequence, one sequence of the whole context), TP copies included
+            # (a sliding-window layer holds at most its window)
+            def seq(tokens):
+                held = min(tokens, p.kv_window_tokens) if p.kv_window_tokens else tokens
+                return (p.kv_full_bytes_per_token * tokens + p.kv_window_bytes_per_token * held) / 2**30
+            want = max(running * seq(typical), seq(ctx))
+            assert abs(p.kv_gib - want) <= 2e-3 + 1e-3 * want, (e, p.kv_gib, want)
         if p.device == "none":
             assert p.fits is False and p.decode_tps_upper_bound is None
             continue
@@ -45,7 +60,12 @@ def test_plan_arithmetic_is_consistent(data):
         if p.device != "gpu+cpu":
             assert p.fits == (p.total_gib <= p.available_gib + 5e-3) or abs(p.headroom_gib) < 5e-3
             if p.fits and p.kv_bytes_per_token:
-                assert p.max_concurrency >= p.concurrency
+                # the pool holds `running` typical sequences, and one of the whole context
+                assert p.max_concurrency >= running >= 1, e  # (a batching engine: every user)
+                # the one request may hold at least the typical request (the others holding theirs) and, on an
+                # engine that serves one at a time, the whole context (at most the model's window; -1: int rounding)
+                longest = min(typical if running > 1 else ctx, pl.model.max_context)
+                assert p.max_context_tokens >= longest - 1, (e, p.max_context_tokens, longest)
         if p.loads is False:  # an engine that cannot start cannot fit either
             assert p.fits is False
         for o in p.options:

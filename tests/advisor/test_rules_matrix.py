@@ -40,10 +40,14 @@ SETBACK = abs(K.support.scoring.experimental)
 RANK = {"unsupported": 0, "experimental": 1, "supported": 2}
 
 # rules whose subject has no support cell: team skills, a way of working, the deployment shape, the capacity plan
-NO_AXIS = {"cnn-not-an-llm-engine", "single-user", "no-cuda-experience", "some-cuda-experience",
+NO_AXIS = {"cnn-not-an-llm-engine", "single-user-unpredicted", "no-cuda-experience", "some-cuda-experience",
            "strong-cuda-experience", "research-iteration", "non-llm-platform", "strict-sla-on-nvidia", "edge-deployment",
            "plan-does-not-load", "plan-kv-short", "plan-fits-only-with-offload", "plan-offload-ram-unknown",
-           "plan-tight-headroom"}
+           "plan-tight-headroom",
+           # the serving prediction (advisor/planner/perf.py): a prediction, not a support cell
+           "predicted-meets", "predicted-meets-with-margin", "predicted-meets-rough", "predicted-needs-replicas",
+           "predicted-needs-many-replicas", "predicted-misses", "predicted-misses-rough", "predicted-replicas-rough",
+           "predicted-smallest-fleet", "predicted-larger-fleet"}
 
 # how a rule's text names each engine, and where each engine's own docs live
 NAMES = {"vllm": ("vLLM",), "sglang": ("SGLang",), "tensorrt-llm": ("TensorRT-LLM",), "onnxruntime": ("ONNX Runtime",),
@@ -297,7 +301,8 @@ def test_the_old_rule_is_rejected(rule):
 def test_what_replaced_each_old_rule_passes():
     by_id = {r.id: r for r in K.rules.rules}
     for old in OLD_FAILS:
-        new = by_id.get(old) or by_id.get({"no-gpu-favours-llama-cpp": "no-gpu-cpu-backends"}.get(old, ""))
+        new = by_id.get(old) or by_id.get({"no-gpu-favours-llama-cpp": "no-gpu-cpu-backends",
+                                           "moderate-concurrency": "moderate-concurrency-unpredicted"}.get(old, ""))
         assert new is not None, old
         assert matrix_problems(K, new) + condition_problems(new) == []
 
