@@ -509,8 +509,11 @@ class _Calc:
         if free is None:
             return None
         if self.wl.typical_tokens is not None:
-            free -= kv_gib(self.kv_typ * self.kv_copies, self.running - 1, self.typical)
-            return self._max_context_of(free, 1)
+            one = self._max_context_of(free - kv_gib(self.kv_typ * self.kv_copies, self.running - 1, self.typical), 1)
+            if one is not None and one >= self.typical:
+                return one
+            # below the typical length the others shrink with it: every running sequence at that length
+            return self._max_context_of(free, self.running)
         return self._max_context_of(free, self.wl.concurrency)
 
     def _max_context_of(self, free: float, sequences: int) -> int | None:

@@ -183,8 +183,9 @@ def test_no_more_than_4096_gpus_in_all():
 def test_the_shorter_context_offered_for_a_sliding_window_model_really_fits():
     # Mistral 7B v0.1: every layer keeps a 4096-token window, 131,072 B per token. 14 users whose typical request
     # (7936 in + 256 out = 8192 tokens) fills its window hold 0.5 GiB each: 14 x 0.5 = 7 GiB against the 6.83 GiB
-    # left after weights (13.486) and overhead (1.281) of 21.6, so it does not fit. The other 13 take 6.5 GiB; the
-    # one request left may hold (6.833 - 6.5) GiB / 131,072 B = 2,729 tokens, below the window (every layer grows).
+    # left after weights (13.486) and overhead (1.281) of 21.6, so it does not fit. One long request beside 13 at
+    # their window would get (6.833 - 6.5) GiB / 131,072 B = 2,729 tokens, below the typical length, so all 14 are cut
+    # alike: 6.833 GiB / 14 / 131,072 B = 3,998 tokens each, below the window (every layer grows).
     a = {"concurrency": 14, "model": {"name": "mistral-7b", "precision": "fp16", "context_tokens": 32768,
                                       "input_tokens": 7936, "output_tokens": 256},
          "hardware": {"gpu_vendor": "nvidia", "gpu_model": "RTX 4090", "gpu_count": 1}}
@@ -195,8 +196,8 @@ def test_the_shorter_context_offered_for_a_sliding_window_model_really_fits():
     assert p.kv_gib == pytest.approx(14 * 4096 * 131_072 / 2**30, abs=2e-3)  # each sequence held at its window
     assert p.max_concurrency == int(free // 0.5) == 13
     (opt,) = [o for o in p.options if o.kind == "reduce_context"]
-    assert opt.context_tokens == int((free - 13 * 0.5) * 2**30 // 131_072) == 2729
-    # the offer is "cut the context to 2,729 tokens at 14 concurrent": at that context each request is cut to it
+    assert opt.context_tokens == int(free * 2**30 / 14 // 131_072) == 3998
+    # the offer is "cut the context to 3,998 tokens at 14 concurrent": at that context each request is cut to it
     a["model"]["context_tokens"] = opt.context_tokens
     assert _p(a).engines["vllm"].fits
     a["concurrency"] = opt.concurrency

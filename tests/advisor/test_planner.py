@@ -90,12 +90,14 @@ def test_llama2_7b_mha_kv_is_4x_llama3_and_limits_concurrency_on_rtx4090():
     assert p.kv_gib == approx(max(8 * 2048, 4096) * kv_tok / GIB) == approx(8.0)
     assert p.loads is True and p.fits is False            # loads (one 4096-token sequence fits), but 8 x 2048 do not
     assert p.max_concurrency == int(free // (2048 * kv_tok / GIB)) == 7
-    # the most one request may hold while the other 7 hold 2048 tokens: (7.815 - 7) GiB / 0.5 MiB = 1,669
-    assert p.max_context_tokens == int((free - 7 * 2048 * kv_tok / GIB) * GIB // kv_tok) == 1669
+    # one long request while the other 7 hold 2048 tokens would get (7.815 - 7) GiB / 0.5 MiB = 1,669, below the
+    # typical length, so the others shrink with it: all 8 at 7.815 GiB / (8 x 0.5 MiB) = 2,000 tokens
+    assert int((free - 7 * 2048 * kv_tok / GIB) * GIB // kv_tok) == 1669
+    assert p.max_context_tokens == int(free * GIB // (8 * kv_tok)) == 2000
     kinds = {o.kind for o in p.options}
     assert {"reduce_context", "quantize", "add_gpus"} <= kinds
     (cut,) = [o for o in p.options if o.kind == "reduce_context"]
-    assert (cut.context_tokens, cut.concurrency) == (1669, 7)
+    assert (cut.context_tokens, cut.concurrency) == (2000, 7)
 
 
 def test_mixtral_moe_on_two_h100_reads_only_active_experts():
