@@ -29,14 +29,18 @@ def hw_class(target: Target, device: str, k: Knowledge) -> str:
     return v if v in ("amd", "apple") else "other"
 
 
+def _eff(g) -> Eff:
+    """A knowledge Efficiency (or fit group, or calibration) as the serving model's Eff."""
+    return Eff(g.bw_eff, g.flops_eff, g.step_ms, g.request_ms)
+
+
 def efficiency(engine: str, cls: str, k: Knowledge, calibrated: Calibrated | None = None, batching: bool = False
                ) -> tuple[Eff, float, str, str]:
     """(efficiencies, band, basis, group) for an engine on a hardware class. batching: the prediction is of many
     users batched together, which a fit on batch-1 figures alone does not speak for (its band is then rough)."""
     sv = k.serving
     if calibrated is not None:
-        return (Eff(calibrated.bw_eff, calibrated.flops_eff, calibrated.step_ms, calibrated.request_ms),
-                max(calibrated.band, sv.band_floor),
+        return (_eff(calibrated), max(calibrated.band, sv.band_floor),
                 "measured", "this machine")
     groups = k.serving_fit.groups
     own = groups.get(f"{engine}/{cls}")
@@ -44,13 +48,13 @@ def efficiency(engine: str, cls: str, k: Knowledge, calibrated: Calibrated | Non
         band = max(own.band, sv.band_floor)
         if batching and not own.serving_points:
             band = max(band, sv.rough_above * 1.2)
-        return Eff(own.bw_eff, own.flops_eff, own.step_ms, own.request_ms), band, "fitted", f"{engine}/{cls}"
+        return _eff(own), band, "fitted", f"{engine}/{cls}"
     pooled = groups.get(cls)
     if pooled is not None:  # another engine's evidence on this class: no better than rough
-        return (Eff(pooled.bw_eff, pooled.flops_eff, pooled.step_ms, pooled.request_ms),
+        return (_eff(pooled),
                 max(pooled.band * 1.5, sv.rough_above * 1.2, sv.band_floor), "class", cls)
     p = sv.priors[cls]
-    return Eff(p.bw_eff, p.flops_eff, p.step_ms, p.request_ms), sv.band_without_evidence, "prior", cls
+    return _eff(p), sv.band_without_evidence, "prior", cls
 
 
 def _level(mode, hw, eff, wl, c: int, gpus: int, target_ms: float | None) -> ServingLevel:

@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from advisor.inputs.answers import ModelBlock, parse_answers
+from advisor.inputs.answers import parse_answers
 from advisor.knowledge.load import load_knowledge
 from advisor.planner import plan_engine
 from advisor.planner.capacity import Workload
-from advisor.planner.spec import ModelSpec, resolve_model
+from advisor.planner.published import spec_of
+from advisor.planner.spec import ModelSpec
 from advisor.planner.target import build_target
 from advisor.planner.types import Target
 
@@ -28,15 +29,7 @@ UNKNOWN_PROMPT = 1 << 20  # prompt length not stated: the prefill bound of a ver
 
 
 def _spec(row: dict) -> ModelSpec:
-    if "model" in row:
-        return resolve_model(ModelBlock(name=row["model"]), K, read_files=False)
-    s = row["shape"]
-    return ModelSpec(name=s["name"], params_b=s["params_b"], active_params_b=s["active_params_b"],
-                     architecture="decoder-only", layers=s["layers"], hidden_size=s["hidden_size"],
-                     attention_heads=s["attention_heads"], kv_heads=s["kv_heads"], head_dim=s["head_dim"],
-                     intermediate_size=s["intermediate_size"], vocab_size=s["vocab_size"],
-                     max_context=s["max_context"], tied_embeddings=s["tied_embeddings"], source=row["source"],
-                     weights_bytes=int(s["file_gib"] * 2**30), file_precision="gguf_file", file_format="gguf")
+    return spec_of(row, K)  # the same reading of a row as the serving fit's (advisor/planner/published.py)
 
 
 def _target(row: dict) -> Target:
