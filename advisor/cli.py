@@ -1,4 +1,4 @@
-"""`python -m advisor detect|recommend|plan|report|knowledge` — a contract other tools depend on.
+"""`python -m advisor detect|recommend|plan|report|deploy|knowledge` — a contract other tools depend on.
 
 Bad input exits 2 with one line on stderr; never a traceback for a user's mistake.
 """
@@ -46,6 +46,14 @@ def _parser() -> _Parser:
     rp.add_argument("--out", required=True, metavar="report.md|report.pdf")
     rp.add_argument("--sweep", action="append", default=[], metavar="SWEEP.json",
                     help="a `python -m probes sweep` result (repeatable: engines side by side)")
+    dp = command("deploy", "deployment bundles for the ranked engines: launch command, docker run, compose, Kubernetes",
+                 fmt=False)
+    dp.add_argument("--engine", default=None, metavar="ENGINE",
+                    help="one engine (vllm, sglang, tensorrt-llm, onnxruntime, llama.cpp, pytorch); default: each ranked")
+    dp.add_argument("--format", choices=["sh", "compose", "k8s", "kserve", "json", "text"], default="text",
+                    help="sh: launch.sh; compose: compose.yaml; k8s: k8s.yaml; json: the whole bundle; text: all")
+    dp.add_argument("--out", default=None, metavar="DIR",
+                    help="write each bundle's files into DIR/<engine>/ instead of printing them")
     kn = command("knowledge", "the engine versions the knowledge describes; --check lists what was read too long ago",
                  answers=False)
     kn.add_argument("--check", action="store_true",
@@ -464,7 +472,82 @@ def _sweep_checks(sweeps, answers, knowledge, lang, recalibrate_too: bool = True
     return checks, recal
 
 
-COMMANDS = {"knowledge": cmd_knowledge, "detect": cmd_detect, "recommend": cmd_recommend, "plan": cmd_plan, "report": cmd_report}
+_DEPLOY_FILES = {"sh": "launch.sh", "compose": "compose.yaml", "k8s": "k8s.yaml", "kserve": "kserve.yaml"}
+
+
+def deploy_bundles(answers, knowledge, lang: str, engine: str | None = None):
+    """The bundles of `engine`, or of every ranked engine in rank order (then those excluded, refused with why)."""
+    from advisor.decide import recommend
+    from advisor.deploy import bundle_for
+    from advisor.knowledge import ENGINE_IDS
+
+    if engine is not None and engine not in ENGINE_IDS:
+        raise UsageError(f"--engine must be one of {', '.join(ENGINE_IDS)}, got {engine[:40]!r}")
+    hardware = _hardware_for(answers, knowledge)
+    spec, machine = _inputs(answers, knowledge)
+    rec = recommend(answers, hardware, knowledge, lang=lang, with_flips=False, spec=spec, machine=machine,
+                    calibration=_calibration())
+    cores = (answers.hardware.cpu_cores if answers.hardware is not None
+             else (hardware.cpu.usable_cores if hardware is not None else None))
+    order = [engine] if engine else [r.engine for r in rec.ranking] + [x.engine for x in rec.excluded]
+    return [bundle_for(e, rec.plan, answers, knowledge, lang, cores) for e in order], rec
+
+
+def cmd_deploy(args, knowledge) -> int:
+    """Exit 0 with the bundles; 1 when the one engine asked for is refused (the reason on stderr)."""
+    from pathlib import Path
+
+    from advisor.inputs import load_answers
+    from advisor.report.deploy import bundle_text
+
+    answers = load_answers(args.answers)
+    out = None
+    if args.out is not None:
+        out = Path(args.out).expanduser()
+        if out.exists() and not out.is_dir():
+            raise UsageError(f"--out {args.out!r} exists and is not a folder")
+    found, _ = deploy_bundles(answers, knowledge, args.lang, args.engine)
+    if args.format == "json":
+        data = [b.model_dump(mode="json") for b in found]
+        text = json.dumps(data[0] if args.engine else data, ensure_ascii=False, indent=2)
+    elif args.format == "text":
+        text = "\n\n".join(bundle_text(b, knowledge, args.lang) for b in found)
+    else:
+        name = _DEPLOY_FILES[args.format]
+        parts = []
+        for b in found:
+            if name in b.files:
+                parts.append(b.files[name])
+            elif args.engine:
+                why = b.reason or f"{b.engine}: no {name} ({'no official image' if b.status == 'ok' else b.status})"
+                print(f"error: {why}", file=sys.stderr)
+                return 1
+        text = ("\n---\n" if args.format in ("k8s", "kserve", "compose") else "\n").join(parts)
+    if out is not None:
+        try:
+            for b in found:
+                if not b.files:
+                    continue
+                d = out / b.engine
+                d.mkdir(parents=True, exist_ok=True)
+                for name, body in b.files.items():
+                    (d / name).write_text(body, encoding="utf-8")
+                    if name.endswith(".sh"):
+                        (d / name).chmod(0o755)
+                (d / "bundle.json").write_text(b.model_dump_json(indent=2), encoding="utf-8")
+        except OSError as err:
+            raise UsageError(f"--out: cannot write there: {err.strerror or err}") from None
+        print("\n".join(f"{b.engine}: " + (str(out / b.engine) if b.files else f"{b.status}: {b.reason or ''}")
+                        for b in found))
+    else:
+        print(text)
+    if args.engine and found and found[0].status == "refused":
+        print(f"error: {found[0].reason}", file=sys.stderr)
+        return 1
+    return 0
+
+
+COMMANDS = {"deploy": cmd_deploy, "knowledge": cmd_knowledge, "detect": cmd_detect, "recommend": cmd_recommend, "plan": cmd_plan, "report": cmd_report}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

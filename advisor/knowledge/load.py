@@ -73,6 +73,7 @@ class Knowledge:
     sources: ks.SourcesFile
     serving: ks.ServingFile
     serving_fit: ks.ServingFit
+    deploy: ks.DeployFile
 
     def s(self, key: str, lang: str = "en", **kw: object) -> str:
         """A UI/report string in the chosen language."""
@@ -135,4 +136,5 @@ def _cached(d: Path) -> Knowledge:
         sources=_load(d / "sources.yaml", ks.SourcesFile),
         serving=_load(d / "serving.yaml", ks.ServingFile),
         serving_fit=_load(d / "serving_fit.yaml", ks.ServingFit),
+        deploy=_load(d / "deploy.yaml", ks.DeployFile),
     )

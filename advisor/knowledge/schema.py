@@ -1081,3 +1081,69 @@ class ServingFit(Strict):
     held_out_points: int
     held_out: dict[str, float | str | None] = Field(default_factory=dict)
     groups: dict[str, FitGroup]  # "<engine>/<class>" or "<class>"
+
+
+class DeployImage(Strict):
+    ref: str = Field(min_length=1, max_length=200, pattern=r"^[a-z0-9][a-z0-9./_:-]*$")  # registry/name:tag, pinned
+    entrypoint: list[str] = Field(default_factory=list)  # what the image already runs (docker run args follow it)
+    source: SourceStr
+
+
+class DeployKserve(Strict):
+    runtime: Literal["huggingface"]
+    source: SourceStr
+
+
+class DeployEngine(Strict):
+    """One engine's server in knowledge/deploy.yaml: how it is launched, where, and the flag of each setting."""
+
+    server: bool
+    version: str = Field(min_length=1)
+    read: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$")
+    source: SourceStr
+    program: list[str] = Field(default_factory=list)
+    model: str | None = None  # "positional" or the flag that names the model
+    port: int | None = Field(default=None, ge=1, le=65535)
+    health: str | None = Field(default=None, pattern=r"^/[a-z_/]*$")
+    image: dict[Literal["gpu", "cpu", "amd"], DeployImage] = Field(default_factory=dict)
+    shm: Literal["ipc_host", "none"] = "none"
+    kserve: DeployKserve | None = None
+    flags: dict[str, str] = Field(default_factory=dict)
+    backend: str | None = None
+    kv_dtype: dict[str, str | None] = Field(default_factory=dict)  # the plan's KV dtype -> this engine's value
+    quantization: dict[str, str] = Field(default_factory=dict)  # the plan's precision -> a load-time quantization
+    cpu_env: dict[str, str] = Field(default_factory=dict)
+    documented_flags: list[str] = Field(default_factory=list)
+    min_compute_capability: dict[Literal["kv_fp8", "fp8", "fp4"], str] = Field(default_factory=dict)
+    cc_source: SourceStr | None = None
+    no_server: Text | None = None
+    alternative_source: SourceStr | None = None
+    note: Text | None = None
+    python_image: str | None = None
+
+    @model_validator(mode="after")
+    def _flags_documented(self) -> "DeployEngine":
+        missing = sorted(set(self.flags.values()) - set(self.documented_flags))
+        if missing:
+            raise ValueError(f"flags not in documented_flags: {', '.join(missing)}")
+        if self.server and not (self.program and self.port and self.health):
+            raise ValueError("a server needs program, port and health")
+        if not self.server and self.no_server is None:
+            raise ValueError("an engine without a server says so in no_server")
+        return self
+
+
+class DeployFile(Strict):
+    headroom_share: float = Field(ge=0, le=1)
+    headroom_source: SourceStr
+    model_mount: str = Field(pattern=r"^/[a-z/]+$")
+    probe_start_s: dict[EngineId, int]
+    engines: dict[EngineId, DeployEngine]
+    texts: dict[str, Text]
+
+    @model_validator(mode="after")
+    def _complete(self) -> "DeployFile":
+        missing = [e for e in ENGINE_IDS if e not in self.engines]
+        if missing:
+            raise ValueError(f"engines: missing {', '.join(missing)}")
+        return self

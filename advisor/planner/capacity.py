@@ -789,6 +789,9 @@ def _plan(c: _Calc, options: list[PlanOption], detail: bool = True) -> EnginePla
         decode_tps_upper_bound=_r(one, 1), decode_tps_total_upper_bound=_r(c.decode_total_bound(one), 1),
         ttft_ms_lower_bound=_sig3(c.ttft_bound()), prompt_tokens=c.wl.prompt_tokens, options=options,
         typical_tokens=c.typical if c.wl.typical_tokens is not None else None,
+        max_running=c._max_running() if c.decodes and c.mode != "sequential" else (1 if c.decodes else None),
+        prefill_chunk_tokens=c.act_tokens if c.mem_fraction_static is not None else c.cap.prefill_chunk_tokens,
+        mem_fraction_static=None if c.mem_fraction_static is None else round(c.mem_fraction_static, 3),
         assumptions=_assumptions(c) if detail else [])
 
 

@@ -162,6 +162,11 @@ class EnginePlan(BaseModel):
     assumptions: list[str] = Field(default_factory=list)
     serving: ServingPlan | None = None  # None: no prediction (no bandwidth figure, no decode, offloaded layers)
     typical_tokens: int | None = None  # what each running sequence was planned to hold (None: the whole context)
+    # what a deployment of this plan sets (advisor.deploy): the sequences one step may hold (the KV pool at the typical
+    # length, at most the engine's cap), the prefill chunk the plan and the prediction assumed, SGLang's static share
+    max_running: int | None = None
+    prefill_chunk_tokens: int | None = None  # 0: the whole prompt at once
+    mem_fraction_static: float | None = None
 
 
 class Plan(BaseModel):

@@ -1,0 +1,288 @@
+"""A bundle's files: launch.sh, docker-run.sh, compose.yaml, k8s.yaml (Deployment + Service) and kserve.yaml.
+
+Every value is written quoted (shlex for the shell, JSON strings for YAML, which YAML reads as they are) and every
+comment is one line with control characters removed, so nothing a user or a model file supplies can break out of a
+value or a comment. The YAML is emitted by hand (a small emitter below) because PyYAML's dumper writes no comments, and
+each flag's comment is the point of the file."""
+from __future__ import annotations
+
+import json
+import re
+import shlex
+
+from advisor.deploy.types import Bundle
+from advisor.knowledge.load import Knowledge
+
+_CTRL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
+
+
+def comment(text: str) -> str:
+    return _CTRL.sub(" ", text or "").strip()[:400]
+
+
+class C:
+    """A YAML value with a comment after it."""
+
+    def __init__(self, value, note: str = "") -> None:
+        self.value, self.note = value, comment(note)
+
+
+def _scalar(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return json.dumps(v)
+    return json.dumps(str(v), ensure_ascii=False)
+
+
+def yaml_lines(node, indent: int = 0) -> list[str]:
+    """dicts, lists, scalars and C(value, note); keys are plain identifiers of ours (quoted when they need it)."""
+    pad = " " * indent
+    out: list[str] = []
+    if isinstance(node, dict):
+        for k, v in node.items():
+            note = ""
+            if isinstance(v, C):
+                v, note = v.value, v.note
+            key = k if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-/]*", k) else json.dumps(k)
+            tail = f"  # {note}" if note else ""
+            if isinstance(v, (dict, list)) and v:
+                out.append(f"{pad}{key}:{tail}")
+                out += yaml_lines(v, indent + 2)
+            else:
+                out.append(f"{pad}{key}: {_flow(v)}{tail}")
+    elif isinstance(node, list):
+        for v in node:
+            note = ""
+            if isinstance(v, C):
+                v, note = v.value, v.note
+            tail = f"  # {note}" if note else ""
+            if isinstance(v, dict) and v:
+                sub = yaml_lines(v, indent + 2)
+                out.append(f"{pad}- {sub[0].lstrip()}{tail}")
+                out += sub[1:]
+            else:
+                out.append(f"{pad}- {_flow(v)}{tail}")
+    return out
+
+
+def _flow(v) -> str:
+    if isinstance(v, dict):
+        return "{}" if not v else "{" + ", ".join(f"{k}: {_flow(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, list):
+        return "[" + ", ".join(_flow(x) for x in v) + "]"
+    return "null" if v is None else _scalar(v)
+
+
+def _t(k: Knowledge, key: str, lang: str, **kw) -> str:
+    text = k.deploy.texts[key].get(lang)
+    return text.format(**kw) if kw else text
+
+
+def _header(b: Bundle, k: Knowledge) -> list[str]:
+    name = k.engines[b.engine].name
+    lines = [_t(k, "header", b.lang, engine=name, model=b.model_name[:120], hw=b.target, version=b.version,
+                source=b.source, read=b.read),
+             _t(k, "version_note", b.lang, version=b.version)]
+    lines += b.warnings
+    return [comment(x) for x in lines]
+
+
+def _args_with_notes(b: Bundle, model: str) -> list[tuple[str, str]]:
+    """(token, comment) for every argument after the program, the comment on the token that carries the value."""
+    out: list[tuple[str, str]] = []
+    what = _t_model(b)
+    if b.model_arg == "positional":
+        out.append((model, what))
+    elif b.model_arg:
+        out += [(b.model_arg, ""), (model, what)]
+    for a in b.args:
+        if a.value is None:
+            out.append((a.flag, a.why))
+        else:
+            out += [(a.flag, ""), (a.value, a.why)]
+    return out
+
+
+def _t_model(b: Bundle) -> str:
+    return b.model_what
+
+
+def launch_sh(b: Bundle, k: Knowledge) -> str:
+    lines = ["#!/bin/sh"] + [f"# {x}" for x in _header(b, k)]
+    lines += [f"# {comment(_t(k, 'sh_run', b.lang))}", "set -eu",
+              f"MODEL=\"${{MODEL:-{b.model_path}}}\"  # {comment(_t(k, 'model_path', b.lang, what=b.model_what))}"]
+    for name, body in b.extra_files.items():
+        lines += [f"cat > {shlex.quote(name)} <<'OPTIONS_EOF'", *body.rstrip("\n").splitlines(), "OPTIONS_EOF"]
+    for e in b.env:
+        lines.append(f"export {e.name}={shlex.quote(e.value)}  # {comment(e.why)}")
+    lines.append("set --")
+    for tok, note in _args_with_notes(b, "\x00MODEL"):
+        q = '"$MODEL"' if tok == "\x00MODEL" else shlex.quote(tok)
+        lines.append(f"set -- \"$@\" {q}" + (f"  # {comment(note)}" if note else ""))
+    lines.append("exec " + " ".join(shlex.quote(x) for x in b.program) + ' "$@"')
+    return "\n".join(lines) + "\n"
+
+
+def _container_cmd(b: Bundle) -> tuple[list[str], list[tuple[str, str]]]:
+    """(what the container runs, the arguments with notes): the image's own entrypoint where it has one."""
+    args = _args_with_notes(b, b.model_path)
+    return (list(b.image_entrypoint) or list(b.program)), args
+
+
+def docker_run(b: Bundle, k: Knowledge) -> str:
+    lines = ["#!/bin/sh"] + [f"# {x}" for x in _header(b, k)]
+    lines += [f"# {comment(_t(k, 'docker_note', b.lang))} ({b.image_source})", "set -eu",
+              f"MODEL_DIR=\"${{MODEL_DIR:-$PWD/models}}\"  # "
+              f"{comment(_t(k, 'model_path', b.lang, what=b.model_what))}", "set --"]
+    entry, args = _container_cmd(b)
+    opts = ["--rm", "-p", f"{b.port}:{b.port}", "-v", f"\x00MODEL_DIR:{k.deploy.model_mount}:ro"]
+    if b.gpu_resource == "nvidia.com/gpu":
+        opts += ["--gpus", str(b.gpus_per_replica)]
+    elif b.gpu_resource == "amd.com/gpu":
+        opts += ["--device", "/dev/kfd", "--device", "/dev/dri", "--group-add", "video"]
+    if b.shm:
+        opts.append("--ipc=host")
+    for e in b.env:
+        opts += ["-e", f"{e.name}={e.value}"]
+    for name in b.extra_files:
+        opts += ["-v", f"\x00PWD/{name}:/{name}:ro"]
+    if not b.image_entrypoint:
+        opts += ["--entrypoint", b.program[0]]
+    for o in opts:
+        q = shlex.quote(o)
+        if "\x00" in o:
+            q = '"' + o.replace("\x00MODEL_DIR", "$MODEL_DIR").replace("\x00PWD", "$PWD") + '"'
+        lines.append(f"set -- \"$@\" {q}")
+    lines.append(f"set -- \"$@\" {shlex.quote(b.image or '')}  # {comment(_t(k, 'docker_note', b.lang))}")
+    rest = [] if b.image_entrypoint else list(b.program[1:])
+    for tok in rest:
+        lines.append(f"set -- \"$@\" {shlex.quote(tok)}")
+    for tok, note in args:
+        tok = f"/{tok}" if tok in b.extra_files else tok
+        lines.append(f"set -- \"$@\" {shlex.quote(tok)}" + (f"  # {comment(note)}" if note else ""))
+    lines.append('exec docker run "$@"')
+    return "\n".join(lines) + "\n"
+
+
+def _yaml_args(args: list[tuple[str, str]], extra: dict[str, str]) -> list:
+    return [C(f"/config/{t}" if t in extra else t, n) for t, n in args]
+
+
+def compose(b: Bundle, k: Knowledge) -> str:
+    entry, args = _container_cmd(b)
+    svc: dict = {"image": C(b.image, _t(k, "docker_note", b.lang)), "entrypoint": entry,
+                 "command": _yaml_args(args, b.extra_files),
+                 "ports": [f"{b.port}:{b.port}"],
+                 "volumes": [C(f"${{MODEL_DIR:-./models}}:{k.deploy.model_mount}:ro",
+                               _t(k, "model_path", b.lang, what=b.model_what))]
+                 + [f"./{n}:/config/{n}:ro" for n in b.extra_files]}
+    if b.env:
+        svc["environment"] = {e.name: C(e.value, e.why) for e in b.env}
+    if b.shm:
+        svc["ipc"] = C("host", _t(k, "shm", b.lang))
+    if b.gpu_resource == "nvidia.com/gpu":
+        svc["deploy"] = {"resources": {"reservations": {"devices": [
+            {"driver": "nvidia", "count": C(b.gpus_per_replica, _t(k, "gpus", b.lang, n=b.gpus_per_replica)),
+             "capabilities": ["gpu"]}]}}}
+    elif b.gpu_resource == "amd.com/gpu":
+        svc["devices"] = ["/dev/kfd", "/dev/dri"]
+        svc["group_add"] = ["video"]
+    svc["restart"] = "unless-stopped"
+    doc = {"services": {b.name: svc}}
+    return "\n".join([f"# {x}" for x in _header(b, k)] + yaml_lines(doc)) + "\n"
+
+
+def _resources(b: Bundle, k: Knowledge) -> dict:
+    req: dict = {"cpu": "2" if b.device == "cpu" else "4", "memory": C(f"{b.memory_gib}Gi", b.memory_why)}
+    lim: dict = {"memory": f"{b.memory_gib}Gi"}
+    if b.gpu_resource:
+        lim[b.gpu_resource] = C(b.gpus_per_replica, _t(k, "gpus", b.lang, n=b.gpus_per_replica))
+    return {"requests": req, "limits": lim}
+
+
+def kubernetes(b: Bundle, k: Knowledge) -> str:
+    entry, args = _container_cmd(b)
+    start_s = k.deploy.probe_start_s.get(b.engine, 600)
+    probe = {"httpGet": {"path": b.health, "port": "http"}}
+    mounts: list = [{"name": "model", "mountPath": k.deploy.model_mount, "readOnly": True}]
+    volumes: list = [C({"name": "model", "persistentVolumeClaim": {"claimName": "models"}},
+                       _t(k, "model_path", b.lang, what=b.model_what))]
+    if b.shm:
+        mounts.append({"name": "shm", "mountPath": "/dev/shm"})
+        volumes.append(C({"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}}, _t(k, "shm", b.lang)))
+    if b.extra_files:
+        mounts.append({"name": "config", "mountPath": "/config", "readOnly": True})
+        volumes.append({"name": "config", "configMap": {"name": f"{b.name}-options"}})
+    container: dict = {"name": "server", "image": C(b.image, _t(k, "docker_note", b.lang)), "command": entry,
+                       "args": _yaml_args(args, b.extra_files)}
+    if b.env:
+        container["env"] = [C({"name": e.name, "value": e.value}, e.why) for e in b.env]
+    container.update({
+        "ports": [{"name": "http", "containerPort": b.port}],
+        "resources": _resources(b, k),
+        "startupProbe": C({**probe, "periodSeconds": 10, "failureThreshold": max(6, start_s // 10)},
+                          _t(k, "startup", b.lang, s=start_s)),
+        "readinessProbe": {**probe, "periodSeconds": 10, "failureThreshold": 3},
+        "livenessProbe": {**probe, "periodSeconds": 30, "failureThreshold": 3},
+        "volumeMounts": mounts,
+    })
+    deployment = {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": b.name, "labels": {"app": b.name}},
+        "spec": {"replicas": C(b.replicas, b.replicas_why), "selector": {"matchLabels": {"app": b.name}},
+                 "template": {"metadata": {"labels": {"app": b.name}},
+                              "spec": {"containers": [container], "volumes": volumes}}},
+    }
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": b.name, "labels": {"app": b.name}},
+               "spec": {"selector": {"app": b.name}, "ports": [{"name": "http", "port": b.port,
+                                                                  "targetPort": "http"}]}}
+    docs = [f"# {x}" for x in _header(b, k)] + [f"# {comment(_t(k, 'k8s_note', b.lang, path=b.health))}"]
+    if b.extra_files:
+        cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{b.name}-options"},
+              "data": dict(b.extra_files)}
+        docs += yaml_lines(cm) + ["---"]
+    docs += yaml_lines(deployment) + ["---"] + yaml_lines(service)
+    return "\n".join(docs) + "\n"
+
+
+def kserve(b: Bundle, k: Knowledge) -> str | None:
+    """KServe's Hugging Face runtime where the engine has one (vLLM as its backend; transformers for PyTorch)."""
+    d = k.deploy.engines[b.engine]
+    if d.kserve is None:
+        return None
+    args: list = [C(f"--model_name={b.model_name[:120]}", _t(k, "served_name", b.lang))]
+    if b.engine == "pytorch":
+        args.append("--backend=huggingface")
+    else:
+        args.append("--backend=vllm")
+    skip = {"--host", "--port", "--served-model-name"}
+    for a in b.args:
+        if a.flag in skip:
+            continue
+        args.append(C(a.flag if a.value is None else f"{a.flag}={a.value}", a.why))
+    isvc = {"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService", "metadata": {"name": b.name},
+            "spec": {"predictor": {"model": {
+                "modelFormat": {"name": "huggingface"}, "args": args,
+                "storageUri": C(f"pvc://models/{b.model_path.rsplit('/', 1)[-1]}",
+                                _t(k, "model_path", b.lang, what=b.model_what)),
+                "resources": _resources(b, k)}}}}
+    if b.env:
+        isvc["spec"]["predictor"]["model"]["env"] = [C({"name": e.name, "value": e.value}, e.why) for e in b.env]
+    head = [f"# {x}" for x in _header(b, k)] + [f"# {comment(_t(k, 'kserve_note', b.lang))} ({d.kserve.source})"]
+    return "\n".join(head + yaml_lines(isvc)) + "\n"
+
+
+def render(b: Bundle, k: Knowledge) -> Bundle:
+    if b.status != "ok":
+        return b
+    files = {"launch.sh": launch_sh(b, k)}
+    if b.image:
+        files["docker-run.sh"] = docker_run(b, k)
+        files["compose.yaml"] = compose(b, k)
+        files["k8s.yaml"] = kubernetes(b, k)
+    ks = kserve(b, k)
+    if ks:
+        files["kserve.yaml"] = ks
+    files.update(b.extra_files)
+    return b.model_copy(update={"files": files})

@@ -1,0 +1,340 @@
+"""From a plan to one engine's server arguments, each traced to the plan figure it carries. Pure: the plan, the answers
+and knowledge/deploy.yaml in, a Bundle (without its rendered files) out.
+
+The three memory fractions differ in what they are a share of, so each is derived from the plan in its own terms:
+vLLM's --gpu-memory-utilization of the whole GPU, SGLang's --mem-fraction-static of the GPU for weights + KV only,
+TensorRT-LLM's kv_cache_free_gpu_memory_fraction of what is free after loading."""
+from __future__ import annotations
+
+import math
+import re
+
+from advisor.deploy.types import Arg, Bundle, EnvVar
+from advisor.inputs.answers import Answers
+from advisor.knowledge.load import Knowledge
+from advisor.planner.types import EnginePlan, Plan
+
+
+class _Refused(Exception):
+    pass
+
+
+def _n(x: float | int) -> str:
+    """1,234 for counts; GiB with one decimal, or two significant digits below 1 (0.044, not 0.0)."""
+    if isinstance(x, int):
+        return f"{x:,}"
+    return f"{x:,.1f}" if abs(x) >= 1 or x == 0 else f"{x:.2g}"
+
+
+def _cc(text: str | None) -> tuple[int, int] | None:
+    m = re.fullmatch(r"\s*(\d+)\.(\d+)\s*", text or "")
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def safe_name(text: str, limit: int = 40) -> str:
+    """A DNS-1123 label part (lower-case letters, digits, '-'): the Kubernetes/compose name and the model folder."""
+    out = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:limit].strip("-")
+    return out or "model"
+
+
+def target_words(plan: Plan) -> str:
+    t = plan.target
+    if t.gpu_count and t.gpu_name:
+        nodes = f" ({t.nodes} nodes)" if t.nodes > 1 else ""
+        return f"{t.gpu_count} × {t.gpu_name[:60]}{nodes}"
+    cores = f", {t.ram_gib:.0f} GiB RAM" if t.ram_gib else ""
+    return f"CPU ({t.cpu_model[:60] if t.cpu_model else t.cpu_arch or 'x86_64'}{cores})"
+
+
+def model_name(plan: Plan, answers: Answers) -> str:
+    return (answers.model.name or plan.model.name or "model")[:120]
+
+
+class _Builder:
+    def __init__(self, engine: str, plan: Plan, answers: Answers, knowledge: Knowledge, lang: str,
+                 cpu_cores: int | None) -> None:
+        self.e, self.plan, self.ans, self.k, self.lang = engine, plan, answers, knowledge, lang
+        self.d = knowledge.deploy.engines[engine]
+        self.p: EnginePlan = plan.engines[engine]
+        self.cores = cpu_cores
+        self.name = knowledge.engines[engine].name
+        self.args: list[Arg] = []
+        self.env: list[EnvVar] = []
+        self.warnings: list[str] = []
+        self.extra: dict[str, str] = {}
+
+    def t(self, key: str, **kw) -> str:
+        text = self.k.deploy.texts[key].get(self.lang)
+        return text.format(**kw) if kw else text
+
+    def flag(self, setting: str, value: object | None, why: str, role: str | None = None) -> None:
+        """Write the engine's flag for `setting` (none when the engine has no such flag)."""
+        name = self.d.flags.get(setting)
+        if name is None:
+            return
+        self.args.append(Arg(flag=name, value=None if value is None else str(value), why=why, role=role))
+
+    # ------------------------------------------------------------------ checks
+    def refuse_unless_runnable(self) -> None:
+        p = self.p
+        if p.device == "none":
+            first = (p.assumptions[:1] or [""])[0][:300]
+            raise _Refused(first if self.name in first else self.t("refused_none", engine=self.name, why=first or "—"))
+        if p.loads is False:
+            raise _Refused(self.t("refused_load", engine=self.name, need=_n(p.total_gib),
+                                  avail=_n(p.available_gib or 0.0)))
+        if self.e in ("sglang", "tensorrt-llm") and p.device != "gpu":
+            raise _Refused(self.t("refused_device", engine=self.name, device=p.device))
+        spec, tp = self.plan.model, p.tensor_parallel
+        if tp > 1 and p.device == "gpu":
+            if spec.attention_heads % tp:
+                raise _Refused(self.t("refused_heads", tp=tp, heads=spec.attention_heads))
+            kv = spec.kv_heads
+            if p.kv_attention not in ("mla", "mla-expanded") and kv % tp and tp % kv:
+                raise _Refused(self.t("refused_kv_heads", tp=tp, kv=kv))
+        have = _cc(self.plan.target.gpu_compute_capability)
+        if p.device == "gpu" and self.plan.target.gpu_vendor == "nvidia" and have is not None:
+            checks = []
+            if p.kv_cache_dtype == "fp8":
+                checks.append(("kv_fp8", self.t("what_kv_fp8")))
+            if p.precision in ("fp8", "fp4"):
+                checks.append((p.precision, self.t("what_weights", label=p.precision_label)))
+            for key, what in checks:
+                need = self.d.min_compute_capability.get(key)
+                if need and have < _cc(need):
+                    raise _Refused(self.t("refused_cc", what=what, need=need, gpu=self.plan.target.gpu_name or "?",
+                                          cc=self.plan.target.gpu_compute_capability))
+        if self.d.kv_dtype and self.d.kv_dtype.get(p.kv_cache_dtype, "") is None:
+            raise _Refused(self.t("refused_kv_dtype", engine=self.name, dtype=p.kv_cache_dtype))
+
+    # ------------------------------------------------------------------ common figures
+    @property
+    def gpu_mem(self) -> float | None:
+        return self.plan.target.gpu_memory_gib
+
+    def per_gpu(self, gib: float) -> str:
+        return _n(gib / max(1, self.p.gpus_used))
+
+    def seqs(self) -> tuple[int, str]:
+        """Sequences one step may hold: the plan's (the KV pool at the typical length, at most the engine's cap)."""
+        p = self.p
+        typ = p.typical_tokens or p.context_tokens
+        if p.max_running:
+            cap = self.k.serving.modes[self.e].max_running
+            pool = p.max_concurrency or p.max_running
+            capped = self.t("max_seqs_cap", engine=self.name, cap=cap) if cap is not None and pool > cap else ""
+            n = p.max_running
+            if n < p.concurrency:
+                self.warnings.append(self.t("warn_kv_short", n=n, users=p.concurrency))
+            return n, self.t("max_seqs", n=n, pool=_n(pool), typ=_n(typ), cap=capped)
+        return max(1, p.concurrency), self.t("max_seqs_users", n=max(1, p.concurrency))
+
+    def common_head(self) -> None:
+        self.flag("host", "0.0.0.0", self.t("host"), role="host")
+        key = "port_llama" if self.e == "llama.cpp" else "port"
+        self.flag("port", self.d.port, self.t(key, port=self.d.port, version=self.d.version), role="port")
+        self.flag("served_name", model_name(self.plan, self.ans), self.t("served_name"))
+
+    def parallel(self, dp: bool = False) -> None:
+        p = self.p
+        if p.device != "gpu":
+            return
+        self.flag("tp", p.tensor_parallel, self.t("tp", tp=p.tensor_parallel, par=p.parallelism or "—"))
+        self.flag("pp", p.pipeline_parallel, self.t("pp", pp=p.pipeline_parallel))
+        if dp:
+            self.flag("dp", 1, self.t("dp", replicas=(p.serving.replicas if p.serving and p.serving.replicas else 1)))
+
+    def kv(self) -> None:
+        p = self.p
+        value = self.d.kv_dtype.get(p.kv_cache_dtype, "auto")
+        if self.e == "tensorrt-llm":
+            if value != "auto":  # only through the options file
+                self.extra["extra-llm-api-options.yaml"] = f"kv_cache_config:\n  dtype: {value}\n"
+                self.flag("extra_options", "extra-llm-api-options.yaml", self.t("extra_options", dtype=value))
+            return
+        self.flag("kv_dtype", value, self.t("kv_dtype", dtype=p.kv_cache_dtype.upper() if value != "auto" else
+                                            f"auto ({p.kv_cache_dtype.upper()})", kv=_n(p.kv_gib)))
+
+    def quant(self) -> None:
+        p = self.p
+        q = self.d.quantization.get(p.precision)
+        if q:
+            self.flag("quantization", q, self.t("quant", label=p.precision_label))
+
+    def model_what(self) -> str:
+        p = self.p
+        if self.e == "llama.cpp":
+            return self.t("what_gguf")
+        if p.precision == "int4":
+            return self.t("what_int4")
+        if p.precision == "fp4":
+            return self.t("what_fp4")
+        if self.e == "tensorrt-llm" and p.precision in ("fp8", "int8"):
+            return self.t("what_prequant", label=p.precision_label)
+        return self.t("what_hf")
+
+    def cpu_kv_space(self) -> int:
+        """VLLM_CPU_KVCACHE_SPACE: the plan's KV + headroom, in whole GiB (the variable takes integers)."""
+        return max(1, math.ceil(self.p.kv_gib * (1 + self.k.deploy.headroom_share)))
+
+    # ------------------------------------------------------------------ engines
+    def vllm(self) -> None:
+        p = self.p
+        self.common_head()
+        self.flag("context", p.context_tokens, self.t("context", ctx=_n(p.context_tokens)))
+        if p.device == "gpu":
+            f = self.k.planner.engines["vllm"].memory_budget_fraction
+            self.flag("memory_fraction", f"{f:.2f}", self.t(
+                "util_vllm", f=f"{f:.2f}", mem=_n(self.gpu_mem or 0.0), w=self.per_gpu(p.weights_gib),
+                o=self.per_gpu(p.overhead_gib), kv=_n(p.kv_gib)))
+        self.parallel()
+        if p.device == "cpu":  # the KV pool is VLLM_CPU_KVCACHE_SPACE (whole GiB): the sequences are what it holds
+            g = self.cpu_kv_space()
+            typ = p.typical_tokens or p.context_tokens
+            per = p.kv_bytes_per_token  # per token held (full attention; a window would hold fewer)
+            fits = int(g * 2**30 // (per * typ)) if per else p.concurrency
+            cap = self.k.serving.modes["vllm"].max_running
+            n = max(1, min(fits, cap) if cap else fits)
+            capped = self.t("max_seqs_cap", engine=self.name, cap=cap) if cap and fits > cap else ""
+            self.flag("max_seqs", n, self.t("max_seqs_cpu", n=n, g=g, typ=_n(typ), cap=capped))
+        else:
+            n, why = self.seqs()
+            self.flag("max_seqs", n, why)
+        if p.prefill_chunk_tokens:
+            self.flag("max_batched_tokens", p.prefill_chunk_tokens, self.t("chunk", n=_n(p.prefill_chunk_tokens)))
+        self.kv()
+        self.quant()  # (an INT4 / FP4 checkpoint carries its own quantization_config: no flag, said in model_what)
+        if p.device == "cpu":
+            self.flag("dtype", "bfloat16", self.t("dtype", dtype="bfloat16", why=self.t("dtype_cpu")))
+            env = self.d.cpu_env
+            g = self.cpu_kv_space()
+            self.env.append(EnvVar(name=env["kv_space"], value=str(g), why=self.t(
+                "cpu_kv_space", g=g, kv=_n(p.kv_gib), head=round(self.k.deploy.headroom_share * 100))))
+            self.env.append(EnvVar(name=env["reserved_cpu"], value="0", why=self.t("cpu_reserved")))
+        else:
+            self.flag("dtype", "auto", self.t("dtype", dtype="auto", why=self.t("dtype_ckpt")))
+        self.flag("prefix_caching", None, self.t("prefix"))
+
+    def sglang(self) -> None:
+        p = self.p
+        self.common_head()
+        self.flag("context", p.context_tokens, self.t("context", ctx=_n(p.context_tokens)))
+        if p.mem_fraction_static is not None:
+            self.flag("memory_fraction", f"{p.mem_fraction_static:.3f}", self.t(
+                "util_sglang", f=f"{p.mem_fraction_static:.3f}", mem=_n(self.gpu_mem or 0.0)))
+        self.parallel(dp=True)
+        n, why = self.seqs()
+        self.flag("max_seqs", n, why)
+        if p.prefill_chunk_tokens:
+            self.flag("max_batched_tokens", p.prefill_chunk_tokens, self.t("chunk", n=_n(p.prefill_chunk_tokens)))
+        self.kv()
+        self.quant()
+        self.flag("dtype", "auto", self.t("dtype", dtype="auto", why=self.t("dtype_ckpt")))
+
+    def trtllm(self) -> None:
+        p = self.p
+        self.common_head()
+        self.flag("backend", self.d.backend, self.t("backend"))
+        self.flag("context", p.context_tokens, self.t("context", ctx=_n(p.context_tokens)))
+        f = self.k.planner.engines["tensorrt-llm"].memory_budget_fraction
+        self.flag("memory_fraction", f"{f:.2f}", self.t("util_trt", f=f"{f:.2f}"))
+        self.parallel()
+        n, why = self.seqs()
+        self.flag("max_seqs", n, why)
+        if p.prefill_chunk_tokens:
+            self.flag("max_batched_tokens", p.prefill_chunk_tokens, self.t("chunk", n=_n(p.prefill_chunk_tokens)))
+        self.kv()
+
+    def llama_cpp(self) -> None:
+        p = self.p
+        self.common_head()
+        slots = max(1, p.concurrency)
+        typ = p.typical_tokens or p.context_tokens
+        total = max(slots * typ, p.context_tokens)
+        self.flag("context", total, self.t("ctx_total", total=_n(total), n=slots, typ=_n(typ), ctx=_n(p.context_tokens)))
+        self.flag("parallel", slots, self.t("parallel", n=slots))
+        self.flag("kv_unified", None, self.t("kv_unified"))
+        layers = self.plan.model.layers
+        if p.device == "gpu":
+            self.flag("gpu_layers", 999, self.t("ngl_all"))
+        elif p.device == "gpu+cpu":
+            on = max(0, layers - (p.offload_layers or 0))
+            self.flag("gpu_layers", on, self.t("ngl_part", n=on, layers=layers, ram=p.offload_layers or 0,
+                                               par=p.parallelism or "—"))
+        else:
+            self.flag("gpu_layers", 0, self.t("ngl_cpu"))
+        ct = self.d.kv_dtype.get(p.kv_cache_dtype, "f16")
+        quantized_v = ct not in ("f16", "bf16", "f32")
+        self.flag("flash_attn", "on" if quantized_v else "auto", self.t("fa_on" if quantized_v else "fa_auto"))
+        self.flag("cache_k", ct, self.t("cache_type", dtype=ct, kv=_n(p.kv_gib)))
+        self.flag("cache_v", ct, self.t("cache_type", dtype=ct, kv=_n(p.kv_gib)))
+        if self.cores:
+            self.flag("threads", self.cores, self.t("threads", n=self.cores))
+        self.flag("cont_batching", None, self.t("cont_batching"))
+        self.flag("batch", 2048, self.t("batch", n=_n(2048)))
+        self.flag("metrics", None, self.t("metrics"))
+        self.flag("no_webui", None, self.t("no_webui"))
+
+    def pytorch(self) -> None:
+        self.args.append(Arg(flag="--host", value="0.0.0.0", why=self.t("host"), role="host"))
+        self.flag("port", self.d.port, self.t("port", port=self.d.port, version=self.d.version), role="port")
+        dev = "cuda" if self.p.device == "gpu" else "cpu"
+        self.flag("device", dev, self.t("device", d=dev))
+        self.flag("dtype", "auto", self.t("dtype", dtype="auto", why=self.t("dtype_ckpt")))
+        self.flag("continuous_batching", None, self.t("continuous_batching"))
+        self.flag("no_remote_code", None, self.t("no_remote_code"))
+
+
+def build_settings(engine: str, plan: Plan, answers: Answers, knowledge: Knowledge, lang: str = "en",
+                   cpu_cores: int | None = None) -> Bundle:
+    """The bundle's command and settings for `engine` (status "refused" with the reason, or "no_server")."""
+    b = _Builder(engine, plan, answers, knowledge, lang, cpu_cores)
+    d, p = b.d, b.p
+    head = dict(engine=engine, lang=lang, version=d.version, source=d.source, read=d.read,
+                model_name=model_name(plan, answers), target=target_words(plan))
+    if not d.server:
+        return Bundle(status="no_server", reason=d.no_server.get(lang) if d.no_server else None, **head)
+    try:
+        b.refuse_unless_runnable()
+        {"vllm": b.vllm, "sglang": b.sglang, "tensorrt-llm": b.trtllm, "llama.cpp": b.llama_cpp,
+         "pytorch": b.pytorch}[engine]()
+    except _Refused as why:
+        return Bundle(status="refused", reason=str(why), **head)
+    vendor = plan.target.gpu_vendor if p.device in ("gpu", "gpu+cpu") else "cpu"
+    kind = "cpu" if vendor == "cpu" else ("amd" if vendor == "amd" else "gpu")
+    image = d.image.get(kind) or (d.image.get("gpu") if kind == "amd" else None)
+    if image is None and d.image:
+        image = d.image.get("gpu") or next(iter(d.image.values()))
+        b.warnings.append(b.t("warn_gpu_vendor", engine=b.name, vendor=vendor, which=image.ref))
+    elif kind == "amd" and "amd" not in d.image and image is not None:
+        b.warnings.append(b.t("warn_gpu_vendor", engine=b.name, vendor=vendor, which=image.ref))
+    sv = p.serving
+    if sv is not None and sv.replicas:
+        replicas = sv.replicas
+        why_r = b.t("replicas", n=sv.replicas, gpus=max(sv.gpus_per_replica, p.gpus_used), users=p.concurrency,
+                    label=sv.label, band=round(sv.band * 100))
+    else:
+        replicas, why_r = 1, b.t("replicas_one")
+    if p.device == "cpu":
+        mem = max(1, math.ceil(p.total_gib + 1))
+        why_m = b.t("memory", g=mem, need=_n(p.total_gib))
+    else:
+        w = p.weights_gib / max(1, p.gpus_used)
+        mem = max(8, math.ceil(w + 4))
+        why_m = b.t("memory_gpu", g=mem, w=_n(w))
+    folder = safe_name(model_name(plan, answers))
+    is_file = engine == "llama.cpp"
+    model_path = f"{knowledge.deploy.model_mount}/{folder}" + (".gguf" if is_file else "")
+    if d.note is not None:
+        b.warnings.append(d.note.get(lang))
+    return Bundle(status="ok", warnings=b.warnings, program=list(d.program), model_arg=d.model, model_path=model_path,
+                  model_what=b.model_what(), args=b.args, env=b.env, port=d.port, health=d.health,
+                  image=image.ref if image else None, image_source=image.source if image else None,
+                  image_entrypoint=list(image.entrypoint) if image else [],
+                  device="gpu" if p.device in ("gpu", "gpu+cpu") else "cpu",
+                  gpu_resource=("amd.com/gpu" if vendor == "amd" else "nvidia.com/gpu")
+                  if p.device in ("gpu", "gpu+cpu") else None,
+                  gpus_per_replica=max(1, p.gpus_used) if p.device in ("gpu", "gpu+cpu") else 0,
+                  replicas=replicas, replicas_why=why_r, memory_gib=mem, memory_why=why_m,
+                  shm=d.shm == "ipc_host" and p.device == "gpu", name=safe_name(f"{engine}-{folder}", 50),
+                  extra_files=b.extra, **head)
