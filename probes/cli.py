@@ -1,4 +1,4 @@
-"""`python -m probes list|run` — exit 0 ok, 3 unavailable, 1 error, 2 bad arguments.
+"""`python -m probes list|run|sweep|serve` — exit 0 ok, 3 unavailable, 1 error, 2 bad arguments.
 
 A progress bar goes to stderr; the JSON result alone goes to stdout.
 """
@@ -92,6 +92,27 @@ def _parser() -> _Parser:
                     help="the share of requests within the TTFT target a level must reach (default 0.9)")
     sw.add_argument("--max-concurrency", type=_positive(int), default=None,
                     help="the plan's memory-bound maximum: no level above it")
+    sv = sub.add_parser("serve", help="start the server a deployment bundle would run (from the plan), sweep it, stop it")
+    sv.add_argument("--engine", required=True, help="llama.cpp or vllm (the servers this machine can start)")
+    sv.add_argument("--from-plan", required=True, metavar="ANSWERS.yaml",
+                    help="the answers file: its plan's bundle for --engine is what runs (python -m advisor deploy)")
+    sv.add_argument("--model", metavar="PATH", help="the model to serve here (default: the answers' model.path, else "
+                                                    "the bundled model)")
+    sv.add_argument("--concurrency", metavar="1,2,4,…", default="1,2,4,8", help="the levels (default 1,2,4,8)")
+    sv.add_argument("--until-sla", action="store_true", help="stop once a level misses the TTFT target")
+    sv.add_argument("--requests", type=_positive(int), default=8)
+    sv.add_argument("--max-tokens", type=_positive(int), default=32)
+    sw_w = sv.add_argument_group("the workload in tokens (counted in the server's own tokenizer)")
+    sw_w.add_argument("--input-tokens", metavar="N[:SD]")
+    sw_w.add_argument("--output-tokens", metavar="N", type=int)
+    sw_w.add_argument("--preset", metavar="NAME")
+    sv.add_argument("--seed", type=int, default=1234)
+    sv.add_argument("--ttft-target-ms", type=_positive(float), default=None,
+                    help="default: the answers' ttft_p95_ms")
+    sv.add_argument("--timeout", type=_positive(float), default=600.0, metavar="S", help="per level")
+    sv.add_argument("--start-timeout", type=_positive(float), default=None, metavar="S",
+                    help="how long the server may take to answer its health endpoint (default: the bundle's)")
+    sv.add_argument("--format", choices=["json", "text"], default="text")
     return p
 
 
@@ -335,10 +356,117 @@ class _SweepBar(_Bar):
         super().__call__(ev)
 
 
+def bundle_from_plan(answers: str, engine: str) -> dict:
+    """The deployment bundle of `engine` for an answers file, from `python -m advisor deploy --format json` (the
+    probes do not import the advisor: they ask its CLI, as a user would)."""
+    from probes.registry import ROOT
+
+    path = Path(answers).expanduser()
+    if not path.is_file():
+        raise UsageError(f"--from-plan: no such file: {answers[:200]!r}")
+    try:
+        p = subprocess.run([sys.executable, "-m", "advisor", "deploy", "--answers", str(path), "--engine", engine,
+                            "--format", "json"], capture_output=True, text=True, cwd=str(ROOT), timeout=300)
+    except subprocess.TimeoutExpired:
+        raise UsageError("--from-plan: the advisor did not answer within 300 s") from None
+    if p.returncode == 2:
+        raise UsageError((p.stderr.strip().splitlines() or ["the advisor refused the answers"])[-1].removeprefix(
+            "error: "))
+    try:
+        bundle = json.loads(p.stdout)
+    except ValueError:
+        raise UsageError("--from-plan: the advisor gave no bundle: "
+                         + ((p.stderr.strip().splitlines() or ["?"])[-1])[:300]) from None
+    return bundle
+
+
+def cmd_serve(args) -> int:
+    from probes.result import ProbeSettings
+    from probes.served import ServeSpec, run_served, served_availability
+    from probes.sweep import levels_for
+    from probes.validation import parse_input_tokens, workload_error
+
+    if args.engine not in BACKENDS or args.engine == "endpoint":
+        raise UsageError(f"--engine must be one of: {', '.join(e for e in BACKENDS if e != 'endpoint')}")
+    try:
+        levels = levels_for(args.concurrency)
+    except ValueError:
+        raise UsageError(f"--concurrency must be a comma-separated list of whole numbers, got {args.concurrency!r}") \
+            from None
+    if not levels or levels[0] < 1 or levels[-1] > 1024:
+        raise UsageError("--concurrency levels must be between 1 and 1024")
+    mean = sd = None
+    if args.input_tokens is not None:
+        try:
+            mean, sd = parse_input_tokens(args.input_tokens)
+        except ValueError as bad:
+            raise UsageError(str(bad)) from None
+    err = workload_error(mean, sd, args.output_tokens, None, args.preset)
+    if err:
+        raise UsageError(err)
+    why = served_availability(args.engine)
+    bundle = bundle_from_plan(args.from_plan, args.engine)
+    if bundle.get("status") != "ok":
+        print(f"error: {args.engine}: {bundle.get('status')}: {bundle.get('reason') or ''}", file=sys.stderr)
+        return 1
+    if why:
+        print(f"{args.engine}: unavailable: {why}", file=sys.stderr)
+        return 3
+    import yaml
+
+    try:
+        answers = yaml.safe_load(Path(args.from_plan).expanduser().read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError):
+        answers = {}
+    model_path = args.model or ((answers.get("model") or {}).get("path") if isinstance(answers, dict) else None)
+    if model_path:
+        from probes.validation import model_path_problem
+
+        bad = model_path_problem(str(model_path))
+        if bad:
+            raise UsageError(f"--model: {str(model_path)[:200]!r}: " + (
+                "a model hub id; nothing is downloaded: give a local path" if bad[0] == "model_path_hub_id"
+                else "no such file or folder"))
+    target = args.ttft_target_ms or float((answers.get("ttft_p95_ms") if isinstance(answers, dict) else None) or 1000)
+    env = {e["name"]: e["value"] for e in bundle.get("env", [])}
+    spec = ServeSpec(engine=args.engine, program=bundle["program"], args=bundle["template_args"], env=env,
+                     health=bundle.get("health") or "/health", bundle_command=bundle.get("command", ""),
+                     model=str(Path(model_path).expanduser().resolve()) if model_path else None,
+                     start_s=args.start_timeout or 900.0)
+    base = ProbeSettings(engine="endpoint", endpoint="http://127.0.0.1:1", requests=args.requests, concurrency=levels[0],
+                         max_tokens=args.max_tokens, ttft_target_ms=target, timeout_s=args.timeout, warmup=1,
+                         seed=args.seed, input_tokens=mean, input_tokens_sd=sd, output_tokens=args.output_tokens,
+                         preset=args.preset)
+    print(f"starting: {bundle.get('command', '')}", file=sys.stderr)
+    cancel = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _interrupted)
+    try:
+        res = run_served(spec, base, levels, until_sla=args.until_sla, on_event=_SweepBar(), cancel=cancel)
+    except KeyboardInterrupt:
+        cancel.set()
+        print("\nerror: interrupted; the server was stopped", file=sys.stderr)
+        return 130
+    if args.format == "json":
+        print(res.model_dump_json(indent=2))
+    else:
+        d = res.deployed
+        lines = [_sweep_text(res)]
+        if d is not None:
+            lines += [f"  bundle command: {d.bundle_command}", f"  ran here:       {d.command_line}"]
+            lines += [f"    ({n})" for n in d.substituted]
+            lines.append(f"  ready after {d.ready_s if d.ready_s is not None else '-'} s; stopped cleanly: "
+                         f"{'yes' if d.stopped else 'no' if d.stopped is False else '-'}")
+            if res.status != "ok" and d.log_tail:
+                lines.append("  server log (last lines): " + d.log_tail.replace("\n", " | ")[:800])
+        print("\n".join(lines))
+    return EXIT.get(res.status, 1)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
-        return {"list": cmd_list, "run": cmd_run, "sweep": cmd_sweep}[args.command](args)
+        return {"list": cmd_list, "run": cmd_run, "sweep": cmd_sweep, "serve": cmd_serve}[args.command](args)
     except (UsageError, CacheDirError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

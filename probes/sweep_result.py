@@ -10,6 +10,21 @@ from probes.redact import redact_text
 from probes.result import Percentiles, ProbeResult
 
 
+class DeployedRun(BaseModel):
+    """The server a served sweep started from a deployment bundle, as it ran here: the exact command, how long it took
+    to answer its health endpoint, and whether it was stopped cleanly (no process left)."""
+
+    engine: str = Field(max_length=40)
+    command: list[str] = Field(default_factory=list, max_length=200)  # the argv that ran here (no shell)
+    command_line: str = Field(default="", max_length=8000)  # the same, shell-quoted, with its environment
+    bundle_command: str = Field(default="", max_length=8000)  # the bundle's command as printed for the target
+    substituted: list[str] = Field(default_factory=list, max_length=20)  # what differs from the bundle, and why
+    ready_s: float | None = None  # seconds from start until /health answered 200
+    stopped: bool | None = None  # True: the server and every process it started ended when the sweep did
+    exit_code: int | None = None
+    log_tail: str | None = Field(default=None, max_length=2000)
+
+
 class SweepLevel(BaseModel):
     concurrency: int
     status: str
@@ -91,6 +106,8 @@ class SweepResult(BaseModel):
     first_backend_settings: dict[str, Any] | None = None
     first_tokens: list[int] | None = None  # [mean prompt tokens, mean output tokens] it measured
     first_server_kind: str | None = None
+    #: a sweep of a server started from a deployment bundle (python -m probes serve): the exact command that ran
+    deployed: DeployedRun | None = None
     results: list[ProbeResult] = Field(default_factory=list)  # every level's full result (raw timestamps)
     run_ids: list[int | None] = Field(default_factory=list)  # where the UI saved each level's result (history)
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+import shlex
+
+from pydantic import BaseModel, Field, computed_field
 
 #: the tokens a local run replaces (probes serve): the model's path, the address and the port to listen on
 MODEL, HOST, PORT = "{model}", "{host}", "{port}"
@@ -58,6 +60,20 @@ class Bundle(BaseModel):
     name: str = "server"  # a DNS-1123 name for containers and Kubernetes objects
     extra_files: dict[str, str] = Field(default_factory=dict)  # files the command reads (trtllm-serve's options)
     files: dict[str, str] = Field(default_factory=dict)  # launch.sh, docker-run.sh, compose.yaml, k8s.yaml, kserve.yaml
+
+    @computed_field  # in the JSON: what `python -m probes serve` starts (it cannot import this package)
+    @property
+    def template_args(self) -> list[str]:
+        return self.template() if self.status == "ok" else []
+
+    @computed_field
+    @property
+    def command(self) -> str:
+        """The server command for the target as one shell line, its environment first (every token quoted)."""
+        if self.status != "ok":
+            return ""
+        return " ".join([*(f"{e.name}={shlex.quote(e.value)}" for e in self.env),
+                         *(shlex.quote(x) for x in self.argv())])
 
     def argv(self, model: str | None = None, host: str = "0.0.0.0", port: int | None = None) -> list[str]:
         """The server command as a list (no shell): the model path, address and port as given (else the bundle's)."""
