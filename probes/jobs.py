@@ -23,8 +23,9 @@ _IDS = itertools.count(1)
 class ProbeJob:
     def __init__(self, settings: list[ProbeSettings],
                  on_result: Callable[[ProbeResult], int | None] | None = None, sweep: dict | None = None,
-                 on_sweep: Callable[..., int | None] | None = None) -> None:
+                 on_sweep: Callable[..., int | None] | None = None, served=None) -> None:
         self.id = next(_IDS)
+        self.served = served  # a probes.served.ServeSpec: the one engine's bundled server is started and swept
         self.settings = settings
         self.on_result = on_result
         self.sweep = sweep  # {"levels": [...], "until_sla": bool, "goodput_share": float}: a sweep per engine
@@ -71,6 +72,9 @@ class ProbeJob:
                     break
                 self.index, self.current, self.phase, self.message = i, s.engine, "start", ""
                 self.done_requests, self.total_requests = 0, s.requests
+                if self.served is not None:
+                    self._served(s)
+                    break
                 if self.sweep is not None:
                     self._sweep_one(s)
                     continue
@@ -147,6 +151,28 @@ class ProbeJob:
             except Exception as err:  # noqa: BLE001
                 self.save_errors.append(f"{type(err).__name__}: {err}"[:300])
 
+    def _served(self, s: ProbeSettings) -> None:
+        """The bundle's server, started by a supervisor that owns its process group; its levels are endpoint probes
+        (they are in the sweep's results; the history keeps the sweep, whose `deployed` says what ran)."""
+        from probes.served import run_served
+
+        sw = self.sweep or {}
+        self.current = self.served.engine
+        try:
+            out = run_served(self.served, s, [int(c) for c in sw.get("levels") or [1, 2, 4]],
+                             until_sla=bool(sw.get("until_sla", False)),
+                             goodput_share=float(sw.get("goodput_share", 0.9)), on_event=self._event,
+                             cancel=self.cancel)
+        except Exception as err:  # noqa: BLE001 (a job must always end and say why)
+            out = SweepResult(engine=self.served.engine, status="error", reason=f"{type(err).__name__}: {err}"[:500])
+        self.results.extend(out.results)
+        self.sweeps.append(out)
+        if self.on_sweep is not None:
+            try:
+                self.on_sweep(out, self.group)
+            except Exception as err:  # noqa: BLE001
+                self.save_errors.append(f"{type(err).__name__}: {err}"[:300])
+
     @property
     def running(self) -> bool:
         return not self.finished.is_set()
@@ -187,14 +213,15 @@ class JobBoard:
 
     def start(self, settings: list[ProbeSettings],
               on_result: Callable[[ProbeResult], int | None] | None = None, sweep: dict | None = None,
-              on_sweep: Callable[..., int | None] | None = None) -> ProbeJob | None:
+              on_sweep: Callable[..., int | None] | None = None, served=None) -> ProbeJob | None:
         """None when a job is running (the caller says so). With `sweep`, each engine is swept over its levels, and
         `on_sweep(sweep, group, status="running")` is called as it starts and after each level, then
-        `on_sweep(sweep, group)` at its end (history.save_sweep)."""
+        `on_sweep(sweep, group)` at its end (history.save_sweep). With `served` (a probes.served.ServeSpec), the first
+        settings' workload is run against that bundled server at sweep["levels"], started and stopped by the job."""
         with self._lock:
             if self.busy():
                 return None
-            job = ProbeJob(settings, on_result, sweep, on_sweep)
+            job = ProbeJob(settings, on_result, sweep, on_sweep, served)
             self.jobs = [*self.jobs[-(self.KEEP - 1):], job]
             job._thread.start()
             return job

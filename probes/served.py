@@ -3,9 +3,9 @@ it through the endpoint probe, stop it.
 
 The server belongs to the job. A supervisor child (`python -m probes.served`, its own session) starts the server in
 its own process group, so one group holds the server and every process the server starts (vLLM's EngineCore and
-Worker outlive a killed API server otherwise). The supervisor dies with its parent (the parent-death signal and a
-watchdog that kills the group), keeps a deadline, and on cancel stops the sweep and the server before it reports; the
-parent kills the group once the supervisor ends. So cancel, a page reload (the job is the server's, not the tab's)
+Worker outlive a killed API server otherwise). The supervisor's watchdog kills the group when its parent dies (the
+server also has the parent-death signal, for a supervisor killed outright) or its deadline passes; on cancel it stops
+the sweep and the server before it reports; the parent kills the group once the supervisor ends. So cancel, a page reload (the job is the server's, not the tab's)
 and a killed app all leave no process behind.
 
 Only what a bundle's command needs to run on this machine differs from it, and each difference is recorded
@@ -83,7 +83,8 @@ def local_command(spec: ServeSpec, model: str, port: int) -> tuple[list[str], li
         binary = llama_server_binary()
         if binary is None or spec.program != ["llama-server"]:
             raise ValueError("llama-server is not built here: make llama-server")
-        notes.append(f"llama-server: this project's build of the llama.cpp llama-cpp-python vendors ({binary.parent.name})")
+        notes.append("llama-server: this project's build of the llama.cpp that llama-cpp-python vendors "
+                     f"({binary.parent.name})")
         return [str(binary), *args], notes
     if spec.engine == "vllm":
         from probes.registry import python_for
@@ -144,12 +145,14 @@ def _prepared_model(spec: ServeSpec, progress: Callable[[str], None]) -> str:
 # ---------------------------------------------------------------------------------------------- the supervisor child
 def _child(argv: list[str]) -> int:
     from probes.backends._server import free_port
-    from probes.backends.base import die_with_parent
+    from probes.backends.base import dies_with_this_process
     from probes.child import _watchdog
     from probes.sweep import run_sweep
 
+    # no parent-death signal here: it would kill this supervisor before it could kill its group (the server's
+    # workers); the watchdog sees the parent gone within 0.25 s and kills the whole group, this process included
     parent = int(os.environ.get("PROBE_PARENT_PID", os.getppid()))
-    if not die_with_parent(parent):
+    if os.getppid() != parent:
         os._exit(137)
     job = json.loads(argv[0])
     spec = ServeSpec.model_validate(job["spec"])
@@ -185,10 +188,11 @@ def _child(argv: list[str]) -> int:
         run.command, run.substituted = cmd, notes
         run.command_line = " ".join([*(f"{k}={shlex.quote(v)}" for k, v in spec.env.items()),
                                      *(shlex.quote(c) for c in cmd)])
-        emit({"type": "progress", "phase": "load", "message": f"starting {spec.engine}'s server: {run.command_line}"[:300]})
+        emit({"type": "progress", "phase": "load",
+              "message": f"starting {spec.engine}'s server: {run.command_line}"[:300]})
         log = tempfile.TemporaryFile(mode="w+b")
         server = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                  cwd=tempfile.gettempdir())
+                                  cwd=tempfile.gettempdir(), preexec_fn=dies_with_this_process())  # noqa: PLW1509
         url = f"http://127.0.0.1:{port}"
         _wait_healthy(server, url + spec.health, spec.start_s, cancel, log)
         run.ready_s = round(time.monotonic() - t0, 1)
