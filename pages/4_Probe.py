@@ -19,8 +19,10 @@ from advisor.inputs import answers_id
 from advisor.report import (latency_chart, link_urls, md_escape, roofline_chart, run_label, sweep_charts,
                             throughput_chart)
 from advisor.report import serving_label as report_serving_label
+from advisor.deploy import bundle_for
 from probes.registry import BACKENDS
 from probes.result import ProbeSettings
+from probes.served import RUNNABLE, ServeSpec, served_availability
 from probes.validation import model_path_problem, settings_error
 from ui_common import (RUNS, SWEEPS, T, answers, engine_availability, hardware, knowledge, lang,
                        llama_cpu_build_on_gpu_machine, machine, plan_inputs, probe_board, seed, sync_url)
@@ -182,6 +184,59 @@ else:
                 ss["watch_job"] = started.id
                 st.rerun()
 
+    # ------------------------------------------------------------ measure what you'd deploy: the bundle's server
+    st.subheader(T("ui_served_title"))
+    st.caption(T("ui_served_caption"))
+    servable = [e for e in ranked if e in RUNNABLE] + [e for e in RUNNABLE if e not in ranked]
+    srv = st.selectbox(T("ui_served_engine"), servable, key=kept("served_engine", servable[0]),
+                       format_func={e: e if served_availability(e) is None else
+                                    f"{e}{T('colon')}{T('ui_unavailable')}" for e in servable}.get)
+    ss["served_engine_v"] = srv
+    cores = a.hardware.cpu_cores if a.hardware is not None and a.hardware.cpu_cores else hw.cpu.usable_cores
+    bundle = bundle_for(srv, rec.plan, a, k, L, cores)
+    srv_why = served_availability(srv)
+    if srv_why:
+        st.caption(f"**{srv}**{T('colon')}{md_escape(srv_why)}")
+    if bundle.status != "ok":
+        st.warning(md_escape(bundle.reason or bundle.status))
+    else:
+        st.code(bundle.command, language="bash", wrap_lines=True)
+        if target and here and (target.kind != here.kind or target.gpu_id != here.gpu_id):
+            st.info(T("ui_served_for_target", target=target.label, here=here.label), icon=":material/info:")
+        srv_levels = st.text_input(T("ui_served_levels"), key=kept("served_levels", "1,2,4"), max_chars=100)
+        ss["served_levels_v"] = srv_levels
+        if st.button(T("ui_served_run"), key="run_served", disabled=srv_why is not None):
+            problems = []
+            try:
+                s_levels = sorted({int(x) for x in srv_levels.split(",") if x.strip()})
+                if not s_levels or s_levels[0] < 1 or s_levels[-1] > 256:
+                    raise ValueError
+            except ValueError:
+                problems.append(T("ui_sweep_levels_bad", got=srv_levels[:100]))
+            srv_model = (model.strip() if mode == "local" else "") or (a.model.path or "")
+            bad_model = model_path_problem(srv_model) if srv_model else None
+            if bad_model:
+                problems.append(T(bad_model[0], **bad_model[1]))
+            if problems:
+                for p in dict.fromkeys(problems):
+                    st.error(md_escape(p))
+            else:
+                spec_srv = ServeSpec(engine=srv, program=bundle.program, args=bundle.template(),
+                                     env={e.name: e.value for e in bundle.env}, health=bundle.health or "/health",
+                                     bundle_command=bundle.command, model=srv_model or None)
+                base = ProbeSettings(engine="endpoint", endpoint="http://127.0.0.1:1", requests=int(reqs),
+                                     concurrency=s_levels[0], max_tokens=int(toks), prompt_mix=a.prompt_mix,
+                                     ttft_target_ms=float(a.ttft_p95_ms), timeout_s=600,
+                                     input_tokens=a.model.input_tokens, output_tokens=a.model.output_tokens,
+                                     answers_id=answers_id(a), asked_concurrency=a.concurrency)
+                started = board.start([base], sweep={"levels": s_levels, "until_sla": False, "goodput_share": 0.9},
+                                      on_sweep=history.save_sweep, served=spec_srv)
+                if started is None:
+                    st.warning(T("ui_probe_running"))
+                else:
+                    ss["watch_job"] = started.id
+                    st.rerun()
+
 # ---------------------------------------------------------------- the job this tab watched, when it has ended
 done = board.get(ss.get("watch_job"))
 if done is not None and not done.running and ss.get("acked_job") != done.id:
@@ -262,6 +317,18 @@ def _sweep_section(rec) -> None:
     (st.warning if v.changes_advice or not top_meets else st.success)(md_escape(v.summary))
     for line in v.lines:
         st.markdown(f"- {md_escape(line)}")
+    for sw in chosen:  # a served sweep: the command that ran here beside the bundle's, with what was changed
+        d = sw.deployed
+        if d is None or not d.command_line:
+            continue
+        with st.container(border=True):
+            st.markdown(f"**{md_escape(sw.engine)}** · {T('ui_served_ran')}")
+            st.code(d.command_line, language="bash", wrap_lines=True)
+            st.caption(T("ui_served_bundle"))
+            st.code(d.bundle_command, language="bash", wrap_lines=True)
+            st.caption(md_escape("; ".join(d.substituted)) + " · " + T(
+                "ui_served_ready", s="—" if d.ready_s is None else f"{d.ready_s:g}",
+                stopped=T("ui_yes") if d.stopped else T("ui_no")))
     cols = T("cap_cols").split("|")
     st.dataframe([dict(zip(cols + [T("col_inconclusive")],
                            [r.name, "—" if r.capacity is None else str(r.capacity), str(a.concurrency),
