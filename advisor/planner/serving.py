@@ -25,6 +25,7 @@ The efficiencies (bw_eff, flops_eff, step_ms) are fitted per engine and hardware
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, replace
 
@@ -136,8 +137,10 @@ def mdl_wait_s(share: float, service_s: float) -> float:
 
 # ---------------------------------------------------------------- the two ways of serving
 
+@functools.lru_cache(maxsize=1 << 15)
 def predict(mode: str, hw: Hw, eff: Eff, load: Load) -> Point:
-    """mode: continuous | slots (batching) or sequential (one request at a time)."""
+    """mode: continuous | slots (batching) or sequential (one request at a time). Pure and its arguments frozen, so
+    it is memoised (bounded): a page redrawn, the flip search and the band's ends ask for the same points again."""
     if mode == "sequential":
         return _sequential(hw, eff, load)
     return _batching(hw, eff, load)
@@ -233,6 +236,7 @@ def _ms(s: float | None) -> float | None:
 
 # ---------------------------------------------------------------- capacity and fleet
 
+@functools.lru_cache(maxsize=1 << 12)
 def capacity(mode: str, hw: Hw, eff: Eff, input_tokens: int, output_tokens: int, input_sd: float,
              ttft_target_ms: float, limit: int = 100_000) -> int:
     """The highest closed-loop concurrency whose predicted p95 TTFT meets the target (0: not even one user)."""
