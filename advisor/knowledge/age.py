@@ -74,8 +74,8 @@ def as_of(knowledge) -> AsOf:
 
 
 def dated(knowledge) -> list[Dated]:
-    """Every dated piece: engine releases, support cells (an `unknown` cell asserts nothing and is not listed) and
-    rules."""
+    """Every dated piece: engine releases, support cells (an `unknown` cell asserts nothing and is not listed), rules
+    and the deployment flag tables (knowledge/deploy.yaml: flags, images and versions read per engine)."""
     out: list[Dated] = []
     for eid in ks.ENGINE_IDS:
         rel = knowledge.engines[eid].release
@@ -89,6 +89,8 @@ def dated(knowledge) -> list[Dated]:
                                  cell.source))
     for r in knowledge.rules.rules:
         out.append(Dated("rules.yaml", f"rule {r.id}", _date(r.read), r.source))
+    for eid, d in knowledge.deploy.engines.items():
+        out.append(Dated("deploy.yaml", f"{eid}: server flags for {d.version}", _date(d.read), d.source))
     return out
 
 
