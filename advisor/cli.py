@@ -490,7 +490,10 @@ def deploy_bundles(answers, knowledge, lang: str, engine: str | None = None):
     cores = (answers.hardware.cpu_cores if answers.hardware is not None
              else (hardware.cpu.usable_cores if hardware is not None else None))
     order = [engine] if engine else [r.engine for r in rec.ranking] + [x.engine for x in rec.excluded]
-    return [bundle_for(e, rec.plan, answers, knowledge, lang, cores) for e in order], rec
+    why_out = {x.engine: knowledge.s("deploy_excluded", lang, why="; ".join(y.text for y in x.reasons)[:600])
+               for x in rec.excluded}
+    return [bundle_for(e, rec.plan, answers, knowledge, lang, cores, [why_out[e]] if e in why_out else None)
+            for e in order], rec
 
 
 def cmd_deploy(args, knowledge) -> int:
