@@ -278,7 +278,10 @@ class _Builder:
     def pytorch(self) -> None:
         self.args.append(Arg(flag="--host", value="0.0.0.0", why=self.t("host"), role="host"))
         self.flag("port", self.d.port, self.t("port", port=self.d.port, version=self.d.version), role="port")
-        dev = "cuda" if self.p.device == "gpu" else "cpu"
+        # transformers serve passes --device as from_pretrained's device_map: "cuda" puts every layer on one GPU, "auto"
+        # splits them over the plan's GPUs (and RAM, when the plan offloads)
+        p = self.p
+        dev = "cpu" if p.device == "cpu" else "cuda" if p.device == "gpu" and p.gpus_used <= 1 else "auto"
         self.flag("device", dev, self.t("device", d=dev))
         self.flag("dtype", "auto", self.t("dtype", dtype="auto", why=self.t("dtype_ckpt")))
         self.flag("continuous_batching", None, self.t("continuous_batching"))
@@ -327,6 +330,8 @@ def build_settings(engine: str, plan: Plan, answers: Answers, knowledge: Knowled
     model_path = f"{knowledge.deploy.model_mount}/{folder}" + (".gguf" if is_file else "")
     if d.note is not None:
         b.warnings.append(d.note.get(lang))
+    if "served_name" not in d.flags:  # trtllm-serve, transformers serve: the model is named by its path
+        b.warnings.append(b.t("warn_model_name", engine=b.name, path=model_path))
     return Bundle(status="ok", warnings=b.warnings, program=list(d.program), model_arg=d.model, model_path=model_path,
                   model_what=b.model_what(), args=b.args, env=b.env, port=d.port, health=d.health,
                   image=image.ref if image else None, image_source=image.source if image else None,

@@ -1,0 +1,547 @@
+"""Deployment bundles (advisor.deploy): generated for every example and three scenarios of our own, the files are valid
+(Kubernetes schemas, the compose spec, sh -n), a hostile model name cannot break out of a value or a comment, the
+refusals say why, the three memory fractions are each the right share, zh has the same command, and the CLI works.
+
+Plans are made once per scenario and language (module caches): the whole file runs in well under a minute."""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import shlex
+import stat
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+
+import jsonschema
+import kubernetes_validate
+import pytest
+import yaml
+
+from advisor.cli import deploy_bundles
+from advisor.deploy import Bundle
+from advisor.deploy.settings import build_settings
+from advisor.inputs.answers import load_answers, parse_answers
+from advisor.knowledge import load_knowledge
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
+NVIDIA = {"gpu_vendor": "nvidia", "os": "linux"}
+
+SCENARIOS: dict[str, dict] = {
+    # a 70B at FP8 (weights and KV) on two H100s: tensor parallel 2, TensorRT-LLM's KV dtype through its options file
+    "70b-2xh100": {"concurrency": 32, "ttft_p95_ms": 1000,
+                   "model": {"name": "meta-llama/Llama-3.1-70B-Instruct", "precision": "fp8", "kv_cache_dtype": "fp8",
+                             "context_tokens": 8192},
+                   "hardware": {**NVIDIA, "gpu_model": "H100 80GB", "gpu_count": 2, "gpu_memory_gb": 80, "ram_gb": 512,
+                                "cpu_cores": 64}},
+    # an 8B on one L40S, 16 users of 2,000 in / 300 out, p95 TTFT 800 ms
+    "8b-l40s": {"concurrency": 16, "ttft_p95_ms": 800,
+                "model": {"name": "meta-llama/Llama-3.1-8B-Instruct", "precision": "bf16", "context_tokens": 8192,
+                          "input_tokens": 2000, "output_tokens": 300},
+                "hardware": {**NVIDIA, "gpu_model": "L40S", "gpu_count": 1, "gpu_memory_gb": 48, "ram_gb": 128,
+                             "cpu_cores": 32}},
+    # a 7B GGUF Q4_K_M on a CPU-only box
+    "7b-gguf-cpu": {"concurrency": 2, "ttft_p95_ms": 3000,
+                    "model": {"name": "qwen2.5-7b", "precision": "q4_k_m", "context_tokens": 4096},
+                    "hardware": {"gpu_vendor": "none", "ram_gb": 32, "cpu_cores": 8, "cpu_arch": "x86_64", "os": "linux"}},
+}
+CASES = [p.stem for p in EXAMPLES] + list(SCENARIOS)
+
+# Hostile model names: shell and YAML metacharacters, a newline, backticks. Every payload only touches a marker file
+# in the script's own folder, so a failure shows as a file, never as damage.
+HOSTILE = [
+    'a"; touch pwned1 ; echo $(touch pwned2) \\n b',
+    "x`touch pwned3`\n$(touch pwned4)'; touch pwned5 # {model} ${HOME}\n- key: [y]",
+]
+FRAGMENTS = ("touch pwned",)  # the raw name (a sanitised copy, the model folder and the k8s names, has no space)
+
+CJK = re.compile(r"[\u3400-\u9fff]")
+
+
+@functools.lru_cache(maxsize=None)
+def knowledge():
+    return load_knowledge()
+
+
+def answers_for(case: str, name: str | None = None):
+    if case in SCENARIOS:
+        data = json.loads(json.dumps(SCENARIOS[case]))
+        if name is not None:
+            data["model"] = {"name": name, "params_b": 8, "precision": data["model"]["precision"],
+                             "context_tokens": data["model"]["context_tokens"]}
+        return parse_answers(data)
+    return load_answers(ROOT / "examples" / f"{case}.yaml")
+
+
+@functools.lru_cache(maxsize=None)
+def made(case: str, lang: str = "en", name: str | None = None):
+    """(answers, bundles of every engine in rank order then the excluded, the recommendation)."""
+    answers = answers_for(case, name)
+    found, rec = deploy_bundles(answers, knowledge(), lang)
+    return answers, found, rec
+
+
+def ok_bundles(case: str, lang: str = "en", name: str | None = None) -> list[Bundle]:
+    return [b for b in made(case, lang, name)[1] if b.status == "ok"]
+
+
+def by_engine(case: str, engine: str, lang: str = "en", name: str | None = None) -> Bundle:
+    return next(b for b in made(case, lang, name)[1] if b.engine == engine)
+
+
+def arg(b: Bundle, flag: str):
+    return next(a for a in b.args if a.flag == flag)
+
+
+def container_args(b: Bundle, mount: str = "/config/") -> list[str]:
+    """What the container is given after its entrypoint: the command's arguments, the model at its path in the image
+    and any options file where the container mounts it."""
+    return [f"{mount}{t}" if t in b.extra_files else t for t in b.argv()[len(b.program):]]
+
+
+# ---------------------------------------------------------------------------------------------------------- 1. made
+@pytest.mark.parametrize("case", CASES)
+def test_every_ranked_engine_gets_a_bundle(case):
+    _, found, rec = made(case)
+    engines = [b.engine for b in found]
+    assert len(engines) == len(set(engines))
+    assert {r.engine for r in rec.ranking} <= set(engines)
+    assert [b.engine for b in found[:len(rec.ranking)]] == [r.engine for r in rec.ranking]  # in rank order
+    for b in found:
+        assert b.status in ("ok", "refused", "no_server")
+        if b.status != "ok":
+            assert b.reason and b.reason.strip(), b.engine
+            assert not b.files
+            continue
+        assert "launch.sh" in b.files
+        if b.image:
+            assert {"docker-run.sh", "compose.yaml", "k8s.yaml"} <= set(b.files), b.engine
+        assert b.argv()[:len(b.program)] == b.program and b.program
+        assert b.model_path in b.argv()
+        assert b.port and str(b.port) in b.argv()
+        for a in b.args:
+            assert a.flag.startswith("-")
+            assert a.why and a.why.strip(), f"{b.engine} {a.flag} has no why"
+        for e in b.env:
+            assert e.why.strip(), f"{b.engine} {e.name} has no why"
+        assert b.version and b.source.startswith("https://")
+
+
+def test_the_scenarios_cover_what_they_are_for():
+    """Each scenario exercises what it was written for (else the other tests would pass on nothing)."""
+    big = {b.engine: b for b in ok_bundles("70b-2xh100")}
+    assert {"vllm", "sglang", "tensorrt-llm"} <= set(big)
+    assert arg(big["vllm"], "--tensor-parallel-size").value == "2"
+    assert arg(big["vllm"], "--kv-cache-dtype").value == "fp8"
+    assert arg(big["sglang"], "--kv-cache-dtype").value == "fp8_e4m3"
+    trt = big["tensorrt-llm"]
+    assert trt.extra_files and "dtype: fp8" in next(iter(trt.extra_files.values()))
+    assert big["vllm"].shm and big["vllm"].gpus_per_replica == 2
+    cpu = {b.engine: b for b in made("7b-gguf-cpu")[1]}
+    assert cpu["llama.cpp"].status == "ok" and cpu["llama.cpp"].device == "cpu"
+    assert arg(cpu["llama.cpp"], "-ngl").value == "0"
+    assert cpu["sglang"].status == "refused" and cpu["tensorrt-llm"].status == "refused"
+    assert cpu["vllm"].status == "ok" and {e.name for e in cpu["vllm"].env} >= {"VLLM_CPU_KVCACHE_SPACE"}
+
+
+def test_transformers_serve_spreads_a_multi_gpu_plan():
+    """transformers serve's --device is from_pretrained's device_map: a plan over 2 GPUs needs "auto" ("cuda" would
+    put every layer on the first GPU); one GPU is "cuda", a CPU plan "cpu"."""
+    _, _, rec = made("70b-2xh100")
+    b = by_engine("70b-2xh100", "pytorch")
+    assert rec.plan.engines["pytorch"].gpus_used == 2 and b.status == "ok"
+    assert arg(b, "--device").value == "auto"
+    assert arg(by_engine("8b-l40s", "pytorch"), "--device").value == "cuda"
+    assert arg(by_engine("7b-gguf-cpu", "pytorch"), "--device").value == "cpu"
+
+
+# ------------------------------------------------------------------------------------------------------- 2. files
+@functools.lru_cache(maxsize=None)
+def compose_validator():
+    ref = resources.files("check_jsonschema") / "builtin_schemas" / "vendor" / "compose-spec.json"
+    schema = json.loads(ref.read_text(encoding="utf-8"))
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema)
+
+
+K8S_VERSION = "1.33.0"
+
+
+def _k8s_versions() -> list[str]:
+    return sorted({K8S_VERSION, kubernetes_validate.latest_version()})
+
+
+def check_files(b: Bundle) -> None:
+    k = knowledge()
+    for name, body in b.files.items():
+        if name.endswith(".yaml"):
+            docs = [d for d in yaml.safe_load_all(body) if d is not None]
+            assert docs, name
+    if "k8s.yaml" in b.files:
+        docs = [d for d in yaml.safe_load_all(b.files["k8s.yaml"]) if d is not None]
+        for doc in docs:
+            for v in _k8s_versions():
+                kubernetes_validate.validate(doc, v, strict=True)
+        kinds = [d["kind"] for d in docs]
+        assert kinds == (["ConfigMap"] if b.extra_files else []) + ["Deployment", "Service"], kinds
+        dep = next(d for d in docs if d["kind"] == "Deployment")
+        svc = next(d for d in docs if d["kind"] == "Service")
+        assert dep["spec"]["replicas"] == b.replicas >= 1
+        assert dep["spec"]["selector"]["matchLabels"] == dep["spec"]["template"]["metadata"]["labels"] == \
+            svc["spec"]["selector"]
+        (c,) = dep["spec"]["template"]["spec"]["containers"]
+        assert c["image"] == b.image
+        assert c["command"] == (b.image_entrypoint or b.program)
+        assert c["args"] == container_args(b)
+        assert c["ports"] == [{"name": "http", "containerPort": b.port}]
+        assert svc["spec"]["ports"][0]["port"] == b.port
+        for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+            assert c[probe]["httpGet"]["path"] == b.health
+        limits = c["resources"]["limits"]
+        if b.device == "gpu":
+            assert limits[b.gpu_resource] == b.gpus_per_replica >= 1
+        else:
+            assert not any(key.endswith("/gpu") for key in limits)
+        assert {e["name"]: e["value"] for e in c.get("env", [])} == {e.name: e.value for e in b.env}
+        mounts = {m["mountPath"] for m in c["volumeMounts"]}
+        assert k.deploy.model_mount in mounts
+        assert ("/dev/shm" in mounts) == b.shm
+        if b.extra_files:
+            cm = docs[0]
+            assert cm["data"] == b.extra_files and "/config" in mounts
+    if "compose.yaml" in b.files:
+        doc = yaml.safe_load(b.files["compose.yaml"])
+        errors = sorted(compose_validator().iter_errors(doc), key=lambda e: list(e.absolute_path))
+        assert not errors, "; ".join(f"{list(e.absolute_path)}: {e.message}" for e in errors[:5])
+        (svc,) = doc["services"].values()
+        assert svc["image"] == b.image
+        assert svc["entrypoint"] == (b.image_entrypoint or b.program)
+        assert svc["command"] == container_args(b)
+        assert f"{b.port}:{b.port}" in svc["ports"]
+        if b.gpu_resource == "nvidia.com/gpu":
+            (dev,) = svc["deploy"]["resources"]["reservations"]["devices"]
+            assert dev["count"] == b.gpus_per_replica and "gpu" in dev["capabilities"]
+        else:
+            assert "deploy" not in svc
+        assert (svc.get("ipc") == "host") == b.shm
+        assert svc.get("environment", {}) == {e.name: e.value for e in b.env}
+    if "kserve.yaml" in b.files:
+        doc = yaml.safe_load(b.files["kserve.yaml"])
+        assert doc["apiVersion"] == "serving.kserve.io/v1beta1" and doc["kind"] == "InferenceService"
+        model = doc["spec"]["predictor"]["model"]
+        assert model["modelFormat"]["name"] == "huggingface"
+        assert f"--model_name={b.model_name}" in model["args"]
+        assert model["storageUri"].startswith("pvc://")
+        if b.gpu_resource:
+            assert model["resources"]["limits"][b.gpu_resource] == b.gpus_per_replica
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_files_are_valid(case):
+    bundles = ok_bundles(case)
+    assert bundles
+    for b in bundles:
+        check_files(b)
+    kserve = [b.engine for b in bundles if "kserve.yaml" in b.files]
+    assert set(kserve) <= {"vllm", "pytorch"}
+
+
+def test_a_wrong_field_fails_the_validators():
+    """The validators can fail: a k8s field of the wrong type, a compose key the spec does not have."""
+    b = by_engine("8b-l40s", "vllm")
+    docs = list(yaml.safe_load_all(b.files["k8s.yaml"]))
+    dep = next(d for d in docs if d and d["kind"] == "Deployment")
+    dep["spec"]["replicas"] = "two"
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(dep, K8S_VERSION, strict=True)
+    dep["spec"]["replicas"] = 1
+    dep["spec"]["template"]["spec"]["containers"][0]["gpus"] = 1
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(dep, K8S_VERSION, strict=True)
+    doc = yaml.safe_load(b.files["compose.yaml"])
+    next(iter(doc["services"].values()))["gpus_count"] = 1
+    assert list(compose_validator().iter_errors(doc))
+
+
+# --------------------------------------------------------------------------------------------------- 3. the shell
+def sh_ok(path: Path) -> None:
+    r = subprocess.run(["sh", "-n", str(path)], capture_output=True, text=True, timeout=10)
+    assert r.returncode == 0, f"{path.name}: {r.stderr}"
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_scripts_parse(case, tmp_path):
+    for b in ok_bundles(case):
+        for name in ("launch.sh", "docker-run.sh"):
+            if name in b.files:
+                p = tmp_path / f"{b.engine}-{name}"
+                p.write_text(b.files[name], encoding="utf-8")
+                sh_ok(p)
+                assert b.files[name].startswith("#!/bin/sh\n")
+
+
+def run_stubbed(body: str, exec_line: str, folder: Path, env: dict[str, str]) -> list[str]:
+    """Run the script with its final `exec …` replaced by a stub that prints its arguments (NUL-separated)."""
+    lines = body.rstrip("\n").split("\n")
+    assert lines[-1] == exec_line, lines[-1]  # the program, then the arguments the script collected
+    script = folder / "run.sh"
+    script.write_text("\n".join(lines[:-1] + ["printf '%s\\0' \"$@\""]) + "\n", encoding="utf-8")
+    r = subprocess.run(["sh", str(script)], cwd=folder, capture_output=True, timeout=10,
+                       env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(folder), **env})
+    assert r.returncode == 0, r.stderr.decode()
+    out = r.stdout.decode()
+    assert out.endswith("\0")
+    return out[:-1].split("\0")
+
+
+def shell_words_with(body: str) -> list[str]:
+    """The shell words (comments dropped) that carry any of the hostile fragments."""
+    lex = shlex.shlex(body, posix=True, punctuation_chars=False)
+    lex.whitespace_split = True
+    lex.commenters = "#"
+    return [w for w in lex if any(f in w for f in FRAGMENTS)]
+
+
+def strings_in(node) -> list[str]:
+    if isinstance(node, dict):
+        return [s for k, v in node.items() for s in strings_in(k) + strings_in(v)]
+    if isinstance(node, list):
+        return [s for v in node for s in strings_in(v)]
+    return [node] if isinstance(node, str) else []
+
+
+HOSTILE_CASES = [(case, i) for case in ("8b-l40s", "7b-gguf-cpu", "70b-2xh100") for i in range(len(HOSTILE))]
+
+
+@pytest.mark.parametrize("case,i", HOSTILE_CASES, ids=[f"{c}-{i}" for c, i in HOSTILE_CASES])
+def test_a_hostile_model_name_stays_a_value(case, i, tmp_path):
+    name = HOSTILE[i]
+    bundles = ok_bundles(case, name=name)
+    assert {b.engine for b in bundles} >= ({"llama.cpp", "vllm"} if case == "7b-gguf-cpu" else
+                                           {"vllm", "sglang", "tensorrt-llm", "llama.cpp", "pytorch"})
+    model_dir = str(tmp_path / "my models" / "it's $HOME")
+    for b in bundles:
+        assert b.model_name == name
+        where = tmp_path / b.engine
+        where.mkdir()
+        # launch.sh: exactly the command's tokens, the model from MODEL
+        out = run_stubbed(b.files["launch.sh"], "exec " + " ".join(b.program) + ' "$@"', where, {"MODEL": model_dir})
+        assert out == b.argv(model=model_dir)[len(b.program):], b.engine
+        # the name is a value where the engine takes a served name (not trtllm-serve's nor transformers serve's)
+        assert out.count(name) == sum(a.value == name for a in b.args) == (b.engine not in ("pytorch", "tensorrt-llm"))
+        # docker-run.sh: after the image, the container's own command
+        if "docker-run.sh" in b.files:
+            out = run_stubbed(b.files["docker-run.sh"], 'exec docker run "$@"', where, {"MODEL_DIR": model_dir})
+            assert out[0] == "--rm" and f"{model_dir}:{knowledge().deploy.model_mount}:ro" in out
+            rest = out[out.index(b.image) + 1:]
+            assert rest == ([] if b.image_entrypoint else b.program[1:]) + container_args(b, mount="/"), b.engine
+        assert not list(where.glob("pwned*")), f"{b.engine}: the name ran as code"
+        for fname in ("launch.sh", "docker-run.sh"):
+            if fname not in b.files:
+                continue
+            body = b.files[fname]
+            (where / fname).write_text(body, encoding="utf-8")
+            sh_ok(where / fname)
+            # the name is one shell word wherever it is a value (a comment cut by a newline would leave words)
+            words = shell_words_with(body)
+            assert all(w == name for w in words), (b.engine, fname, words)
+            assert len(words) == sum(a.value == name for a in b.args), (b.engine, fname, words)
+            for line in body.splitlines():  # a comment line that carries the name carries all of it, on one line
+                if line.startswith("#") and FRAGMENTS[0] in line:
+                    assert " ".join(name.split()) in " ".join(line.split()), (fname, line)
+        for fname, body in b.files.items():
+            if not fname.endswith(".yaml"):
+                continue
+            docs = [d for d in yaml.safe_load_all(body) if d is not None]
+            hits = [s for d in docs for s in strings_in(d) if any(f in s for f in FRAGMENTS)]
+            # KServe names the model with its own --model_name (the engine's --served-model-name is left out there)
+            want = {f"--model_name={name}"} if fname == "kserve.yaml" else \
+                {name} if any(a.value == name for a in b.args) else set()
+            assert set(hits) == want, (b.engine, fname, hits)
+            for line in body.splitlines():  # a comment line that carries the name carries all of it, on one line
+                if line.lstrip().startswith("#") and FRAGMENTS[0] in line:
+                    assert " ".join(name.split()) in " ".join(line.split()), (fname, line)
+        check_files(b)  # still valid Kubernetes / compose / KServe, the name where it belongs
+
+
+# ------------------------------------------------------------------------------------------------------ 4. refusals
+def _refused(b: Bundle) -> str:
+    assert b.status == "refused", (b.status, b.reason)
+    assert b.reason and not b.files
+    return b.reason
+
+
+def test_tp_that_does_not_divide_the_heads_is_refused():
+    answers, _, rec = made("70b-2xh100")
+    plan = rec.plan
+    heads = plan.model.attention_heads
+    assert heads % 3
+    for engine in ("vllm", "sglang", "tensorrt-llm"):
+        p = plan.engines[engine].model_copy(update={"tensor_parallel": 3, "gpus_used": 3})
+        bad = plan.model_copy(update={"engines": {**plan.engines, engine: p}})
+        reason = _refused(build_settings(engine, bad, answers, knowledge()))
+        assert "3" in reason and str(heads) in reason and "head" in reason, reason
+        # the same plan at TP 2 is fine (the refusal is about the degree)
+        assert build_settings(engine, plan, answers, knowledge()).status == "ok"
+    zh = build_settings("vllm", plan.model_copy(update={"engines": {**plan.engines, "vllm": plan.engines["vllm"]
+                        .model_copy(update={"tensor_parallel": 3})}}), answers, knowledge(), "zh")
+    assert CJK.search(_refused(zh))
+
+
+def test_fp8_kv_for_tensorrt_llm_needs_ampere():
+    data = {"concurrency": 4, "model": {"name": "llama-3.2-3b", "precision": "fp16", "kv_cache_dtype": "fp8",
+                                        "context_tokens": 4096},
+            "hardware": {**NVIDIA, "gpu_model": "T4", "gpu_count": 1, "gpu_memory_gb": 16, "ram_gb": 64, "cpu_cores": 8}}
+    answers = parse_answers(data)
+    _, rec = deploy_bundles(answers, knowledge(), "en", "tensorrt-llm")
+    plan = rec.plan
+    assert plan.target.gpu_compute_capability == "7.5"
+    # the planner keeps TensorRT-LLM's default KV on a T4 (its support cell); a plan that asks FP8 anyway is refused
+    p = plan.engines["tensorrt-llm"].model_copy(update={"kv_cache_dtype": "fp8"})
+    bad = plan.model_copy(update={"engines": {**plan.engines, "tensorrt-llm": p}})
+    reason = _refused(build_settings("tensorrt-llm", bad, answers, knowledge()))
+    assert "compute capability" in reason and "7.5" in reason and "8.0" in reason and "FP8" in reason, reason
+    # the same on an L40S (8.9) is fine
+    _, _, good = made("8b-l40s")
+    p = good.plan.engines["tensorrt-llm"].model_copy(update={"kv_cache_dtype": "fp8"})
+    fine = good.plan.model_copy(update={"engines": {**good.plan.engines, "tensorrt-llm": p}})
+    b = build_settings("tensorrt-llm", fine, made("8b-l40s")[0], knowledge())
+    assert b.status == "ok" and "--extra_llm_api_options" in b.argv()
+
+
+def test_fp4_weights_for_tensorrt_llm_on_h100_are_refused():
+    data = {"concurrency": 4, "model": {"name": "meta-llama/Llama-3.1-8B-Instruct", "precision": "fp4",
+                                        "context_tokens": 4096},
+            "hardware": {**NVIDIA, "gpu_model": "H100 80GB", "gpu_count": 1, "gpu_memory_gb": 80, "ram_gb": 256,
+                         "cpu_cores": 32}}
+    (b,), _ = deploy_bundles(parse_answers(data), knowledge(), "en", "tensorrt-llm")
+    reason = _refused(b)
+    assert "compute capability" in reason and "10.0" in reason and "9.0" in reason, reason
+
+
+def test_an_engine_that_does_not_load_is_refused_with_the_figures():
+    _, found, rec = made("llama3-70b-on-one-rtx4090")
+    for b in found:
+        p = rec.plan.engines[b.engine]
+        if p.loads is False and b.engine != "onnxruntime":
+            reason = _refused(b)
+            assert f"{p.total_gib:,.1f} GiB" in reason and f"{p.available_gib:,.1f} GiB" in reason, reason
+    assert by_engine("llama3-70b-on-one-rtx4090", "vllm").status == "refused"
+    assert by_engine("llama3-70b-on-one-rtx4090", "llama.cpp").status == "ok"  # layers in RAM
+
+
+def test_onnxruntime_has_no_server():
+    for case in ("8b-l40s", "7b-gguf-cpu"):
+        b = by_engine(case, "onnxruntime")
+        assert b.status == "no_server" and "Foundry Local" in b.reason and not b.files
+    zh = by_engine("7b-gguf-cpu", "onnxruntime", "zh")
+    assert "Foundry Local" in zh.reason and CJK.search(zh.reason)
+
+
+# ------------------------------------------------------------------------------------------- 5. memory fractions
+def test_the_three_memory_fractions():
+    planner = yaml.safe_load((ROOT / "knowledge" / "planner.yaml").read_text(encoding="utf-8"))["engines"]
+    _, _, rec = made("8b-l40s")
+    vllm = arg(by_engine("8b-l40s", "vllm"), "--gpu-memory-utilization")
+    assert float(vllm.value) == planner["vllm"]["memory_budget_fraction"]
+    assert "whole GPU" in vllm.why
+    sg = arg(by_engine("8b-l40s", "sglang"), "--mem-fraction-static")
+    want = rec.plan.engines["sglang"].mem_fraction_static
+    assert want is not None and 0 < want < 1
+    assert float(sg.value) == pytest.approx(want, abs=5e-4)
+    assert "weights + KV" in sg.why
+    trt = arg(by_engine("8b-l40s", "tensorrt-llm"), "--kv_cache_free_gpu_memory_fraction")
+    assert float(trt.value) == planner["tensorrt-llm"]["memory_budget_fraction"]
+    assert "free after loading" in trt.why and "not a share of the whole GPU" in trt.why
+    # three different things: SGLang's differs from vLLM's on this GPU
+    assert float(sg.value) != float(vllm.value)
+
+
+# --------------------------------------------------------------------------------------------------------- 6. zh
+@pytest.mark.parametrize("case", list(SCENARIOS) + ["nvidia-strict-sla"])
+def test_zh_has_chinese_comments_and_the_same_command(case):
+    en = {b.engine: b for b in made(case, "en")[1]}
+    zh = {b.engine: b for b in made(case, "zh")[1]}
+    assert set(en) == set(zh)
+    for engine, b in zh.items():
+        assert b.status == en[engine].status and b.lang == "zh"
+        if b.status != "ok":
+            continue
+        assert b.argv() == en[engine].argv()
+        assert {e.name: e.value for e in b.env} == {e.name: e.value for e in en[engine].env}
+        for a in b.args:
+            assert CJK.search(a.why), f"{engine} {a.flag}: {a.why}"
+        for e in b.env:
+            assert CJK.search(e.why), e.name
+        assert CJK.search(b.files["launch.sh"].split("\n")[1])  # the header comment
+        assert set(b.files) == set(en[engine].files)
+
+
+# ---------------------------------------------------------------------------------------------------------- 7. CLI
+def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "advisor", "deploy", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=120, env=env)
+
+
+@pytest.fixture(scope="module")
+def answers_file(tmp_path_factory) -> Path:
+    p = tmp_path_factory.mktemp("deploy") / "l40s.yaml"
+    p.write_text(yaml.safe_dump(SCENARIOS["8b-l40s"]), encoding="utf-8")
+    return p
+
+
+def test_cli_json(answers_file):
+    r = cli("--answers", str(answers_file), "--format", "json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert [d["engine"] for d in data] == [b.engine for b in made("8b-l40s")[1]]
+    vllm = next(d for d in data if d["engine"] == "vllm")
+    assert Bundle.model_validate(vllm).argv() == by_engine("8b-l40s", "vllm").argv()
+    r = cli("--answers", str(answers_file), "--format", "json", "--engine", "sglang")
+    assert r.returncode == 0 and json.loads(r.stdout)["engine"] == "sglang"
+
+
+def test_cli_sh_and_k8s(answers_file, tmp_path):
+    r = cli("--answers", str(answers_file), "--format", "sh", "--engine", "vllm")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.rstrip("\n") == by_engine("8b-l40s", "vllm").files["launch.sh"].rstrip("\n")
+    (tmp_path / "l.sh").write_text(r.stdout, encoding="utf-8")
+    sh_ok(tmp_path / "l.sh")
+    r = cli("--answers", str(answers_file), "--format", "k8s", "--engine", "sglang")
+    assert r.returncode == 0, r.stderr
+    kinds = [d["kind"] for d in yaml.safe_load_all(r.stdout) if d]
+    assert kinds == ["Deployment", "Service"]
+
+
+def test_cli_out_dir(answers_file, tmp_path):
+    out = tmp_path / "bundles"
+    r = cli("--answers", str(answers_file), "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    for b in made("8b-l40s")[1]:
+        d = out / b.engine
+        if b.status != "ok":
+            assert not d.exists() and b.engine in r.stdout
+            continue
+        assert sorted(p.name for p in d.iterdir()) == sorted([*b.files, "bundle.json"])
+        for name, body in b.files.items():
+            assert (d / name).read_text(encoding="utf-8") == body
+            if name.endswith(".sh"):
+                assert (d / name).stat().st_mode & stat.S_IXUSR
+        assert Bundle.model_validate_json((d / "bundle.json").read_text(encoding="utf-8")).argv() == b.argv()
+
+
+def test_cli_bad_engine_and_refused(answers_file):
+    r = cli("--answers", str(answers_file), "--engine", "nonsense")
+    assert r.returncode == 2
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert "--engine" in r.stderr and "vllm" in r.stderr
+    r = cli("--answers", str(ROOT / "examples" / "llama3-70b-on-one-rtx4090.yaml"), "--engine", "vllm",
+            "--format", "sh")
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert "does not load" in r.stderr and "GiB" in r.stderr
