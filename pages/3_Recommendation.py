@@ -1,10 +1,12 @@
-"""The ranking as a chart, each engine's contributions with sources, exclusions, flips, and the seeds' claims."""
+"""The ranking as a chart, each engine's contributions with sources, exclusions, each ranked engine's deployment bundle
+(the command, why each value, the files to download), flips, and the seeds' claims."""
 import streamlit as st
 
 from advisor.decide import recommend
 from advisor.knowledge import age
 from advisor.report import (cite, cite_reason, concurrency_chart, header_lines, link_urls, md_escape, memory_chart, plan_rows,
                             ranking_chart, roofline_chart, seed_lines, serving_chart, serving_rows, support_table)
+from advisor.report import deploy as dep
 from advisor.report import serving as srv
 from advisor.planner import calibration
 from ui_common import (T, answers, hardware, knowledge, lang, link_path_gate, plan_inputs, set_answer,
@@ -58,6 +60,28 @@ if rec.excluded:
         paren = "（{}）" if lang == "zh" else "({})"
         st.markdown(f"**{md_escape(x.name)}** — " + " ".join(
             f"{link_urls(md_escape(y.text))} _{paren.format(cite_reason(y, k, lang))}_" for y in x.reasons))
+st.subheader(T("deploy_section_title"))
+st.caption(T("deploy_section_caption"))
+names = {e.id: e.name for e in k.engines.values()}
+for i, b in enumerate(dep.ranked_bundles(rec, a, k, lang, None if a.hardware else hardware()), 1):
+    with st.expander(T(f"deploy_expander_{b.status}", i=i, engine=names[b.engine]), expanded=i == 1):
+        for w in b.warnings:
+            st.warning(link_urls(md_escape(w)))
+        if b.status != "ok":
+            say = st.warning if b.status == "refused" else st.info
+            say(f"**{T('deploy_' + b.status)}**{T('colon')}" + link_urls(md_escape(b.reason or "")))
+            continue
+        st.code(dep.command_line(b), language="bash", wrap_lines=True)
+        st.caption(T("deploy_model_at", path=dep.md_value(b.model_path), what=md_escape(b.model_what)))
+        st.markdown("\n".join(dep.arg_table(b, k, lang)))
+        files = dep.file_names(b)
+        for tab, name in zip(st.tabs(files), files):
+            with tab:
+                st.code(b.files[name], language="bash" if name.endswith(".sh") else "yaml", height=420)
+                st.download_button(T("deploy_download", name=name), b.files[name], file_name=name,
+                                   mime=dep.mime(name), key=f"dl_deploy_{b.engine}_{name}", on_click="ignore")
+        st.download_button(T("deploy_download_zip"), dep.bundle_zip(b), file_name=dep.zip_name(b),
+                           mime="application/zip", key=f"dl_deploy_zip_{b.engine}", on_click="ignore")
 st.subheader(T("sup_title"))
 st.markdown("\n".join(support_table.markdown(support_table.from_recommendation(rec, k), k, lang)))
 st.caption(T("sup_caption", date=support_table.read_date(k)))
@@ -67,7 +91,6 @@ if rec.flip_note:  # no flip, or a tie at the top that no answer separates
 for f in rec.flips:
     st.markdown(link_urls(f"- {f.text}"))
 plan = rec.plan
-names = {e.id: e.name for e in k.engines.values()}
 st.subheader(T("plan_title"))
 for line in header_lines(plan, k, lang):
     st.caption(link_urls(md_escape(line)))

@@ -139,8 +139,9 @@ class _Builder:
         p = self.p
         if p.device != "gpu":
             return
-        self.flag("tp", p.tensor_parallel, self.t("tp", tp=p.tensor_parallel, par=p.parallelism or "—"))
-        self.flag("pp", p.pipeline_parallel, self.t("pp", pp=p.pipeline_parallel))
+        tp, pp = p.tensor_parallel, p.pipeline_parallel
+        self.flag("tp", tp, self.t("tp", tp=tp, par=p.parallelism or "—") if tp > 1 else self.t("tp_one"))
+        self.flag("pp", pp, self.t("pp", pp=pp) if pp > 1 else self.t("pp_one"))
         if dp:
             self.flag("dp", 1, self.t("dp", replicas=(p.serving.replicas if p.serving and p.serving.replicas else 1)))
 
@@ -252,7 +253,7 @@ class _Builder:
         typ = p.typical_tokens or p.context_tokens
         total = max(slots * typ, p.context_tokens)
         self.flag("context", total, self.t("ctx_total", total=_n(total), n=slots, typ=_n(typ), ctx=_n(p.context_tokens)))
-        self.flag("parallel", slots, self.t("parallel", n=slots))
+        self.flag("parallel", slots, self.t("parallel", n=slots) if slots > 1 else self.t("parallel_one"))
         self.flag("kv_unified", None, self.t("kv_unified"))
         layers = self.plan.model.layers
         if p.device == "gpu":
@@ -315,7 +316,7 @@ def build_settings(engine: str, plan: Plan, answers: Answers, knowledge: Knowled
     if sv is not None and sv.replicas:
         replicas = sv.replicas
         why_r = b.t("replicas", n=sv.replicas, gpus=max(sv.gpus_per_replica, p.gpus_used), users=p.concurrency,
-                    label=sv.label, band=round(sv.band * 100))
+                    label=knowledge.s(f"val_plan_label_{sv.label}", lang), band=round(sv.band * 100))
     else:
         replicas, why_r = 1, b.t("replicas_one")
     if p.device == "cpu":

@@ -3,11 +3,20 @@ the files. Everything in a fenced block is the file as generated; a fence long e
 a value cannot close it."""
 from __future__ import annotations
 
+import io
+import re
 import shlex
+import zipfile
+from typing import TYPE_CHECKING
 
-from advisor.deploy import Bundle
+from advisor.deploy import Bundle, bundle_for
+from advisor.inputs.answers import Answers
 from advisor.knowledge.load import Knowledge
 from advisor.report.mdtext import md_escape as esc
+
+if TYPE_CHECKING:
+    from advisor.decide.recommendation import Recommendation
+    from advisor.inputs.hardware import Hardware
 
 
 def command_line(b: Bundle) -> str:
@@ -18,7 +27,8 @@ def command_line(b: Bundle) -> str:
 
 def _title(b: Bundle, k: Knowledge, lang: str) -> str:
     name = k.engines[b.engine].name
-    return k.s("deploy_title", lang, engine=name, version=b.version)
+    # the version is the knowledge's own label (English): quoted as such in Chinese, as cite_reason does
+    return k.s("deploy_title", lang, engine=name, version=f"“{b.version}”" if lang == "zh" else b.version)
 
 
 def bundle_text(b: Bundle, k: Knowledge, lang: str) -> str:
@@ -50,21 +60,141 @@ def bundle_markdown(b: Bundle, k: Knowledge, lang: str, files: tuple[str, ...] =
     """Markdown lines: the title, the reason where refused, else each value's why and the chosen files."""
     out = [f"### {esc(_title(b, k, lang))}", ""]
     if b.status != "ok":
-        return out + [f"**{esc(k.s('deploy_' + b.status, lang))}:** {esc(b.reason or '')}", ""]
+        return out + [f"**{esc(k.s('deploy_' + b.status, lang))}**{k.s('colon', lang)}{esc(b.reason or '')}", ""]
     for w in b.warnings:
         out.append(f"- {esc(w)}")
-    out += ["", f"| {esc(k.s('deploy_col_flag', lang))} | {esc(k.s('deploy_col_value', lang))} | "
-                f"{esc(k.s('deploy_col_why', lang))} |", "|---|---|---|"]
-    for a in b.args:
-        out.append(f"| `{esc(a.flag)}` | {esc(a.value if a.value is not None else '✓')} | {esc(a.why)} |")
-    for e in b.env:
-        out.append(f"| `{esc(e.name)}` | {esc(e.value)} | {esc(e.why)} |")
-    out.append("")
+    out += ["", f"**{esc(k.s('deploy_command', lang))}**", "", *fenced(command_line(b), "sh"), ""]
+    out += [*arg_table(b, k, lang), ""]
     for name in files:
         body = b.files.get(name)
         if not body:
             continue
-        fence = _fence(body)
-        lang_tag = "sh" if name.endswith(".sh") else "yaml"
-        out += [f"**{esc(name)}**", "", f"{fence}{lang_tag}", body.rstrip("\n"), fence, ""]
+        out += [f"**{md_value(name)}**", "", *fenced(body, "sh" if name.endswith(".sh") else "yaml"), ""]
     return out
+
+
+# ---------------------------------------------------------------- the Recommendation page and the report's appendix
+
+#: the files in the order they are shown (launch script first, then the container and cluster files); any other file
+#: a bundle carries (trtllm-serve's options file) after them
+FILE_ORDER = ("launch.sh", "docker-run.sh", "compose.yaml", "k8s.yaml", "kserve.yaml")
+_SAFE_TOKEN = re.compile(r"[A-Za-z0-9_.:/+=,@%-]{1,200}")
+_CTRL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def cpu_cores(answers: Answers, hardware: Hardware | None) -> int | None:
+    """The cores a CPU server gets (llama.cpp's -t): the answers' hardware block's, else this machine's usable ones
+    (as `python -m advisor deploy` finds them)."""
+    if answers.hardware is not None:
+        return answers.hardware.cpu_cores
+    return hardware.cpu.usable_cores if hardware is not None else None
+
+
+def ranked_bundles(rec: Recommendation, answers: Answers, knowledge: Knowledge, lang: str,
+                   hardware: Hardware | None = None) -> list[Bundle]:
+    """One bundle per ranked engine, in rank order, from the recommendation's plan (pure; no I/O)."""
+    if rec.plan is None:
+        return []
+    cores = cpu_cores(answers, hardware)
+    return [bundle_for(r.engine, rec.plan, answers, knowledge, lang, cores) for r in rec.ranking
+            if r.engine in rec.plan.engines]
+
+
+def file_names(b: Bundle) -> list[str]:
+    """The bundle's files in the order they are shown."""
+    return [n for n in FILE_ORDER if b.files.get(n)] + [n for n in b.files if n not in FILE_ORDER and b.files[n]]
+
+
+def mime(name: str) -> str:
+    return "application/yaml" if name.endswith((".yaml", ".yml")) else "text/plain"
+
+
+def zip_name(b: Bundle) -> str:
+    return f"{b.engine}-deploy.zip"
+
+
+def bundle_zip(b: Bundle) -> bytes:
+    """Every file of the bundle in one zip, in a folder named after the engine; the scripts executable. In memory."""
+    buf = io.BytesIO()
+    folder = f"{b.engine}-deploy"
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        for name in file_names(b):
+            info = zipfile.ZipInfo(f"{folder}/{name}", date_time=(2024, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = (0o100755 if name.endswith(".sh") else 0o100644) << 16
+            z.writestr(info, b.files[name])
+    return buf.getvalue()
+
+
+def md_value(text: str) -> str:
+    """A flag or value in a Markdown table cell: a plain token (a number, "auto", a path, a flag) as code; anything
+    else (a model name a user typed) escaped as literal text."""
+    text = str(text)
+    if _SAFE_TOKEN.fullmatch(text):
+        return f"`{text}`"
+    return esc(text)
+
+
+def arg_rows(b: Bundle) -> list[tuple[str, str, str]]:
+    """(flag, value, why) for every argument and environment variable, unescaped ("✓" for a switch)."""
+    rows = [(a.flag, "✓" if a.value is None else a.value, a.why) for a in b.args]
+    return rows + [(e.name, e.value, e.why) for e in b.env]
+
+
+def _why(why: str, value: str) -> str:
+    """A value's why, escaped, with the value itself as code where the sentence names it ("KV cache in `f16`")."""
+    text = esc(why)
+    if not (_SAFE_TOKEN.fullmatch(value) and re.search(r"[A-Za-z]", value) and len(value) > 1):
+        return text
+    return re.sub(r"(?<![\w`.\-/&])" + re.escape(value) + r"(?![\w`\-/;]|\.\w)", f"`{value}`", text)
+
+
+def arg_table(b: Bundle, k: Knowledge, lang: str) -> list[str]:
+    """The flag / value / why table as Markdown lines, every cell escaped."""
+    out = [f"| {esc(k.s('deploy_col_flag', lang))} | {esc(k.s('deploy_col_value', lang))} | "
+           f"{esc(k.s('deploy_col_why', lang))} |", "|---|---|---|"]
+    for flag, value, why in arg_rows(b):
+        out.append(f"| {md_value(flag)} | {md_value(value)} | {_why(why, value)} |")
+    return out
+
+
+def fenced(body: str, tag: str = "") -> list[str]:
+    """A fenced code block holding `body` as it is (a fence longer than any backtick run in it)."""
+    fence = _fence(body)
+    return [f"{fence}{tag}", body.rstrip("\n"), fence]
+
+
+def appendix_markdown(rec: Recommendation, answers: Answers, knowledge: Knowledge, lang: str,
+                      hardware: Hardware | None = None) -> list[str]:
+    """The report's appendix: the top-ranked engine's bundle (and, where that one has no server or is refused, the
+    best-ranked engine that has one), with the CLI line that writes every engine's files."""
+    bundles = ranked_bundles(rec, answers, knowledge, lang, hardware)
+    if not bundles:
+        return []
+    shown = [bundles[0]]
+    if bundles[0].status != "ok":
+        nxt = next((b for b in bundles[1:] if b.status == "ok"), None)
+        if nxt is not None:
+            shown.append(nxt)
+    s = lambda key, **kw: knowledge.s(key, lang, **kw)  # noqa: E731
+    out = [f"## {esc(s('deploy_appendix_title'))}", "", esc(s("deploy_appendix_intro")), ""]
+    out += fenced("python -m advisor deploy --answers answers.yaml --out deploy/")
+    out.append("")
+    for i, b in enumerate(shown):
+        if i:
+            out += [esc(s("deploy_appendix_next", engine=knowledge.engines[b.engine].name)), ""]
+        out += bundle_markdown(b, knowledge, lang)
+    return out
+
+
+def deployed_markdown(name: str, d, knowledge: Knowledge, lang: str) -> list[str]:
+    """A sweep whose server was started from its deployment bundle: the exact command that ran (and what was put in
+    place of the bundle's own values, and why), as Markdown lines."""
+    s = lambda key, **kw: knowledge.s(key, lang, **kw)  # noqa: E731
+    ready = "—" if d.ready_s is None else f"{d.ready_s:,.1f}"
+    out = [f"**{esc(name)}**{s('colon')}{esc(s('deploy_sweep_ran', ready=ready))}", ""]
+    cmd = _CTRL.sub("?", d.command_line or " ".join(shlex.quote(x) for x in d.command))
+    out += fenced(cmd or "—", "sh")
+    if d.substituted:
+        out += ["", esc(s("deploy_sweep_substituted", what=s("report_list_sep").join(d.substituted)))]
+    return out + [""]

@@ -325,6 +325,13 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
                            target_ms=float(answers.ttft_p95_ms), answers_id=answers_id(answers))
         out += ["", f"## {s('cap_title')}", "", f"**{_txt(v.summary)}**", ""]
         out += _capped([f"- {_txt(line)}" for line in v.lines], knowledge, lang) + [""]
+        ran = [sw for sw in sweeps[:MAX_RUNS_SHOWN] if getattr(sw, "deployed", None) is not None]
+        if ran:  # a sweep of a server started from its deployment bundle: the exact command beside its figures
+            from advisor.report.deploy import deployed_markdown
+
+            for sw in ran:
+                name = knowledge.engines[sw.engine].name if sw.engine in knowledge.engines else sw.engine
+                out += deployed_markdown(name, sw.deployed, knowledge, lang)
         r1 = lambda x: "—" if x is None else f"{x:,.1f}"  # noqa: E731
         out += _table(s("cap_cols").split("|"), [
             [_cell(r.name), "—" if r.capacity is None else str(r.capacity), str(answers.concurrency),
@@ -360,6 +367,11 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
                        + (f" ({cite(c.evidence, knowledge, lang)})" if c.evidence else ""))
     out += ["", s("cite_seeds_intro"), ""]
     out += [f"- {line}" for line in seed_lines(knowledge, lang)]
+    from advisor.report.deploy import appendix_markdown
+
+    appendix = appendix_markdown(rec, answers, knowledge, lang, hardware)
+    if appendix:
+        out += ["", *appendix]
     files = (list(probe_files) if probe_files is not None else
              [f"probe-{i}.json" for i in run_ids] if run_ids is not None else [])
     sweep_names = list(sweep_files) if sweep_files is not None else [f"sweep-{i}.json" for i in range(1, len(sweeps or []) + 1)]
@@ -422,6 +434,7 @@ _CELL = re.compile(r"<(t[hd])(?:\s[^>]*)?>(.*?)</t[hd]>", re.S | re.I)
 _NUMERIC = re.compile(r"^[\s\d.,/%+\-–—≤≥×]+$")
 
 TABLE_PT, BODY_PT, CELL_PAD_MM = 7.5, 9.5, 2.4
+PRE_PT = 7.5  # code blocks (the reproduce line, the deployment files): ~110 columns on an A4 page
 H_PAD_MM = 1.0  # a cell's padding on each side (the table's padding=(0.6, H_PAD_MM))
 CAPTION_MM = 10  # room kept under a chart for its one-line caption
 KEEP_WITH_HEADING_MM = 35  # a heading starts a new page when less than this is left below it
@@ -578,12 +591,19 @@ def markdown_to_pdf(md: str, image_files: dict[str, bytes] | None = None) -> byt
         mono = _mono_font()
         if mono:
             pdf.add_font("mono", fname=mono[0], collection_font_number=mono[1])
+            for style, suffix in (("B", "-Bold"), ("I", "-Oblique"), ("BI", "-BoldOblique")):
+                face = mono[0].replace(".ttf", f"{suffix}.ttf")  # code in bold text (**`launch.sh`**) is monoB
+                pdf.add_font("mono", style=style, fname=face if Path(face).is_file() else mono[0],
+                             collection_font_number=mono[1])
         pdf.set_fallback_fonts(["cjk"])  # a glyph the monospace font lacks (a Chinese path) comes from the CJK one
         code = "mono" if mono else "cjk"  # never a core font: they are Latin-1 only
-        styles = {"code": FontFace(family=code, color="#7a2e0e"), "pre": TextStyle(font_family=code, t_margin=3),
+        styles = {"code": FontFace(family=code, color="#7a2e0e"),
+                  "pre": TextStyle(font_family=code, font_size_pt=PRE_PT, t_margin=3, b_margin=3),
                   # no synthetic italic: it would be the regular face again under the same subset name, and PDF
                   # readers mix up the two (copied text turns to wrong characters)
                   "em": FontFace(color="#555555"), "i": FontFace(color="#555555")}
+        pdf.set_font(code, size=PRE_PT)
+        body = wrap_pre(body, int(pdf.epw / (pdf.get_string_width("0" * 100) / 100)) - 1)
         title = next((html.unescape(_TAG.sub("", h)) for h in re.findall(r"<h1>(.*?)</h1>", body, re.S)), None)
         if title:
             pdf.set_title(title)  # document metadata only; the page shows the <h1> once
@@ -618,6 +638,51 @@ def markdown_to_pdf(md: str, image_files: dict[str, bytes] | None = None) -> byt
     except Exception as err:  # fpdf2 raises many kinds (FPDFException, NotImplementedError, ValueError…)
         cause = " ".join(str(err).split())[:300] or type(err).__name__
         raise ReportError(f"the PDF could not be rendered: {type(err).__name__}: {cause}") from err
+
+
+_PRE = re.compile(r"(<pre>(?:<code[^>]*>)?)(.*?)((?:</code>)?</pre>)", re.S | re.I)
+WRAP_MARK = "↪ "  # starts a line that a code block's line was wrapped onto (the file itself has no such break)
+
+
+def _cols(text: str) -> int:
+    """How many monospace columns text takes: a wide (CJK) character drawn from the CJK font takes two."""
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def wrap_line(line: str, cols: int) -> list[str]:
+    """One line of a code block cut to at most `cols` columns: at the last space that leaves a fair piece, else
+    anywhere (a long path, a Chinese comment); each continuation keeps the line's indent and starts with WRAP_MARK."""
+    cols = max(cols, 20)
+    if _cols(line) <= cols:
+        return [line]
+    indent = " " * min(len(line) - len(line.lstrip(" ")), cols // 2)
+    out, rest, prefix = [], line, ""
+    while _cols(prefix + rest) > cols:
+        room = cols - _cols(prefix)
+        n, used = 0, 0
+        while n < len(rest) and used + _cols(rest[n]) <= room:
+            used += _cols(rest[n])
+            n += 1
+        cut = rest.rfind(" ", 0, n + 1)
+        if cut <= len(rest) - len(rest.lstrip(" ")) or cut < n // 2:  # no space in the second half: cut anywhere
+            cut = max(n, 1)
+        out.append(prefix + rest[:cut].rstrip(" "))
+        rest = rest[cut:].lstrip(" ")
+        prefix = indent + WRAP_MARK
+    return out + [prefix + rest]
+
+
+def wrap_pre(body: str, cols: int) -> str:
+    """Every <pre> block of the HTML with its lines cut to `cols` columns (fpdf2 would wrap them itself, at the
+    left margin, so a wrapped line of a YAML file read as a new one)."""
+    def one(m: re.Match) -> str:
+        text = html.unescape(m.group(2))
+        lines = [piece for line in text.split("\n") for piece in wrap_line(line, cols)]
+        return m.group(1) + html.escape("\n".join(lines), quote=False) + m.group(3)
+
+    return _PRE.sub(one, body)
 
 
 def _mono_font() -> tuple[str, int] | None:

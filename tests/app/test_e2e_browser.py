@@ -650,3 +650,45 @@ def test_the_probe_mode_stays_chosen_across_a_language_switch(page, server):
     _settle(page, 1000)
     assert page.get_by_role("radio", name=re.compile("正在运行的服务")).is_checked()
     assert not page.get_by_role("radio", name=re.compile("本机上的引擎")).is_checked()
+
+
+def test_the_deploy_bundle_downloads_and_what_you_deploy_is_measured(page, server):
+    """The Recommendation page's Deploy section gives the top engine's launch script and a zip of its files; the
+    Probe page starts that engine's bundled server, measures it once and shows the command that ran beside the
+    bundle's (the real llama-server, on the bundled model)."""
+    import zipfile
+
+    from playwright.sync_api import expect
+
+    from probes.backends.llama_cpp import llama_server_binary
+
+    url, _ = server
+    page.goto(url + "/recommendation")
+    _settle(page)
+    expect(page.get_by_role("heading", name="Deploy", exact=True)).to_be_visible()
+    with page.expect_download() as d:
+        page.get_by_role("button", name="Download launch.sh").first.click()
+    script = Path(d.value.path()).read_text(encoding="utf-8")
+    assert script.startswith("#!/bin/sh") and 'exec ' in script and 'set -- "$@"' in script
+    with page.expect_download() as d:
+        page.get_by_role("button", name="Download all files (.zip)").first.click()
+    names = zipfile.ZipFile(d.value.path()).namelist()
+    assert "launch.sh" in names and any(n.endswith(".yaml") for n in names)
+    page.screenshot(path=str(ARTIFACTS / "j20-deploy.png"), full_page=True)
+    if llama_server_binary() is None:
+        pytest.skip("llama-server is not built (make llama-server)")
+    page.goto(url + "/probe")
+    _settle(page)
+    _select(page, "Engine (its bundle from the plan)", "llama.cpp")
+    expect(page.get_by_text(re.compile(r"^llama-server -m /models/")).first).to_be_visible()
+    for label, value in (("Requests", "2"), ("Output tokens per request", "8"),
+                         ("Concurrency levels to measure it at", "1")):
+        f = page.get_by_label(label, exact=True)
+        f.fill(value)
+        f.press("Enter")
+        _settle(page, 200)
+    page.get_by_role("button", name="Start this server and measure it").click()
+    expect(page.get_by_text("Ran here").first).to_be_visible(timeout=300_000)
+    expect(page.get_by_text(re.compile(r"llama-server -m \S+ --host 127\.0\.0\.1")).first).to_be_visible()
+    page.wait_for_timeout(800)
+    page.screenshot(path=str(ARTIFACTS / "j20-served.png"), full_page=True)
