@@ -197,8 +197,11 @@ def _child(argv: list[str]) -> int:
         _wait_healthy(server, url + spec.health, spec.start_s, cancel, log)
         run.ready_s = round(time.monotonic() - t0, 1)
         ep = base.model_copy(update={"engine": "endpoint", "endpoint": url, "model": None})
+        # one server serves every level: each level draws its own prompts, or the server's prompt cache (llama-server)
+        # or prefix cache (vLLM) would serve a level's prompts from the last level's
         sweep = run_sweep(ep, levels, until_sla=bool(job.get("until_sla", False)),
-                          goodput_share=float(job.get("goodput_share", 0.9)), on_event=emit, cancel=cancel)
+                          goodput_share=float(job.get("goodput_share", 0.9)), on_event=emit, cancel=cancel,
+                          seed_each_level=True)
         result = sweep.model_copy(update={"engine": spec.engine, "deployed": run,
                                           "device": f"this machine ({spec.engine} server started from its bundle)"})
     except _Failed as err:

@@ -36,9 +36,11 @@ def levels_for(spec: str | list[int] | None, plan_max: int | None = None) -> lis
 def run_sweep(base: ProbeSettings, levels: list[int], until_sla: bool = True, goodput_share: float = 0.9,
               plan_max: int | None = None, plan_total_bound: float | None = None,
               on_event: Callable[[dict], None] | None = None, cancel: threading.Event | None = None,
-              runner: Callable[..., ProbeResult] | None = None) -> SweepResult:
+              runner: Callable[..., ProbeResult] | None = None, seed_each_level: bool = False) -> SweepResult:
     """Run the levels in order; stop early (when until_sla) once p95 TTFT exceeds the target, goodput falls below
-    the share, a level fails, or the plan's max concurrency is reached."""
+    the share, a level fails, or the plan's max concurrency is reached. seed_each_level: every level draws its own
+    prompts (a server kept up across the levels would otherwise serve a level's prompts, the same as the last
+    level's, from its prompt or prefix cache)."""
     if runner is None:
         from probes.runner import run_probe as runner
     on_event = on_event or (lambda e: None)
@@ -58,7 +60,8 @@ def run_sweep(base: ProbeSettings, levels: list[int], until_sla: bool = True, go
             break
         on_event({"type": "sweep", "level": i, "levels": len(levels), "concurrency": c})
         s = base.model_copy(update={"concurrency": c, "requests": max(base.requests, MIN_LEVEL_REQUESTS, 2 * c),
-                                    "warmup": max(1, base.warmup)})
+                                    "warmup": max(1, base.warmup),
+                                    "seed": base.seed + 7919 * i if seed_each_level else base.seed})
         res = runner(s, on_event=on_event, cancel=cancel)
         out.results.append(res)
         level = SweepLevel.of(c, res)

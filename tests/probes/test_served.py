@@ -165,3 +165,22 @@ def test_the_cli_refuses_bad_input_with_one_line():
     assert p.returncode == 2 and "Traceback" not in p.stderr
     p = run("--engine", "sglang", "--from-plan", EXAMPLE)  # no GPU here: SGLang's bundle is refused
     assert p.returncode == 1 and "sglang" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_each_level_of_a_served_sweep_draws_its_own_prompts():
+    """One server serves every level: the same prompts again would be served from its prompt cache (llama-server
+    keeps idle slots' prompts; vLLM caches prefixes) and the TTFT would measure the cache, not the prefill."""
+    from probes.result import ProbeResult
+    from probes.sweep import run_sweep
+
+    seen = []
+
+    def runner(s, on_event=None, cancel=None):
+        seen.append(s.seed)
+        return ProbeResult(engine="endpoint", status="ok", settings=s, ttft_target_ms=s.ttft_target_ms)
+
+    run_sweep(_base(), [1, 2, 4], until_sla=False, runner=runner, seed_each_level=True)
+    assert len(set(seen)) == 3
+    seen.clear()
+    run_sweep(_base(), [1, 2, 4], until_sla=False, runner=runner)  # the probe's own sweep: one engine per level
+    assert len(set(seen)) == 1
