@@ -170,17 +170,21 @@ def test_the_cli_refuses_bad_input_with_one_line():
 def test_each_level_of_a_served_sweep_draws_its_own_prompts():
     """One server serves every level: the same prompts again would be served from its prompt cache (llama-server
     keeps idle slots' prompts; vLLM caches prefixes) and the TTFT would measure the cache, not the prefill."""
-    from probes.result import ProbeResult
+    from probes import metrics
+    from probes.result import ProbeResult, RequestRecord
     from probes.sweep import run_sweep
 
-    seen = []
+    seen: list[int] = []
 
     def runner(s, on_event=None, cancel=None):
         seen.append(s.seed)
-        return ProbeResult(engine="endpoint", status="ok", settings=s, ttft_target_ms=s.ttft_target_ms)
+        rec = RequestRecord(index=0, prompt_tokens=64, output_tokens=8, submitted_s=0.0, first_token_s=0.1,
+                            token_times_s=[0.1 + 0.01 * i for i in range(8)], finished_s=0.2)
+        return ProbeResult(engine="endpoint", status="ok", settings=s, requests=[rec],
+                           **metrics.compute([rec], s.ttft_target_ms))
 
     run_sweep(_base(), [1, 2, 4], until_sla=False, runner=runner, seed_each_level=True)
-    assert len(set(seen)) == 3
+    assert len(seen) == 3 and len(set(seen)) == 3
     seen.clear()
-    run_sweep(_base(), [1, 2, 4], until_sla=False, runner=runner)  # the probe's own sweep: one engine per level
-    assert len(set(seen)) == 1
+    run_sweep(_base(), [1, 2, 4], until_sla=False, runner=runner)  # the probe's own: a fresh engine per level
+    assert len(seen) == 3 and len(set(seen)) == 1
