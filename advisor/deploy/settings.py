@@ -272,7 +272,8 @@ class _Builder:
         if self.cores:
             self.flag("threads", self.cores, self.t("threads", n=self.cores))
         self.flag("cont_batching", None, self.t("cont_batching"))
-        self.flag("batch", 2048, self.t("batch", n=_n(2048)))
+        n_batch = p.prefill_chunk_tokens or 512
+        self.flag("batch", n_batch, self.t("batch", n=_n(n_batch)))
         self.flag("metrics", None, self.t("metrics"))
         self.flag("no_webui", None, self.t("no_webui"))
 

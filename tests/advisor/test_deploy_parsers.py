@@ -237,7 +237,9 @@ def test_llama_server_takes_every_generated_command(llama_help):
         assert s.model == b.model_path and s.model.endswith(".gguf")
         assert s.n_ctx == int(values(b)["-c"]) >= 128
         assert s.n_gpu_layers in (0, 999) or 0 < s.n_gpu_layers < 999
-        assert s.n_batch == 2048 and (s.n_threads is None or s.n_threads >= 1)
+        # the prompt batch is the plan's prefill chunk (llama.cpp's n_ubatch, 512), not llama-server's 2048 default
+        assert s.n_batch == knowledge().planner.engines["llama.cpp"].prefill_chunk_tokens == 512
+        assert s.n_threads is None or s.n_threads >= 1
         quantized = parsed["--cache-type-v"] not in ("f16", "bf16", "f32")
         assert (parsed["-fa"] == "on") == quantized, case  # a quantized V cache needs flash attention
     assert {"f16", "q8_0"} <= seen_types
