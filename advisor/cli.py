@@ -52,6 +52,9 @@ def _parser() -> _Parser:
                     help="one engine (vllm, sglang, tensorrt-llm, onnxruntime, llama.cpp, pytorch); default: each ranked")
     dp.add_argument("--format", choices=["sh", "compose", "k8s", "kserve", "json", "text"], default="text",
                     help="sh: launch.sh; compose: compose.yaml; k8s: k8s.yaml; json: the whole bundle; text: all")
+    dp.add_argument("--here", action="store_true",
+                    help="plan for this machine as detected, whatever the answers' hardware block says (what "
+                         "`python -m probes serve` starts here)")
     dp.add_argument("--out", default=None, metavar="DIR",
                     help="write each bundle's files into DIR/<engine>/ instead of printing them")
     kn = command("knowledge", "the engine versions the knowledge describes; --check lists what was read too long ago",
@@ -504,6 +507,8 @@ def cmd_deploy(args, knowledge) -> int:
     from advisor.report.deploy import bundle_text
 
     answers = load_answers(args.answers)
+    if args.here:
+        answers = answers.model_copy(update={"hardware": None})
     out = None
     if args.out is not None:
         out = Path(args.out).expanduser()

@@ -192,8 +192,12 @@ else:
                        format_func={e: e if served_availability(e) is None else
                                     f"{e}{T('colon')}{T('ui_unavailable')}" for e in servable}.get)
     ss["served_engine_v"] = srv
-    cores = a.hardware.cpu_cores if a.hardware is not None and a.hardware.cpu_cores else hw.cpu.usable_cores
-    bundle = bundle_for(srv, rec.plan, a, k, L, cores)
+    # the bundle of the answers' model and workload for THIS machine: a hardware block plans another machine, whose
+    # command (its threads, tensor parallel degree, KV space) is not one to start here
+    a_here = a if a.hardware is None else a.model_copy(update={"hardware": None})
+    plan_here = rec.plan if a.hardware is None else recommend(
+        a_here, hw, k, lang=L, with_flips=False, spec=spec, machine=bench, calibration=calibration.load()).plan
+    bundle = bundle_for(srv, plan_here, a_here, k, L, hw.cpu.usable_cores)
     srv_why = served_availability(srv)
     if srv_why:
         st.caption(f"**{srv}**{T('colon')}{md_escape(srv_why)}")

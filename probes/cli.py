@@ -111,7 +111,7 @@ def _parser() -> _Parser:
                     help="default: the answers' ttft_p95_ms")
     sv.add_argument("--timeout", type=_positive(float), default=600.0, metavar="S", help="per level")
     sv.add_argument("--start-timeout", type=_positive(float), default=None, metavar="S",
-                    help="how long the server may take to answer its health endpoint (default: the bundle's)")
+                    help="how long the server may take to answer its health endpoint (default 900)")
     sv.add_argument("--format", choices=["json", "text"], default="text")
     return p
 
@@ -357,16 +357,18 @@ class _SweepBar(_Bar):
 
 
 def bundle_from_plan(answers: str, engine: str) -> dict:
-    """The deployment bundle of `engine` for an answers file, from `python -m advisor deploy --format json` (the
-    probes do not import the advisor: they ask its CLI, as a user would)."""
+    """The deployment bundle of `engine` for an answers file's model and workload on THIS machine, from `python -m
+    advisor deploy --here --format json` (the probes do not import the advisor: they ask its CLI, as a user would).
+    A hardware block in the answers plans another machine: its command (-t 64, tensor parallel 8, a KV space for its
+    RAM) is not one to start here."""
     from probes.registry import ROOT
 
-    path = Path(answers).expanduser()
+    path = Path(answers).expanduser().resolve()  # the advisor runs from the project's folder
     if not path.is_file():
         raise UsageError(f"--from-plan: no such file: {answers[:200]!r}")
     try:
         p = subprocess.run([sys.executable, "-m", "advisor", "deploy", "--answers", str(path), "--engine", engine,
-                            "--format", "json"], capture_output=True, text=True, cwd=str(ROOT), timeout=300)
+                            "--here", "--format", "json"], capture_output=True, text=True, cwd=str(ROOT), timeout=300)
     except subprocess.TimeoutExpired:
         raise UsageError("--from-plan: the advisor did not answer within 300 s") from None
     if p.returncode == 2:

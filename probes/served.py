@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -27,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from probes.result import ProbeSettings
 from probes.sweep_result import DeployedRun, SweepResult
@@ -44,11 +45,22 @@ class ServeSpec(BaseModel):
     engine: str = Field(max_length=40)
     program: list[str] = Field(min_length=1, max_length=8)
     args: list[str] = Field(max_length=300)
-    env: dict[str, str] = Field(default_factory=dict, max_length=20)
+    env: dict[str, str] = Field(default_factory=dict, max_length=20)  # the engine's own variables only
     health: str = Field(default="/health", pattern=r"^/[a-z_/]{0,40}$")
     bundle_command: str = Field(default="", max_length=8000)  # as the bundle prints it for the target
     model: str | None = Field(default=None, max_length=4096)  # what to serve here (None: the bundled model)
     start_s: float = Field(default=900.0, gt=0, le=7200)
+
+    @field_validator("env")
+    @classmethod
+    def _engine_variables(cls, v: dict[str, str]) -> dict[str, str]:
+        """Only the engines' own settings (VLLM_…, LLAMA_ARG_…): nothing like LD_PRELOAD or PATH reaches the server."""
+        bad = [k for k in v if not re.fullmatch(r"(VLLM|LLAMA_ARG)_[A-Z0-9_]{1,60}", k)]
+        if bad:
+            raise ValueError(f"not an engine setting: {', '.join(sorted(bad))[:200]}")
+        if any(len(x) > 200 or not x.isprintable() for x in v.values()):
+            raise ValueError("an engine setting's value must be one short printable line")
+        return v
 
 
 def served_availability(engine: str) -> str | None:
@@ -73,7 +85,7 @@ def served_availability(engine: str) -> str | None:
 
 def local_command(spec: ServeSpec, model: str, port: int) -> tuple[list[str], list[str]]:
     """(the argv to run here, what differs from the bundle and why). Only the tokens MODEL / HOST / PORT and the
-    launcher change; an argument that is not a plain token of ours is refused (nothing runs through a shell)."""
+    launcher change; the program must be the engine's own (llama-server, vllm serve); nothing runs through a shell."""
     args = [model if a == MODEL else "127.0.0.1" if a == HOST else str(port) if a == PORT else a for a in spec.args]
     notes = [f"model: {model} (the bundle's path is the container's)",
              f"address 127.0.0.1:{port} (the bundle listens on 0.0.0.0:its port)"]
@@ -118,7 +130,7 @@ def _prepared_model(spec: ServeSpec, progress: Callable[[str], None]) -> str:
     dequantised once into the cache, in vLLM's own interpreter, as the in-process probe does)."""
     from probes.models import default_model, detect_format
 
-    model = Path(spec.model).expanduser() if spec.model else default_model()
+    model = Path(spec.model).expanduser().resolve() if spec.model else default_model()  # the server runs elsewhere
     fmt = detect_format(model)
     if spec.engine == "llama.cpp":
         if fmt != "gguf":
@@ -302,7 +314,8 @@ def run_served(spec: ServeSpec, base: ProbeSettings, levels: list[int], until_sl
     if why:
         return SweepResult(engine=spec.engine, status="unavailable", reason=why, ttft_target_ms=base.ttft_target_ms,
                            deployed=DeployedRun(engine=spec.engine, bundle_command=spec.bundle_command))
-    deadline = spec.start_s + len(levels) * (base.timeout_s + 120) + 600
+    # the start, each level, and for vLLM a first GGUF conversion (up to 1,800 s, once)
+    deadline = spec.start_s + len(levels) * (base.timeout_s + 120) + 600 + (1800 if spec.engine == "vllm" else 0)
     read_fd, write_fd = os.pipe()
     job = {"spec": spec.model_dump(), "base": json.loads(base.model_dump_json()), "levels": levels,
            "until_sla": until_sla, "goodput_share": goodput_share, "deadline_s": deadline}

@@ -13,11 +13,14 @@ import shlex
 from advisor.deploy.types import Bundle
 from advisor.knowledge.load import Knowledge
 
-_CTRL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
+_CTRL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff]+")  # NEL (\x85) breaks a YAML line too
 
 
 def comment(text: str) -> str:
     return _CTRL.sub(" ", text or "").strip()[:400]
+
+
+SHM_GIB = 16
 
 
 class C:
@@ -32,7 +35,7 @@ def _scalar(v) -> str:
         return "true" if v else "false"
     if isinstance(v, (int, float)):
         return json.dumps(v)
-    return json.dumps(str(v), ensure_ascii=False)
+    return json.dumps(str(v))  # \u escapes: no control, NEL or line-separator character reaches the file raw
 
 
 def yaml_lines(node, indent: int = 0) -> list[str]:
@@ -110,7 +113,8 @@ def _t_model(b: Bundle) -> str:
 
 def launch_sh(b: Bundle, k: Knowledge) -> str:
     lines = ["#!/bin/sh"] + [f"# {x}" for x in _header(b, k)]
-    lines += [f"# {comment(_t(k, 'sh_run', b.lang))}", "set -eu",
+    # no `set -u`: `"$@"` of an empty list is an unbound variable to older shells (bash 3.2, macOS's /bin/sh)
+    lines += [f"# {comment(_t(k, 'sh_run', b.lang))}", "set -e",
               f"MODEL=\"${{MODEL:-{b.model_path}}}\"  # {comment(_t(k, 'model_path', b.lang, what=b.model_what))}"]
     for name, body in b.extra_files.items():
         lines += [f"cat > {shlex.quote(name)} <<'OPTIONS_EOF'", *body.rstrip("\n").splitlines(), "OPTIONS_EOF"]
@@ -132,7 +136,7 @@ def _container_cmd(b: Bundle) -> tuple[list[str], list[tuple[str, str]]]:
 
 def docker_run(b: Bundle, k: Knowledge) -> str:
     lines = ["#!/bin/sh"] + [f"# {x}" for x in _header(b, k)]
-    lines += [f"# {comment(_t(k, 'docker_note', b.lang))} ({b.image_source})", "set -eu",
+    lines += [f"# {comment(_t(k, 'docker_note', b.lang))} ({b.image_source})", "set -e",
               f"MODEL_DIR=\"${{MODEL_DIR:-$PWD/models}}\"  # "
               f"{comment(_t(k, 'model_path', b.lang, what=b.model_what))}", "set --"]
     entry, args = _container_cmd(b)
@@ -169,10 +173,17 @@ def _yaml_args(args: list[tuple[str, str]], extra: dict[str, str]) -> list:
     return [C(f"/config/{t}" if t in extra else t, n) for t, n in args]
 
 
+def _no_interpolation(items: list, marker: str, escaped: str) -> list:
+    """Compose substitutes ${VAR} / $VAR in every value and Kubernetes $(VAR) in args: a literal $ in a value (a
+    model name) is written escaped ($$, $$( ), so it reaches the engine as typed."""
+    return [C(c.value.replace(marker, escaped), c.note) if isinstance(c, C) and isinstance(c.value, str) else c
+            for c in items]
+
+
 def compose(b: Bundle, k: Knowledge) -> str:
     entry, args = _container_cmd(b)
     svc: dict = {"image": C(b.image, _t(k, "docker_note", b.lang)), "entrypoint": entry,
-                 "command": _yaml_args(args, b.extra_files),
+                 "command": _no_interpolation(_yaml_args(args, b.extra_files), "$", "$$"),
                  "ports": [f"{b.port}:{b.port}"],
                  "volumes": [C(f"${{MODEL_DIR:-./models}}:{k.deploy.model_mount}:ro",
                                _t(k, "model_path", b.lang, what=b.model_what))]
@@ -195,7 +206,8 @@ def compose(b: Bundle, k: Knowledge) -> str:
 
 def _resources(b: Bundle, k: Knowledge) -> dict:
     req: dict = {"cpu": "2" if b.device == "cpu" else "4", "memory": C(f"{b.memory_gib}Gi", b.memory_why)}
-    lim: dict = {"memory": f"{b.memory_gib}Gi"}
+    # a memory-backed /dev/shm counts against the container's memory limit
+    lim: dict = {"memory": f"{b.memory_gib + (SHM_GIB if b.shm else 0)}Gi"}
     if b.gpu_resource:
         lim[b.gpu_resource] = C(b.gpus_per_replica, _t(k, "gpus", b.lang, n=b.gpus_per_replica))
     return {"requests": req, "limits": lim}
@@ -204,18 +216,19 @@ def _resources(b: Bundle, k: Knowledge) -> dict:
 def kubernetes(b: Bundle, k: Knowledge) -> str:
     entry, args = _container_cmd(b)
     start_s = k.deploy.probe_start_s.get(b.engine, 600)
-    probe = {"httpGet": {"path": b.health, "port": "http"}}
+    probe = {"httpGet": {"path": b.health, "port": "http"}, "timeoutSeconds": 10}  # SGLang's /health generates
     mounts: list = [{"name": "model", "mountPath": k.deploy.model_mount, "readOnly": True}]
     volumes: list = [C({"name": "model", "persistentVolumeClaim": {"claimName": "models"}},
                        _t(k, "model_path", b.lang, what=b.model_what))]
     if b.shm:
         mounts.append({"name": "shm", "mountPath": "/dev/shm"})
-        volumes.append(C({"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}}, _t(k, "shm", b.lang)))
+        volumes.append(C({"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{SHM_GIB}Gi"}},
+                         _t(k, "shm", b.lang)))
     if b.extra_files:
         mounts.append({"name": "config", "mountPath": "/config", "readOnly": True})
         volumes.append({"name": "config", "configMap": {"name": f"{b.name}-options"}})
     container: dict = {"name": "server", "image": C(b.image, _t(k, "docker_note", b.lang)), "command": entry,
-                       "args": _yaml_args(args, b.extra_files)}
+                       "args": _no_interpolation(_yaml_args(args, b.extra_files), "$(", "$$(")}
     if b.env:
         container["env"] = [C({"name": e.name, "value": e.value}, e.why) for e in b.env]
     container.update({
@@ -249,7 +262,7 @@ def kubernetes(b: Bundle, k: Knowledge) -> str:
 def kserve(b: Bundle, k: Knowledge) -> str | None:
     """KServe's Hugging Face runtime where the engine has one (vLLM as its backend; transformers for PyTorch)."""
     d = k.deploy.engines[b.engine]
-    if d.kserve is None:
+    if d.kserve is None or (b.engine == "vllm" and b.device != "gpu"):  # its vLLM backend serves on a GPU
         return None
     args: list = [C(f"--model_name={b.model_name[:120]}", _t(k, "served_name", b.lang))]
     if b.engine == "pytorch":
@@ -257,11 +270,13 @@ def kserve(b: Bundle, k: Knowledge) -> str | None:
     else:
         args.append("--backend=vllm")
     skip = {"--host", "--port", "--served-model-name"}
-    for a in b.args:
+    for a in b.args if b.engine == "vllm" else []:  # the runtime passes vLLM's engine arguments through
         if a.flag in skip:
             continue
         args.append(C(a.flag if a.value is None else f"{a.flag}={a.value}", a.why))
-    isvc = {"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService", "metadata": {"name": b.name},
+    # Knative appends "-predictor-00001-deployment" (27 characters) to a name that must stay within 63
+    isvc = {"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
+            "metadata": {"name": b.name[:35].rstrip("-")},
             "spec": {"predictor": {"model": {
                 "modelFormat": {"name": "huggingface"}, "args": args,
                 "storageUri": C(f"pvc://models/{b.model_path.rsplit('/', 1)[-1]}",

@@ -85,6 +85,9 @@ class _Builder:
                                   avail=_n(p.available_gib or 0.0)))
         if self.e in ("sglang", "tensorrt-llm") and p.device != "gpu":
             raise _Refused(self.t("refused_device", engine=self.name, device=p.device))
+        t = self.plan.target
+        if p.device == "gpu" and t.nodes > 1 and p.gpus_used > (t.gpus_per_node or p.gpus_used):
+            raise _Refused(self.t("refused_nodes", engine=self.name, n=p.gpus_used, nodes=t.nodes))
         spec, tp = self.plan.model, p.tensor_parallel
         if tp > 1 and p.device == "gpu":
             if spec.attention_heads % tp:
@@ -111,6 +114,11 @@ class _Builder:
     @property
     def gpu_mem(self) -> float | None:
         return self.plan.target.gpu_memory_gib
+
+    @property
+    def ctx(self) -> int:
+        """The context a request may hold: the checklist's, at most the model's own (an engine refuses more)."""
+        return min(self.p.context_tokens, self.plan.model.max_context)
 
     def per_gpu(self, gib: float) -> str:
         return _n(gib / max(1, self.p.gpus_used))
@@ -148,10 +156,17 @@ class _Builder:
     def kv(self) -> None:
         p = self.p
         value = self.d.kv_dtype.get(p.kv_cache_dtype, "auto")
-        if self.e == "tensorrt-llm":
-            if value != "auto":  # only through the options file
-                self.extra["extra-llm-api-options.yaml"] = f"kv_cache_config:\n  dtype: {value}\n"
-                self.flag("extra_options", "extra-llm-api-options.yaml", self.t("extra_options", dtype=value))
+        if self.e == "tensorrt-llm":  # only through the options file: chunked prefill (off by default: a prompt
+            # longer than max_num_tokens is refused) and the KV dtype
+            body = "enable_chunked_prefill: true\n" if p.prefill_chunk_tokens else ""
+            if value != "auto":
+                body += f"kv_cache_config:\n  dtype: {value}\n"
+            if body:
+                self.extra["extra-llm-api-options.yaml"] = body
+                self.flag("extra_options", "extra-llm-api-options.yaml", self.t(
+                    "extra_options", what=", ".join(
+                        ([self.t("opt_chunked")] if p.prefill_chunk_tokens else [])
+                        + ([self.t("opt_kv", dtype=value)] if value != "auto" else []))))
             return
         self.flag("kv_dtype", value, self.t("kv_dtype", dtype=p.kv_cache_dtype.upper() if value != "auto" else
                                             f"auto ({p.kv_cache_dtype.upper()})", kv=_n(p.kv_gib)))
@@ -182,7 +197,7 @@ class _Builder:
     def vllm(self) -> None:
         p = self.p
         self.common_head()
-        self.flag("context", p.context_tokens, self.t("context", ctx=_n(p.context_tokens)))
+        self.flag("context", self.ctx, self.t("context", ctx=_n(self.ctx)))
         if p.device == "gpu":
             f = self.k.planner.engines["vllm"].memory_budget_fraction
             self.flag("memory_fraction", f"{f:.2f}", self.t(
@@ -219,7 +234,7 @@ class _Builder:
     def sglang(self) -> None:
         p = self.p
         self.common_head()
-        self.flag("context", p.context_tokens, self.t("context", ctx=_n(p.context_tokens)))
+        self.flag("context", self.ctx, self.t("context", ctx=_n(self.ctx)))
         if p.mem_fraction_static is not None:
             self.flag("memory_fraction", f"{p.mem_fraction_static:.3f}", self.t(
                 "util_sglang", f=f"{p.mem_fraction_static:.3f}", mem=_n(self.gpu_mem or 0.0)))
@@ -236,7 +251,7 @@ class _Builder:
         p = self.p
         self.common_head()
         self.flag("backend", self.d.backend, self.t("backend"))
-        self.flag("context", p.context_tokens, self.t("context", ctx=_n(p.context_tokens)))
+        self.flag("context", self.ctx, self.t("context", ctx=_n(self.ctx)))
         f = self.k.planner.engines["tensorrt-llm"].memory_budget_fraction
         self.flag("memory_fraction", f"{f:.2f}", self.t("util_trt", f=f"{f:.2f}"))
         self.parallel()
@@ -250,9 +265,9 @@ class _Builder:
         p = self.p
         self.common_head()
         slots = max(1, p.concurrency)
-        typ = p.typical_tokens or p.context_tokens
-        total = max(slots * typ, p.context_tokens)
-        self.flag("context", total, self.t("ctx_total", total=_n(total), n=slots, typ=_n(typ), ctx=_n(p.context_tokens)))
+        typ = min(p.typical_tokens or self.ctx, self.ctx)
+        total = max(slots * typ, self.ctx)
+        self.flag("context", total, self.t("ctx_total", total=_n(total), n=slots, typ=_n(typ), ctx=_n(self.ctx)))
         self.flag("parallel", slots, self.t("parallel", n=slots) if slots > 1 else self.t("parallel_one"))
         self.flag("kv_unified", None, self.t("kv_unified"))
         layers = self.plan.model.layers
@@ -321,17 +336,23 @@ def build_settings(engine: str, plan: Plan, answers: Answers, knowledge: Knowled
     else:
         replicas, why_r = 1, b.t("replicas_one")
     if p.device == "cpu":
-        mem = max(1, math.ceil(p.total_gib + 1))
-        why_m = b.t("memory", g=mem, need=_n(p.total_gib))
+        # vLLM on a CPU allocates VLLM_CPU_KVCACHE_SPACE whole, beside the weights and its processes
+        need = p.weights_gib + p.overhead_gib + (b.cpu_kv_space() if engine == "vllm" else p.kv_gib)
+        mem = max(1, math.ceil(need + 1))
+        why_m = b.t("memory", g=mem, need=_n(need))
     else:
+        # the weights pass through host memory as they load; the API server, the engine core and one worker per
+        # tensor-parallel rank each hold a few GiB of their own
         w = p.weights_gib / max(1, p.gpus_used)
-        mem = max(8, math.ceil(w + 4))
-        why_m = b.t("memory_gpu", g=mem, w=_n(w))
+        mem = max(8, math.ceil(w + 3 * (p.tensor_parallel + 1)))
+        why_m = b.t("memory_gpu", g=mem, w=_n(w), procs=p.tensor_parallel + 1)
     folder = safe_name(model_name(plan, answers))
     is_file = engine == "llama.cpp"
     model_path = f"{knowledge.deploy.model_mount}/{folder}" + (".gguf" if is_file else "")
     if d.note is not None:
         b.warnings.append(d.note.get(lang))
+    if p.context_tokens > plan.model.max_context and engine != "onnxruntime":
+        b.warnings.append(b.t("warn_ctx_capped", ctx=_n(p.context_tokens), max=_n(plan.model.max_context)))
     if "served_name" not in d.flags:  # trtllm-serve, transformers serve: the model is named by its path
         b.warnings.append(b.t("warn_model_name", engine=b.name, path=model_path))
     return Bundle(status="ok", warnings=b.warnings, program=list(d.program), model_arg=d.model, model_path=model_path,

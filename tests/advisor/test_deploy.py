@@ -23,6 +23,7 @@ import yaml
 
 from advisor.cli import deploy_bundles
 from advisor.deploy import Bundle
+from advisor.deploy.render import comment
 from advisor.deploy.settings import build_settings
 from advisor.inputs.answers import load_answers, parse_answers
 from advisor.knowledge import load_knowledge
@@ -56,6 +57,7 @@ CASES = [p.stem for p in EXAMPLES] + list(SCENARIOS)
 HOSTILE = [
     'a"; touch pwned1 ; echo $(touch pwned2) \\n b',
     "x`touch pwned3`\n$(touch pwned4)'; touch pwned5 # {model} ${HOME}\n- key: [y]",
+    "n\x85---\x85kind: Pod touch pwned6 \u2028 \x7f \ufeff",  # NEL ends a YAML line as \n does; DEL, BOM
 ]
 FRAGMENTS = ("touch pwned",)  # the raw name (a sanitised copy, the model folder and the k8s names, has no space)
 
@@ -197,7 +199,7 @@ def check_files(b: Bundle) -> None:
         (c,) = dep["spec"]["template"]["spec"]["containers"]
         assert c["image"] == b.image
         assert c["command"] == (b.image_entrypoint or b.program)
-        assert c["args"] == container_args(b)
+        assert [x.replace("$$(", "$(") for x in c["args"]] == container_args(b)  # Kubernetes un-escapes $$(
         assert c["ports"] == [{"name": "http", "containerPort": b.port}]
         assert svc["spec"]["ports"][0]["port"] == b.port
         for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
@@ -221,7 +223,7 @@ def check_files(b: Bundle) -> None:
         (svc,) = doc["services"].values()
         assert svc["image"] == b.image
         assert svc["entrypoint"] == (b.image_entrypoint or b.program)
-        assert svc["command"] == container_args(b)
+        assert [x.replace("$$", "$") for x in svc["command"]] == container_args(b)  # compose un-escapes $$
         assert f"{b.port}:{b.port}" in svc["ports"]
         if b.gpu_resource == "nvidia.com/gpu":
             (dev,) = svc["deploy"]["resources"]["reservations"]["devices"]
@@ -353,19 +355,22 @@ def test_a_hostile_model_name_stays_a_value(case, i, tmp_path):
             assert len(words) == sum(a.value == name for a in b.args), (b.engine, fname, words)
             for line in body.splitlines():  # a comment line that carries the name carries all of it, on one line
                 if line.startswith("#") and FRAGMENTS[0] in line:
-                    assert " ".join(name.split()) in " ".join(line.split()), (fname, line)
+                    assert " ".join(comment(name).split()) in " ".join(line.split()), (fname, line)
         for fname, body in b.files.items():
             if not fname.endswith(".yaml"):
                 continue
             docs = [d for d in yaml.safe_load_all(body) if d is not None]
-            hits = [s for d in docs for s in strings_in(d) if any(f in s for f in FRAGMENTS)]
+            # as the tool that reads the file un-escapes it: compose turns $$ into $, Kubernetes $$( into $(
+            unescape = {"compose.yaml": lambda x: x.replace("$$", "$"),
+                        "k8s.yaml": lambda x: x.replace("$$(", "$(")}.get(fname, lambda x: x)
+            hits = [unescape(s) for d in docs for s in strings_in(d) if any(f in s for f in FRAGMENTS)]
             # KServe names the model with its own --model_name (the engine's --served-model-name is left out there)
             want = {f"--model_name={name}"} if fname == "kserve.yaml" else \
                 {name} if any(a.value == name for a in b.args) else set()
             assert set(hits) == want, (b.engine, fname, hits)
             for line in body.splitlines():  # a comment line that carries the name carries all of it, on one line
                 if line.lstrip().startswith("#") and FRAGMENTS[0] in line:
-                    assert " ".join(name.split()) in " ".join(line.split()), (fname, line)
+                    assert " ".join(comment(name).split()) in " ".join(line.split()), (fname, line)
         check_files(b)  # still valid Kubernetes / compose / KServe, the name where it belongs
 
 
@@ -545,3 +550,13 @@ def test_cli_bad_engine_and_refused(answers_file):
             "--format", "sh")
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert "does not load" in r.stderr and "GiB" in r.stderr
+
+
+def test_a_plan_over_several_nodes_is_refused_with_what_it_needs():
+    """vLLM, SGLang and TensorRT-LLM over two nodes need a multi-node launcher (Ray, --nnodes, mpirun; a
+    LeaderWorkerSet on Kubernetes): one pod asking for 16 GPUs could never be scheduled."""
+    a = load_answers(ROOT / "examples" / "llama-405b-two-nodes.yaml")
+    found, _ = deploy_bundles(a, knowledge(), "en")
+    by = {b.engine: b for b in found}
+    for e in ("vllm", "sglang", "tensorrt-llm"):
+        assert by[e].status == "refused" and "2 nodes" in by[e].reason and "LeaderWorkerSet" in by[e].reason

@@ -188,3 +188,12 @@ def test_each_level_of_a_served_sweep_draws_its_own_prompts():
     seen.clear()
     run_sweep(_base(), [1, 2, 4], until_sla=False, runner=runner)  # the probe's own: a fresh engine per level
     assert len(seen) == 3 and len(set(seen)) == 1
+
+
+def test_only_the_engines_own_settings_reach_the_server_environment(spec):
+    from pydantic import ValidationError
+
+    ServeSpec(engine="vllm", program=["vllm", "serve"], args=[], env={"VLLM_CPU_KVCACHE_SPACE": "2"})
+    for env in ({"LD_PRELOAD": "/tmp/x.so"}, {"PATH": "/tmp"}, {"VLLM_X": "a\nb"}):
+        with pytest.raises(ValidationError):
+            ServeSpec(engine="vllm", program=["vllm", "serve"], args=[], env=env)
