@@ -17,7 +17,9 @@ _CTRL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff]+")  # NEL (\x85) bre
 
 
 def comment(text: str) -> str:
-    return _CTRL.sub(" ", text or "").strip()[:400]
+    """One line: control, NEL, line-separator and BOM characters become spaces; < and > (a name written like markup)
+    become ‹ ›, so no document that shows a file (the report's appendix) carries a tag from a user's text."""
+    return _CTRL.sub(" ", text or "").replace("<", "‹").replace(">", "›").strip()[:400]
 
 
 SHM_GIB = 16
@@ -264,7 +266,9 @@ def kserve(b: Bundle, k: Knowledge) -> str | None:
     d = k.deploy.engines[b.engine]
     if d.kserve is None or (b.engine == "vllm" and b.device != "gpu"):  # its vLLM backend serves on a GPU
         return None
-    args: list = [C(f"--model_name={b.model_name[:120]}", _t(k, "served_name", b.lang))]
+    from advisor.deploy.settings import served_name
+
+    args: list = [C(f"--model_name={served_name(b.model_name)}", _t(k, "served_name", b.lang))]
     if b.engine == "pytorch":
         args.append("--backend=huggingface")
     else:

@@ -47,7 +47,17 @@ def target_words(plan: Plan) -> str:
 
 
 def model_name(plan: Plan, answers: Answers) -> str:
+    """The model's name as the answers give it (for the files' headers)."""
     return (answers.model.name or plan.model.name or "model")[:120]
+
+
+_SERVED = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,119}")
+
+
+def served_name(name: str) -> str:
+    """The name clients send: a model id as it is ("meta-llama/Llama-3.1-8B-Instruct"); anything else (spaces, quotes,
+    markup) as its safe folder name, which a client can type and no document has to escape."""
+    return name if _SERVED.fullmatch(name) else safe_name(name)
 
 
 class _Builder:
@@ -141,7 +151,9 @@ class _Builder:
         self.flag("host", "0.0.0.0", self.t("host"), role="host")
         key = "port_llama" if self.e == "llama.cpp" else "port"
         self.flag("port", self.d.port, self.t(key, port=self.d.port, version=self.d.version), role="port")
-        self.flag("served_name", model_name(self.plan, self.ans), self.t("served_name"))
+        name = model_name(self.plan, self.ans)
+        why = self.t("served_name") if served_name(name) == name else self.t("served_name_safe")
+        self.flag("served_name", served_name(name), why)
 
     def parallel(self, dp: bool = False) -> None:
         p = self.p

@@ -24,7 +24,7 @@ import yaml
 from advisor.cli import deploy_bundles
 from advisor.deploy import Bundle
 from advisor.deploy.render import comment
-from advisor.deploy.settings import build_settings
+from advisor.deploy.settings import build_settings, served_name
 from advisor.inputs.answers import load_answers, parse_answers
 from advisor.knowledge import load_knowledge
 
@@ -237,7 +237,7 @@ def check_files(b: Bundle) -> None:
         assert doc["apiVersion"] == "serving.kserve.io/v1beta1" and doc["kind"] == "InferenceService"
         model = doc["spec"]["predictor"]["model"]
         assert model["modelFormat"]["name"] == "huggingface"
-        assert f"--model_name={b.model_name}" in model["args"]
+        assert f"--model_name={served_name(b.model_name)}" in model["args"]
         assert model["storageUri"].startswith("pvc://")
         if b.gpu_resource:
             assert model["resources"]["limits"][b.gpu_resource] == b.gpus_per_replica
@@ -334,8 +334,9 @@ def test_a_hostile_model_name_stays_a_value(case, i, tmp_path):
         # launch.sh: exactly the command's tokens, the model from MODEL
         out = run_stubbed(b.files["launch.sh"], "exec " + " ".join(b.program) + ' "$@"', where, {"MODEL": model_dir})
         assert out == b.argv(model=model_dir)[len(b.program):], b.engine
-        # the name is a value where the engine takes a served name (not trtllm-serve's nor transformers serve's)
-        assert out.count(name) == sum(a.value == name for a in b.args) == (b.engine not in ("pytorch", "tensorrt-llm"))
+        # a name that is no model id (spaces, quotes, markup) is served as its safe form: no raw user text is a value
+        assert out.count(name) == sum(a.value == name for a in b.args) == 0
+        assert sum(a.value == served_name(name) for a in b.args) == (b.engine not in ("pytorch", "tensorrt-llm"))
         # docker-run.sh: after the image, the container's own command
         if "docker-run.sh" in b.files:
             out = run_stubbed(b.files["docker-run.sh"], 'exec docker run "$@"', where, {"MODEL_DIR": model_dir})
@@ -365,8 +366,7 @@ def test_a_hostile_model_name_stays_a_value(case, i, tmp_path):
                         "k8s.yaml": lambda x: x.replace("$$(", "$(")}.get(fname, lambda x: x)
             hits = [unescape(s) for d in docs for s in strings_in(d) if any(f in s for f in FRAGMENTS)]
             # KServe names the model with its own --model_name (the engine's --served-model-name is left out there)
-            want = {f"--model_name={name}"} if fname == "kserve.yaml" else \
-                {name} if any(a.value == name for a in b.args) else set()
+            want = set()  # the raw name is in comments only (one line each, below); values carry its safe form
             assert set(hits) == want, (b.engine, fname, hits)
             for line in body.splitlines():  # a comment line that carries the name carries all of it, on one line
                 if line.lstrip().startswith("#") and FRAGMENTS[0] in line:

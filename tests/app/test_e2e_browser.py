@@ -682,7 +682,7 @@ def test_the_deploy_bundle_downloads_and_what_you_deploy_is_measured(page, serve
     _select(page, "Engine (its bundle from the plan)", "llama.cpp")
     expect(page.get_by_text(re.compile(r"^llama-server -m /models/")).first).to_be_visible()
     for label, value in (("Requests", "2"), ("Output tokens per request", "8"),
-                         ("Concurrency levels to measure it at", "1")):
+                         ("Concurrent requests per level", "1")):
         f = page.get_by_label(label, exact=True)
         f.fill(value)
         f.press("Enter")
