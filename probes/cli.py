@@ -222,7 +222,7 @@ def _interrupted(signum, frame) -> None:
 
 def _settings(args, concurrency: int):
     from probes.result import ProbeSettings
-    from probes.validation import parse_input_tokens, settings_error, workload_error
+    from probes.validation import settings_error, workload_error
 
     if args.engine == "endpoint" and not args.endpoint:
         raise UsageError("--engine endpoint needs --endpoint URL")
@@ -231,12 +231,7 @@ def _settings(args, concurrency: int):
     err = settings_error(args.engine, args.endpoint, args.requests, concurrency, args.max_tokens, args.timeout)
     if err:
         raise UsageError(err)
-    mean = sd = None
-    if args.input_tokens is not None:
-        try:
-            mean, sd = parse_input_tokens(args.input_tokens)
-        except ValueError as bad:
-            raise UsageError(str(bad)) from None
+    mean, sd = _input_tokens(args)
     if args.prompt_mix is not None and (mean is not None or args.prompts or args.preset):
         raise UsageError("--prompt-mix is the legacy workload: it goes with neither --input-tokens, --preset "
                          "nor --prompts")
@@ -320,16 +315,35 @@ def _sweep_text(r) -> str:
     return "\n".join(lines)
 
 
-def cmd_sweep(args) -> int:
-    from probes.sweep import levels_for, run_sweep
+def _levels(text: str | None, plan_max: int | None = None) -> list[int]:
+    """--concurrency "1,2,4" as the sweep's levels, or a usage error."""
+    from probes.sweep import levels_for
 
     try:
-        levels = levels_for(args.concurrency, args.max_concurrency)
+        levels = levels_for(text, plan_max)
     except ValueError:
-        raise UsageError(f"--concurrency must be a comma-separated list of whole numbers, got {args.concurrency!r}") \
-            from None
+        raise UsageError(f"--concurrency must be a comma-separated list of whole numbers, got {text!r}") from None
     if not levels or levels[0] < 1 or levels[-1] > 1024:
         raise UsageError("--concurrency levels must be between 1 and 1024")
+    return levels
+
+
+def _input_tokens(args) -> tuple[int | None, int | None]:
+    """--input-tokens N[:SD] as (mean, sd), or a usage error."""
+    from probes.validation import parse_input_tokens
+
+    if args.input_tokens is None:
+        return None, None
+    try:
+        return parse_input_tokens(args.input_tokens)
+    except ValueError as bad:
+        raise UsageError(str(bad)) from None
+
+
+def cmd_sweep(args) -> int:
+    from probes.sweep import run_sweep
+
+    levels = _levels(args.concurrency, args.max_concurrency)
     if args.goodput_share > 1:
         raise UsageError(f"--goodput-share is a share between 0 and 1, got {args.goodput_share:g}")
     base = _settings(args, levels[0])
@@ -385,24 +399,12 @@ def bundle_from_plan(answers: str, engine: str) -> dict:
 def cmd_serve(args) -> int:
     from probes.result import ProbeSettings
     from probes.served import ServeSpec, run_served, served_availability
-    from probes.sweep import levels_for
-    from probes.validation import parse_input_tokens, workload_error
+    from probes.validation import workload_error
 
     if args.engine not in BACKENDS or args.engine == "endpoint":
         raise UsageError(f"--engine must be one of: {', '.join(e for e in BACKENDS if e != 'endpoint')}")
-    try:
-        levels = levels_for(args.concurrency)
-    except ValueError:
-        raise UsageError(f"--concurrency must be a comma-separated list of whole numbers, got {args.concurrency!r}") \
-            from None
-    if not levels or levels[0] < 1 or levels[-1] > 1024:
-        raise UsageError("--concurrency levels must be between 1 and 1024")
-    mean = sd = None
-    if args.input_tokens is not None:
-        try:
-            mean, sd = parse_input_tokens(args.input_tokens)
-        except ValueError as bad:
-            raise UsageError(str(bad)) from None
+    levels = _levels(args.concurrency)
+    mean, sd = _input_tokens(args)
     err = workload_error(mean, sd, args.output_tokens, None, args.preset)
     if err:
         raise UsageError(err)

@@ -144,6 +144,10 @@ class ProbeJob:
             out = SweepResult(engine=s.engine, status="error", reason=f"{type(err).__name__}: {err}"[:500],
                               levels=partial.levels)
         out.run_ids = self.run_ids[first:]
+        self._keep(out)
+
+    def _keep(self, out: SweepResult) -> None:
+        """A finished sweep: in the job, and saved by on_sweep (a failed save is said, the sweep stays here)."""
         self.sweeps.append(out)
         if self.on_sweep is not None:
             try:
@@ -166,12 +170,7 @@ class ProbeJob:
         except Exception as err:  # noqa: BLE001 (a job must always end and say why)
             out = SweepResult(engine=self.served.engine, status="error", reason=f"{type(err).__name__}: {err}"[:500])
         self.results.extend(out.results)
-        self.sweeps.append(out)
-        if self.on_sweep is not None:
-            try:
-                self.on_sweep(out, self.group)
-            except Exception as err:  # noqa: BLE001
-                self.save_errors.append(f"{type(err).__name__}: {err}"[:300])
+        self._keep(out)
 
     @property
     def running(self) -> bool:

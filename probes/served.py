@@ -355,14 +355,9 @@ def run_served(spec: ServeSpec, base: ProbeSettings, levels: list[int], until_sl
                 break
             time.sleep(0.1)
     finally:  # whatever happened (Ctrl-C in the caller included), no process of the group outlives this call
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
+        from probes.runner import _kill_tree
+
+        _kill_tree(proc)
         rt.join(timeout=5)
     if "r" in got:
         return SweepResult.model_validate(got["r"])

@@ -96,7 +96,7 @@ def _header(b: Bundle, k: Knowledge) -> list[str]:
 def _args_with_notes(b: Bundle, model: str) -> list[tuple[str, str]]:
     """(token, comment) for every argument after the program, the comment on the token that carries the value."""
     out: list[tuple[str, str]] = []
-    what = _t_model(b)
+    what = b.model_what
     if b.model_arg == "positional":
         out.append((model, what))
     elif b.model_arg:
@@ -107,10 +107,6 @@ def _args_with_notes(b: Bundle, model: str) -> list[tuple[str, str]]:
         else:
             out += [(a.flag, ""), (a.value, a.why)]
     return out
-
-
-def _t_model(b: Bundle) -> str:
-    return b.model_what
 
 
 def launch_sh(b: Bundle, k: Knowledge) -> str:

@@ -20,9 +20,8 @@ if TYPE_CHECKING:
 
 
 def command_line(b: Bundle) -> str:
-    """The server command as one shell line (every token quoted)."""
-    env = [f"{e.name}={shlex.quote(e.value)}" for e in b.env]
-    return " ".join([*env, *(shlex.quote(x) for x in b.argv())])
+    """The server command as one shell line (every token quoted): the bundle's own `command`."""
+    return b.command
 
 
 def _title(b: Bundle, k: Knowledge, lang: str) -> str:
