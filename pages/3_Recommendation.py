@@ -9,8 +9,7 @@ from advisor.report import (cite, cite_reason, concurrency_chart, header_lines, 
 from advisor.report import deploy as dep
 from advisor.report import serving as srv
 from advisor.planner import calibration
-from ui_common import (T, answers, hardware, knowledge, lang, link_path_gate, plan_inputs, set_answer,
-                       show_notice)
+from ui import T, answers, hardware, knowledge, lang, link_path_gate, plan_inputs, set_answer, show_notice
 
 
 def md_table(header: list[str], rows: list[list[str]], align: str = "") -> str:

@@ -1,6 +1,6 @@
 """One click measures the recommended engine (or several, a model path, an endpoint) with live progress.
 
-The job belongs to the server (ui_common.probe_board), not to this tab: it saves each result to the history
+The job belongs to the server (ui.probe_board), not to this tab: it saves each result to the history
 the moment it ends, and a reloaded or second tab finds it running, with its progress and Cancel.
 
 Evidence belongs to its question: this page shows, and the report takes, only the runs and sweeps this browser
@@ -24,8 +24,8 @@ from probes.registry import BACKENDS
 from probes.result import ProbeSettings
 from probes.served import RUNNABLE, ServeSpec, served_availability
 from probes.validation import model_path_problem, settings_error
-from ui_common import (RUNS, SWEEPS, T, answers, engine_availability, hardware, knowledge, lang,
-                       llama_cpu_build_on_gpu_machine, machine, plan_inputs, probe_board, seed, sync_url)
+from ui import (RUNS, SWEEPS, T, answers, build_panel, build_states, engine_availability, hardware, knowledge,
+                lang, llama_cpu_build_on_gpu_machine, machine, plan_inputs, probe_board, seed, sync_url)
 
 k = knowledge()
 L = lang()
@@ -109,9 +109,12 @@ else:
                                  format_func={e: e if avail.get(e) is None else f"{e}{T('colon')}{T('ui_unavailable')}"
                                               for e in local}.get)
         ss["probe_engines_v"] = engines
+        building = build_states()
         for e in engines:
-            if avail.get(e):
+            if avail.get(e) and building.get(e) not in ("building", "failed", "absent"):
                 st.caption(f"**{e}**{T('colon')}{md_escape(avail[e])}")
+        if any(building.get(e) != "ready" for e in engines):
+            build_panel()  # its progress, redrawn while it runs; the page redraws when it ends
         cpu_llama = llama_cpu_build_on_gpu_machine(hw) if "llama.cpp" in engines else None
         if cpu_llama:
             st.caption(cpu_llama)

@@ -9,8 +9,7 @@ from advisor.inputs import dump_answers
 from advisor.planner import calibration
 from advisor.report import (ReportError, build_markdown, chart_images, link_urls, markdown_to_pdf, reproduce_bundle,
                             run_label)
-from ui_common import (RUNS, SWEEPS, T, answers, hardware, knowledge, lang, link_path_gate, machine,
-                       plan_inputs)
+from ui import RUNS, SWEEPS, T, answers, hardware, knowledge, lang, link_path_gate, machine, plan_inputs
 
 L = lang()
 k = knowledge()

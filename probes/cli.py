@@ -92,6 +92,13 @@ def _parser() -> _Parser:
                     help="the share of requests within the TTFT target a level must reach (default 0.9)")
     sw.add_argument("--max-concurrency", type=_positive(int), default=None,
                     help="the plan's memory-bound maximum: no level above it")
+    b = sub.add_parser("build", help="build an engine that compiles from source (llama.cpp: llama-server and the "
+                                     "libraries llama-cpp-python loads), or wait for the build that runs")
+    b.add_argument("engine", choices=["llama.cpp"])
+    b.add_argument("--background", action="store_true",
+                   help="start the build detached and return at once (what make run does); no second build starts")
+    b.add_argument("--status", action="store_true", help="print where the build stands (with --format json: the record)")
+    b.add_argument("--format", choices=["json", "text"], default="text")
     sv = sub.add_parser("serve", help="start the server a deployment bundle would run (from the plan), sweep it, stop it")
     sv.add_argument("--engine", required=True, help="llama.cpp or vllm (the servers this machine can start)")
     sv.add_argument("--from-plan", required=True, metavar="ANSWERS.yaml",
@@ -153,10 +160,17 @@ def cmd_list(args) -> int:
                "install": None if reason is None else cls.install_hint, "python": python_for(engine)}
         if engine == "llama.cpp":  # how concurrency > 1 is served: llama-server's parallel slots, when built
             from probes.backends.llama_cpp import llama_server_binary
+            from probes.builds import status
 
+            build = status()
+            row["build"] = build.model_dump()
+            if build.state == "building":
+                row["install"] = "it is building now: it becomes available when the build ends (no restart)"
+            elif build.state in ("failed", "absent") and reason:
+                row["install"] = f"{build.retry} (make run starts it in the background)"
             binary = llama_server_binary()
             row["serving_above_1"] = (f"llama-server ({binary})" if binary else
-                                      "in-process, one at a time: llama-server is not built (make llama-server)")
+                                      "in-process, one at a time: llama-server is not built yet")
         if engine == "sglang":  # measured through its own server, on the device it would take here
             from probes.backends.sglang_server import device_for
 
@@ -167,12 +181,26 @@ def cmd_list(args) -> int:
     else:
         for r in rows:
             state = "ready" if r["available"] else f"unavailable: {r['reason']}\n{'':15}install: {r['install']}"
+            if not r["available"] and (r.get("build") or {}).get("state") == "building":
+                state = f"building: {r['reason']}"
+            elif (r.get("build") or {}).get("state") == "failed":
+                state += "".join(f"\n{'':15}| {ln}" for ln in r["build"]["log_tail"][-5:])
             print(f"{r['engine']:14} {state}")
             if r.get("serving_above_1"):
                 print(f"{'':15}concurrency > 1: {r['serving_above_1']}")
             if r.get("serving") and r["available"]:
                 print(f"{'':15}serves: {r['serving']}")
     return 0
+
+
+def cmd_build(args) -> int:
+    from probes import builds
+
+    if args.status:
+        st = builds.status(args.engine)
+        print(st.model_dump_json(indent=2) if args.format == "json" else f"{args.engine}: {st.state}: {st.line()}")
+        return 0 if st.state == "ready" else 3
+    return builds.build(wait=not args.background, background=args.background)
 
 
 class _Bar:
@@ -470,7 +498,8 @@ def cmd_serve(args) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
-        return {"list": cmd_list, "run": cmd_run, "sweep": cmd_sweep, "serve": cmd_serve}[args.command](args)
+        return {"list": cmd_list, "run": cmd_run, "sweep": cmd_sweep, "serve": cmd_serve,
+                "build": cmd_build}[args.command](args)
     except (UsageError, CacheDirError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

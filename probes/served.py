@@ -71,7 +71,11 @@ def served_availability(engine: str) -> str | None:
     if engine == "llama.cpp":
         from probes.backends.llama_cpp import llama_server_binary
 
-        return None if llama_server_binary() else "llama-server is not built here: make llama-server"
+        if llama_server_binary():
+            return None
+        from probes.builds import status
+
+        return f"llama-server is not built here: {status().line()}"
     from probes.registry import python_for
 
     py = python_for("vllm")
@@ -94,7 +98,7 @@ def local_command(spec: ServeSpec, model: str, port: int) -> tuple[list[str], li
 
         binary = llama_server_binary()
         if binary is None or spec.program != ["llama-server"]:
-            raise ValueError("llama-server is not built here: make llama-server")
+            raise ValueError("llama-server is not built here: make llama-cpp")
         notes.append("llama-server: this project's build of the llama.cpp that llama-cpp-python vendors "
                      f"({binary.parent.name})")
         return [str(binary), *args], notes

@@ -321,8 +321,8 @@ class Rule(Strict):
     Every rule names what supports it now: `source` (an official doc, release note or published measurement) with
     the `version` it speaks for and the date it was `read`; `sources` / `versions` the same per engine where the text
     speaks of several. `origin` is the seed section the rule first came from, if any: a history, never the support.
-    `about` names the support-matrix cells the rule is about (tests/advisor/test_rules_matrix.py holds the rule to
-    them); [] where the matrix has no axis for it (team skills, deployment shape, the capacity plan)."""
+    `about` names the support-matrix cells the rule is about (tests/advisor/decide/test_rules_matrix.py holds the rule
+    to them); [] where the matrix has no axis for it (team skills, deployment shape, the capacity plan)."""
 
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     scope: Literal["answers", "each-engine"] = "answers"

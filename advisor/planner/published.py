@@ -3,7 +3,7 @@
 A row (tests/advisor/data/published_measurements.yaml: batch 1; published_serving.yaml: at a concurrency, a request
 rate, or an offline batch) is planned for its engine, model, precision and hardware; each measured figure becomes an
 `Obs` whose `predict(eff)` gives the serving model's figure for the same thing. bench/fit_serving.py fits on them,
-bench/predict_vs_measured.py and tests/advisor/test_serving.py check the fit on the rows it kept out.
+bench/predict_vs_measured.py and tests/advisor/planner/test_serving.py check the fit on the rows it kept out.
 """
 from __future__ import annotations
 

@@ -2,9 +2,9 @@
 llama.cpp's own `llama-server` (parallel slots, continuous batching), the way llama.cpp serves, above 1.
 
 llama-cpp-python's own server is not llama-server: it serves one request at a time and interrupts a running
-stream when the next request arrives. `llama-server` is built by `make llama-server` (part of `make install`)
-from the llama.cpp sources the pinned llama-cpp-python vendors, into the user cache dir, so both modes run the
-same llama.cpp. The server is started by the probe's child process (its process tree, so its memory is sampled
+stream when the next request arrives. `llama-server` is built by `make llama-cpp` (started in the background by
+`make run`) in one CMake build with the shared libraries llama-cpp-python loads (probes/builds.py), from the
+llama.cpp sources the pinned llama-cpp-python vendors, into the user cache dir, so both modes run the same llama.cpp. The server is started by the probe's child process (its process tree, so its memory is sampled
 and it dies with the probe) on a free loopback port, and measured by the endpoint client (the same metrics).
 """
 from __future__ import annotations
@@ -45,16 +45,12 @@ def llama_server_binary() -> Path | None:
     if env:
         p = Path(env)
         return p if p.is_file() and os.access(p, os.X_OK) else None
-    from probes.cache import cache_dir
+    from probes.builds import LLAMA_VERSION, llama_dir
 
-    version = LlamaCppBackend.version()
-    if not version:
+    if LlamaCppBackend.version() != LLAMA_VERSION:
         return None
-    for build in ("noamx", "native"):
-        p = cache_dir() / f"llama-server-{version}-{build}" / "llama-server"
-        if p.is_file() and os.access(p, os.X_OK):
-            return p
-    return None
+    d = llama_dir()
+    return d / "llama-server" if d is not None else None
 
 
 def _nvidia_gpu_here() -> bool:
@@ -70,6 +66,17 @@ class LlamaCppBackend(Backend):
     distributions = ("llama-cpp-python",)
     install_hint = "pip install llama-cpp-python"
     formats = ("gguf",)
+
+    @classmethod
+    def availability(cls) -> str | None:
+        """llama-cpp-python is installed without its libraries (built beside the app, probes/builds.py): it can run
+        once the build has put libllama where it loads it; while the build runs, the reason says how far it is."""
+        why = super().availability()
+        if why:
+            return why
+        from probes.builds import link_into_package
+
+        return link_into_package()
 
     def estimate_memory_mb(self, model: Path, fmt: str, settings: ProbeSettings) -> float:
         from probes.models import file_size_mb
@@ -118,7 +125,7 @@ class LlamaCppBackend(Backend):
             binary = llama_server_binary()
             if binary is not None:
                 return self._load_server(binary, model, settings)
-            self.notes.append("llama-server is not built here (make llama-server), so these concurrent requests are "
+            self.notes.append("llama-server is not built here (make llama-cpp), so these concurrent requests are "
                               "served one at a time in-process; llama.cpp deployed with llama-server batches them "
                               "in parallel slots, so this run understates llama.cpp at this concurrency")
         self._load_in_process(model, settings)

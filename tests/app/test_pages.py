@@ -194,7 +194,7 @@ def test_bad_answers_file_is_one_line_naming_every_unknown_key():
 
 
 def test_state_is_restored_from_the_url_after_a_reload():
-    from ui_common import decode_answers, encode_answers
+    from ui import decode_answers, encode_answers
 
     data = {"concurrency": 32, "model": {"name": "llama-3.1-8b", "params_b": 8.03}}
     assert decode_answers(encode_answers(data)) == data
@@ -212,7 +212,7 @@ def test_state_is_restored_from_the_url_after_a_reload():
 
 def test_probe_page_runs_llama_cpp_saves_and_selects_the_result():
     from advisor.evidence import history
-    from ui_common import probe_board
+    from ui import probe_board
 
     at = app().run()
     at.switch_page("pages/4_Probe.py").run()
@@ -240,7 +240,7 @@ def test_probe_page_runs_llama_cpp_saves_and_selects_the_result():
 
 
 def test_probe_page_refuses_a_bad_endpoint_before_running():
-    from ui_common import probe_board
+    from ui import probe_board
 
     at = app().run()
     at.switch_page("pages/4_Probe.py").run()
@@ -498,7 +498,7 @@ def test_charts_keep_their_legend_below_and_no_mode_bar():
 def test_streamlit_upload_cap_is_the_one_the_uploaders_pass():
     import tomllib
 
-    from ui_common import UPLOAD_MAX_MB
+    from ui import UPLOAD_MAX_MB
 
     config = tomllib.loads((Path(__file__).resolve().parents[2] / ".streamlit" / "config.toml").read_text())
     assert config["server"]["maxUploadSize"] == UPLOAD_MAX_MB

@@ -35,7 +35,7 @@ def test_the_bundle_command_is_shown_for_this_machine(lang):
 
 
 def test_bad_levels_are_refused_before_anything_starts():
-    from ui_common import probe_board
+    from ui import probe_board
 
     at = _probe_page()
     at.selectbox(key="served_engine").set_value("llama.cpp").run()
@@ -49,7 +49,7 @@ def test_bad_levels_are_refused_before_anything_starts():
 @pytest.mark.skipif(llama_server_binary() is None, reason="llama-server is not built (make llama-server)")
 def test_one_click_runs_the_bundle_measures_and_stops_it():
     from advisor.evidence import history
-    from ui_common import probe_board
+    from ui import probe_board
 
     at = _probe_page()
     at.selectbox(key="served_engine").set_value("llama.cpp").run()

@@ -124,7 +124,7 @@ def test_every_page_in_chinese_has_no_english_prose(tmp_path):
 def detection_fails(monkeypatch):
     """Hardware detection as on a machine where NVML fails: `fail(code, detail)` sets what it finds; the app's
     cached detection is cleared before and after, so no other test sees the simulated machine."""
-    import ui_common
+    import ui
     from advisor.inputs import hardware as hwmod
 
     monkeypatch.setattr(hwmod, "_rocm", lambda: [])
@@ -133,10 +133,10 @@ def detection_fails(monkeypatch):
 
     def fail(code: str, detail: str | None) -> None:
         monkeypatch.setattr(hwmod, "_nvml", lambda: ([], None, None, hwmod.DetectionError(code=code, detail=detail)))
-        ui_common.hardware.clear()
+        ui.hardware.clear()
 
     yield fail
-    ui_common.hardware.clear()
+    ui.hardware.clear()
 
 
 @pytest.mark.parametrize("code, detail", [("nvml_unavailable", "NVML Shared Library Not Found"),

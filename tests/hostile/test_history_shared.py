@@ -280,7 +280,7 @@ def test_a_sweep_over_a_busy_history_is_said_once_and_stays_downloadable(monkeyp
     """The Probe page after a sweep whose every save met a busy history: the busy line once, and the sweep and
     each level's result as JSON downloads (nothing measured is lost)."""
     import probes.jobs as jobs
-    from ui_common import probe_board
+    from ui import probe_board
 
     monkeypatch.setattr(history, "BUSY_TIMEOUT_S", 0.2)
     history.save(_ok())

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from ui_common import encode_answers
+from ui import encode_answers
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 SECRET = "root:$6$SECRETHASH:19000:0:99999:7:::"

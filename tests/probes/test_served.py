@@ -3,8 +3,8 @@ is swept through the endpoint probe and stopped; cancel and a killed parent leav
 address and port of the bundle's command change, and what changed is recorded.
 
 llama-server is the engine these tests start (seconds to load); vLLM's server takes minutes to compile on this CPU,
-so it is checked by its own parser in tests/advisor/test_deploy_parsers.py and measured by `python -m probes serve`
-(the issue's closing note gives its figures)."""
+so it is checked by its own parser in tests/advisor/deploy/test_deploy_parsers.py and measured by
+`python -m probes serve` (the issue's closing note gives its figures)."""
 from __future__ import annotations
 
 import json

@@ -26,7 +26,7 @@ from probes.backends import sglang_server as sg
 from probes.result import ProbeSettings
 from probes.runner import run_probe
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FAKE = ROOT / "tests" / "probes" / "fake_sglang"
 AMX = "flags\t\t: fpu sse2 avx avx2 avx512f avx512bw avx512_bf16 amx_bf16 amx_tile amx_int8\n"
 AVX2 = "flags\t\t: fpu sse2 avx avx2 fma\n"

@@ -23,7 +23,7 @@ from probes.result import Percentiles
 from probes.sweep_result import DeployedRun, SweepLevel, SweepResult
 
 K = load_knowledge()
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "startup-chat-api.yaml"
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "startup-chat-api.yaml"
 
 
 def _report(lang: str, answers=None, **kw) -> tuple[str, object, list]:

@@ -13,7 +13,7 @@ from probes.result import Percentiles
 from probes.sweep_result import SweepLevel, SweepResult
 
 K = load_knowledge()
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _sweep(engine, capacity, tps_at_capacity=50.0, device="cpu"):

@@ -18,10 +18,10 @@ import yaml
 from advisor.deploy import Bundle
 from advisor.inputs.answers import parse_answers
 from advisor.cli import deploy_bundles
-from tests.advisor.test_deploy import CASES, HOSTILE, SCENARIOS, knowledge, made
+from tests.advisor.deploy.test_deploy import CASES, HOSTILE, SCENARIOS, knowledge, made
 
-ROOT = Path(__file__).resolve().parents[2]
-TABLES = Path(__file__).resolve().parent / "data" / "cli_flags"
+ROOT = Path(__file__).resolve().parents[3]
+TABLES = Path(__file__).resolve().parents[1] / "data" / "cli_flags"
 DEPLOY = yaml.safe_load((ROOT / "knowledge" / "deploy.yaml").read_text(encoding="utf-8"))["engines"]
 VLLM_PYTHON = ROOT / ".venv-vllm" / "bin" / "python"
 

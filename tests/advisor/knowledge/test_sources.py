@@ -17,7 +17,7 @@ from advisor.knowledge.load import KNOWLEDGE_DIR, KnowledgeError, load_knowledge
 from advisor.report.mdtext import cite, seed_lines
 
 K = load_knowledge()
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _sources(directory: Path) -> dict[str, set[str]]:

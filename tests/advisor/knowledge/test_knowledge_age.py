@@ -12,7 +12,7 @@ import pytest
 from advisor.knowledge import ENGINE_IDS, age, load_knowledge
 
 K = load_knowledge()
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:

@@ -13,7 +13,7 @@ from advisor.knowledge.load import load_knowledge
 from advisor.report.document import build_markdown, markdown_to_pdf
 from probes.result import Percentiles, ProbeResult
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 K = load_knowledge()
 
 

@@ -28,7 +28,7 @@ from advisor.deploy.settings import build_settings, served_name
 from advisor.inputs.answers import load_answers, parse_answers
 from advisor.knowledge import load_knowledge
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 NVIDIA = {"gpu_vendor": "nvidia", "os": "linux"}
 

@@ -15,7 +15,7 @@ from advisor.knowledge.load import load_knowledge
 from advisor.report.document import build_markdown
 from probes.result import Percentiles, ProbeResult
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 K = load_knowledge()
 L40S = {"concurrency": 1, "ttft_p95_ms": 1000,
         "hardware": {"gpu_vendor": "nvidia", "gpu_model": "L40S", "gpu_count": 2, "gpu_memory_gb": 48,

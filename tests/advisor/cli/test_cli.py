@@ -8,7 +8,7 @@ import pytest
 
 from advisor.knowledge.schema import ENGINE_IDS
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def run(*args, cwd=ROOT):

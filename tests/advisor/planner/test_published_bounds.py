@@ -23,7 +23,7 @@ from advisor.planner.target import build_target
 from advisor.planner.types import Target
 
 K = load_knowledge()
-DATA = yaml.safe_load((Path(__file__).parent / "data" / "published_measurements.yaml").read_text(encoding="utf-8"))
+DATA = yaml.safe_load((Path(__file__).parents[1] / "data" / "published_measurements.yaml").read_text(encoding="utf-8"))
 ROWS = DATA["rows"]
 UNKNOWN_PROMPT = 1 << 20  # prompt length not stated: the prefill bound of a very long prompt (the compute limit)
 
