@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.hostile.kit import RSS_LIMIT_MB, ROOT, TIME_LIMIT_S, bounded
+from tests.hostile.kit import RSS_LIMIT_MB, ROOT, bounded
 
 THIS_MACHINE = str(ROOT / "examples" / "this-machine-smollm2.yaml")  # no hardware block: plans measure this CPU
 
@@ -61,7 +61,7 @@ def test_a_fifo_machine_bench_is_replaced_never_opened(tmp_path, cmd):
     os.mkfifo(tmp_path / "machine_bench.json")
     o = _plan(cmd, tmp_path)
     assert o.rc == 0, o.err[-600:]
-    assert o.seconds < TIME_LIMIT_S, f"took {o.seconds:.1f} s"
+    assert not o.killed  # it never waited on the FIFO (it re-measures the machine, which is its own cost)
     _measured_target(o.out)
     _remeasured(tmp_path)
 
@@ -72,11 +72,11 @@ def test_a_machine_bench_linked_to_dev_zero_is_not_read(tmp_path):
     reader = bounded(["-c", "from advisor.planner import machine_bench as m; assert m.cached() is None"],
                      hard_limit_s=20, env={"INFERENCE_ADVISOR_CACHE": str(tmp_path)})
     assert reader.rc == 0, reader.err[-600:]
-    assert reader.seconds < TIME_LIMIT_S and reader.peak_rss_mb < RSS_LIMIT_MB, (reader.seconds, reader.peak_rss_mb)
+    assert reader.within_bounds(), (reader.cpu_seconds, reader.peak_rss_mb)
 
     o = _plan("plan", tmp_path, hard_limit_s=20)
     assert o.rc == 0, o.err[-600:]
-    assert o.seconds < TIME_LIMIT_S, f"took {o.seconds:.1f} s"
+    assert not o.killed  # /dev/zero was never read (the reader above is bounded); the re-measure is its own cost
     bench = _remeasured(tmp_path)
     from advisor.planner.machine_bench import ARRAY_MIB
 
@@ -100,7 +100,7 @@ def test_a_machine_bench_with_figures_that_are_not_finite_and_positive_is_measur
     assert "NaN" not in o.out and "Infinity" not in o.out
     target = _measured_target(o.out)
     assert target["cpu_bandwidth_gb_s"] == _remeasured(tmp_path).memory_bandwidth_gb_s
-    assert o.seconds < TIME_LIMIT_S, f"took {o.seconds:.1f} s"
+    assert not o.killed  # the re-measure is the plan's own cost (a few CPU seconds and its arrays)
 
 
 # ---------------------------------------------------------------- the cache dir itself
@@ -128,7 +128,7 @@ def test_a_probe_with_a_cache_dir_that_is_a_file_reports_that_line(tmp_path):
                 env={"INFERENCE_ADVISOR_CACHE": str(f)})
     line = o.one_line_error(2)  # a user's setting, refused before any engine process starts
     assert line == f"error: INFERENCE_ADVISOR_CACHE={f} is a file, not a directory"
-    assert o.seconds < TIME_LIMIT_S
+    assert o.within_bounds(), (o.cpu_seconds, o.peak_rss_mb)
 
 
 # ---------------------------------------------------------------- conversion caches

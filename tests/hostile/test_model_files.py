@@ -179,7 +179,7 @@ def test_a_fifo_among_the_shards_is_skipped_not_opened(tmp_path):
                                           "--format", "json"])
     assert res.rc == 0, res.err
     assert json.loads(res.out)["model"]["params_b"] == pytest.approx(64_000 / 1e9)
-    assert res.seconds < 10
+    assert res.within_bounds(10, float('inf')), res.cpu_seconds
 
 
 def test_a_million_vocabulary_strings_read_within_bounds(tmp_path):
@@ -189,7 +189,7 @@ def test_a_million_vocabulary_strings_read_within_bounds(tmp_path):
     res = bounded(["-m", "advisor", "plan", "--answers", str(answers_with_path(tmp_path, model)), "--format", "json"])
     assert res.rc == 0, res.err
     assert json.loads(res.out)["model"]["vocab_size"] == 1 << 20
-    assert res.seconds < 10 and res.peak_rss_mb < 1024
+    assert res.within_bounds(10, 1024), (res.cpu_seconds, res.peak_rss_mb)
 
 
 # ---------------------------------------------------------------- a config.json given on the model step

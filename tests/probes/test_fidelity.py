@@ -4,7 +4,10 @@ This host is shared: one bare loop can run 30% slower than the next. So the bare
 after the probe, and the bound only catches a gross harness cost (a per-token round trip, a sleep), which
 would push the probe below 0.6× the faster bare run; it must also not beat the slower one by 1.6×, which
 would mean the probe counts tokens or time differently from the bare loop. Noise is transient and a harness
-cost is not, so an attempt out of bounds is measured again (up to three times) before the test fails.
+cost is not, so an attempt out of bounds is measured again (up to three times) before the test fails. On a
+machine that other processes load (a build beside the suite, a CPU hog) the probe's figures may fall far below
+the bare loop's; the product's duty then is to say so: such an attempt counts only if the probe marked its own
+result busy, which keeps it from changing the advice.
 """
 import importlib.util
 import os
@@ -31,7 +34,9 @@ def _attempt(n: int, tokens: int) -> tuple[bool, tuple]:
                           res.backend_settings["n_batch"])["decode_tps"]
     probe = res.decode_tps_per_request.p50
     ok = 0.6 * max(before, after) < probe < 1.6 * min(before, after)
-    return ok, (probe, before, after)
+    if not ok and probe < 0.6 * max(before, after) and res.busy:
+        ok = True  # slower under someone else's load, and the result says it was busy
+    return ok, (probe, before, after, res.busy)
 
 
 def test_probe_decode_speed_close_to_bare_loop():
