@@ -21,6 +21,14 @@ def knowledge():
 
 
 @st.cache_resource(ttl=300)
+def glance():
+    """The home page's figures only (GPUs, cores, RAM): no knowledge load, no engine scan."""
+    from advisor.inputs.hardware import glance as read
+
+    return read()
+
+
+@st.cache_resource(ttl=300)
 def hardware():
     from advisor.inputs import detect
 

@@ -140,12 +140,13 @@ def find_flips(answers: Answers, ev, scored) -> tuple[list[Flip], str | None]:
             return [], tie_note
     second = rest[0] if tied else order[1]
     leaders = [top, *tied]
+    relevant = frozenset([*leaders, second])  # the only scores a flip reads (ev.plan: the others' plans may be partial)
 
     def attempt(updates: list[tuple[Any, Any, int, dict]]):
         merged: dict[str, Any] = {}
         for _, _, _, u in updates:
             merged.update(u)
-        facts, engine_facts = ev.facts(answers.model_copy(update=merged), detail=False)
+        facts, engine_facts = ev.facts(answers.model_copy(update=merged), detail=False, relevant=relevant)
         scores, excluded = totals(facts, knowledge, engine_facts)
         if second in excluded:
             return None, float("-inf")
@@ -163,12 +164,20 @@ def find_flips(answers: Answers, ev, scored) -> tuple[list[Flip], str | None]:
     singles = list(_candidates(answers, knowledge))
     found: list[tuple[int, list, Any]] = []
     gains = []
-    for cand in singles:
-        hit, gap = attempt([cand])
-        if hit:
-            found.append((cand[2], [cand], hit))
-        elif cand[2] == 1:
-            gains.append((gap, cand))
+    # nearest first: only the flips at the smallest distance that has any are shown, so once a distance has one no
+    # farther change is tried (each may plan every engine again). Within a distance the candidates keep their order,
+    # and the sort below is stable, so the flips and their order are those of trying every change.
+    for dist in sorted({c[2] for c in singles}):
+        for cand in singles:
+            if cand[2] != dist:
+                continue
+            hit, gap = attempt([cand])
+            if hit:
+                found.append((cand[2], [cand], hit))
+            elif cand[2] == 1:
+                gains.append((gap, cand))
+        if found:
+            break
     if not found:
         # pairs of one-step moves, most promising first (each moved the gap towards a flip)
         gains.sort(key=lambda g: -g[0])

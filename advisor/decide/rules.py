@@ -11,15 +11,17 @@ from typing import Any
 
 from advisor.decide.flips import find_flips
 from advisor.decide.recommendation import ExcludedEngine, RankedEngine, Reason, Recommendation
-from advisor.decide.scoring import EngineFacts, score
+from advisor.decide.scoring import EngineFacts, score, tested_facts
 from advisor.decide.support_score import text as support_text
 from advisor.inputs.answers import Answers
-from advisor.inputs.facts import build_facts, plan_facts
+from advisor.inputs.facts import SERVING_PARTS, build_facts, plan_facts
 from advisor.inputs.hardware import Hardware
 from advisor.knowledge import schema as ks
 from advisor.knowledge.load import Knowledge
 from advisor.knowledge.support import verdicts as support_verdicts
-from advisor.planner import MachineBench, ModelSpec, Plan, make_plan, resolve_model
+from advisor.planner import MachineBench, ModelSpec, Plan, make_plan, resolve_model, workload_for
+from advisor.planner.capacity import plan_engine
+from advisor.planner.perf import fleet_floor
 
 
 class _Safe(dict):
@@ -42,8 +44,12 @@ def _fmt(text: str, facts: dict[str, Any], strings: dict[str, ks.Text] | None = 
 class Evaluator:
     """Facts, plan and per-engine plan facts for answers (and variants of them, in the flip search).
 
-    Plans depend on few answers (model, concurrency, prompt mix, hardware), so they are memoised on those.
+    Plans depend on few answers (model, concurrency, prompt mix, hardware), so they are memoised on those. A plan
+    without detail (the flip search's: only its scores count) leaves out the serving parts whose facts no rule tests
+    (advisor.inputs.facts.SERVING_PARTS), and is the detailed plan itself where that one is made already and no
+    rule tests what detail adds (the fixes' text).
     """
+    DETAIL_FACTS = frozenset({"plan_fix"})  # the only fact a plan with detail may set otherwise (its options)
 
     def __init__(self, hardware: Hardware | None, knowledge: Knowledge, spec: ModelSpec | None,
                  machine: MachineBench | None, lang: str, calibration: dict | None = None):
@@ -51,11 +57,21 @@ class Evaluator:
         self.calibration = calibration
         self._specs: dict[str, ModelSpec] = {}
         self._plans: dict[str, tuple[Plan, EngineFacts]] = {}
+        self._reuse: dict = {}  # memory plans shared by the flip search's plans (advisor.planner.make_plan)
 
-    def plan(self, answers: Answers, detail: bool = True) -> tuple[Plan, EngineFacts]:
-        key = "|".join([str(answers.concurrency), answers.prompt_mix, str(answers.ttft_p95_ms),
-                        answers.model.model_dump_json(),
-                        answers.hardware.model_dump_json() if answers.hardware else "-", str(detail)])
+    def plan(self, answers: Answers, detail: bool = True, relevant: frozenset[str] | None = None
+             ) -> tuple[Plan, EngineFacts]:
+        """relevant (without detail): the engines whose scores count (the flip search's leaders and challenger); the
+        others' capacity searches are run only where their fleet could be the smallest one, which every engine's
+        plan_fleet_ratio is measured against (see _complete)."""
+        base = "|".join([str(answers.concurrency), answers.prompt_mix, str(answers.ttft_p95_ms),
+                         answers.model.model_dump_json(), answers.hardware.model_dump_json() if answers.hardware else "-"])
+        relevant = None if detail else relevant
+        key = f"{base}|{detail}|{','.join(sorted(relevant)) if relevant is not None else '*'}"
+        full = f"{base}|True|*"
+        if not detail and key not in self._plans and full in self._plans and not (
+                self.DETAIL_FACTS & tested_facts(self.knowledge)):
+            return self._plans[full]
         if key not in self._plans:
             spec = self.spec
             if spec is None:
@@ -63,15 +79,54 @@ class Evaluator:
                 if mkey not in self._specs:
                     self._specs[mkey] = resolve_model(answers.model, self.knowledge, read_files=False)
                 spec = self._specs[mkey]
+            tested = tested_facts(self.knowledge)
+            skip = frozenset() if detail else frozenset(p for p, names in SERVING_PARTS.items() if not names & tested)
             plan = make_plan(answers, self.hardware, self.knowledge, spec, self.machine, self.lang, detail,
-                             calibration=self.calibration)
+                             calibration=self.calibration, serving_skip=skip, searched=relevant, reuse=self._reuse)
             none = self.knowledge.s("plan_fix_none", self.lang)
-            self._plans[key] = plan, {e: plan_facts(p, none) for e, p in plan.engines.items()}
+            engine_facts = {e: plan_facts(p, none) for e, p in plan.engines.items()}
+            if relevant is not None:
+                self._complete(answers, plan, engine_facts, relevant, skip, none)
+            self._plans[key] = plan, engine_facts
         return self._plans[key]
 
-    def facts(self, answers: Answers, detail: bool = True) -> tuple[dict[str, Any], EngineFacts]:
+    def _complete(self, answers: Answers, plan: Plan, engine_facts: EngineFacts, relevant: frozenset[str],
+                  skip: frozenset[str], none: str) -> None:
+        """Run the capacity searches of the engines outside `relevant` whose fleet could change the smallest one.
+
+        An engine's score reads another engine's plan only through the smallest fleet (plan_fleet_ratio: the smallest
+        fleet of an engine predicted with a fitted band, else of any predicted engine; see facts) and whether any
+        engine is predicted at all (serving_predicted). An engine left without its searches is one whose fleet,
+        whatever the searches would find, is no smaller than that smallest fleet (advisor.planner.perf.fleet_floor:
+        at least one replica) and, if its band is fitted, does not make the smallest fleet a fitted one where none
+        was. Its plan_predicted is what the searches would have made it (they always end in a capacity); its other
+        facts are not read by the flip search, which compares only the relevant engines' scores."""
+        fleets = {e: f["plan_fleet_size"] for e, f in engine_facts.items() if e in relevant and f.get("plan_fleet_size")}
+        sure = {e: v for e, v in fleets.items() if not engine_facts[e].get("plan_rough")}
+        for e, p in plan.engines.items():
+            sv = p.serving
+            if e in relevant or sv is None or sv.ttft_target_ms is None or p.loads is False:
+                continue  # (no searches to skip: the plan is whole)
+            floor = fleet_floor(p, self.knowledge)
+            rough = sv.label == "rough"
+            if (sure and (rough or floor >= min(sure.values()))) or (not sure and rough and fleets and
+                                                                     floor >= min(fleets.values())):
+                engine_facts[e]["plan_predicted"] = True
+                continue
+            p = plan.engines[e] = plan_engine(e, plan.model, plan.target, workload_for(answers, self.knowledge),
+                                               self.knowledge, self.lang, detail=False, calibration=self.calibration,
+                                               serving_skip=skip,
+                                               reuse=self._reuse.get(plan.target.model_dump_json()))
+            f = engine_facts[e] = plan_facts(p, none)
+            if f.get("plan_fleet_size"):
+                fleets[e] = f["plan_fleet_size"]
+                if not f.get("plan_rough"):
+                    sure[e] = f["plan_fleet_size"]
+
+    def facts(self, answers: Answers, detail: bool = True, relevant: frozenset[str] | None = None
+              ) -> tuple[dict[str, Any], EngineFacts]:
         facts = build_facts(answers, self.hardware)
-        plan, engine_facts = self.plan(answers, detail)
+        plan, engine_facts = self.plan(answers, detail, relevant)
         if plan.model.params_b and not plan.model.approximate:
             facts["params_b"] = round(plan.model.params_b, 2)  # the resolved model's size wins
         if plan.model.id is not None:  # a model named from models.yaml: its own architecture wins over the default

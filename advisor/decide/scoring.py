@@ -37,6 +37,21 @@ def _compiled(knowledge: Knowledge) -> list[tuple[Any, ks.Rule]]:
     return _COMPILED[key]
 
 
+_TESTED: dict[tuple[int, int], frozenset[str]] = {}
+
+
+def tested_facts(knowledge: Knowledge) -> frozenset[str]:
+    """Every fact a rule's or a support need's condition tests: what a score can depend on besides the precision that
+    picks each engine's support-matrix row (advisor.knowledge.support.rows)."""
+    from advisor.knowledge.conditions import leaves
+
+    key = (id(knowledge.rules), id(knowledge.support))
+    if key not in _TESTED:
+        conds = [r.when for r in knowledge.rules.rules] + [n.when for n in knowledge.support.needs]
+        _TESTED[key] = frozenset(leaf.fact for c in conds for leaf in leaves(c))
+    return _TESTED[key]
+
+
 def _each_engine(facts: dict[str, Any], engine_facts: EngineFacts | None) -> dict[str, dict[str, Any]]:
     return {e: {**facts, **engine_facts[e]} for e in ks.ENGINE_IDS} if engine_facts else {}
 

@@ -8,14 +8,34 @@ from typing import Any
 
 from advisor.knowledge import schema as ks
 from advisor.knowledge.load import Knowledge
-from advisor.knowledge.support import Verdict, axis_label, needed_features, value_label, verdicts
+from advisor.knowledge.support import Verdict, axis_label, cc_value, needed_features, rows, value_label, verdicts
+
+_EFFECTS: dict[tuple, dict[str, list[tuple[Verdict, float | None]]]] = {}
+MAX_EFFECTS = 4096
 
 
 def effects(facts: dict[str, Any], engine_facts: dict[str, dict[str, Any]] | None, knowledge: Knowledge
             ) -> dict[str, list[tuple[Verdict, float | None]]]:
-    """Per engine: (verdict, delta) for each cell that moves the score; delta None = the engine is excluded."""
-    sc = knowledge.support.scoring
+    """Per engine: (verdict, delta) for each cell that moves the score; delta None = the engine is excluded.
+
+    The cells depend on the facts only through each engine's rows, the NVIDIA compute capability and the features
+    needed (advisor.knowledge.support.verdicts), so the answer is memoised on those (bounded; callers only read it):
+    the flip search asks again for every variant of the answers, most of which keep all three."""
     needs = needed_features(facts, knowledge)
+    cc = cc_value(facts.get("gpu_cc")) if facts.get("gpu_vendor") == "nvidia" else None
+    key = (id(knowledge.support), cc, tuple(needs),
+           tuple(tuple(rows(facts, engine_facts.get(e, {}) if engine_facts else {}).items()) for e in ks.ENGINE_IDS))
+    out = _EFFECTS.get(key)
+    if out is None:
+        if len(_EFFECTS) >= MAX_EFFECTS:
+            _EFFECTS.clear()
+        out = _EFFECTS[key] = _effects(facts, engine_facts, knowledge, needs)
+    return out
+
+
+def _effects(facts: dict[str, Any], engine_facts: dict[str, dict[str, Any]] | None, knowledge: Knowledge,
+             needs: list[str]) -> dict[str, list[tuple[Verdict, float | None]]]:
+    sc = knowledge.support.scoring
     out: dict[str, list[tuple[Verdict, float | None]]] = {}
     for e in ks.ENGINE_IDS:
         ef = engine_facts.get(e, {}) if engine_facts else {}

@@ -42,6 +42,14 @@ def plan_facts(plan, fix_none: str) -> dict[str, Any]:
     }
 
 
+#: the parts of a serving plan that a plan may leave out (advisor.planner.perf.serving_plan's skip), with the facts below
+#: that read them: a flip search whose rules test none of a part's facts does not compute it
+SERVING_PARTS = {
+    "band": frozenset({"plan_capacity_low", "plan_capacity_high"}),
+    "levels": frozenset({"plan_ttft_p95_ms", "plan_itl_ms", "plan_output_tps", "plan_ttft_one_ms", "plan_miss_x"}),
+}
+
+
 def serving_facts(plan) -> dict[str, Any]:
     """The serving prediction as facts: whether Q1's users meet Q2 on one replica, on how many, or not at all."""
     sv = getattr(plan, "serving", None)

@@ -12,11 +12,12 @@ import importlib.util
 import os
 import platform
 from pathlib import Path
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
 from pydantic import BaseModel, Field
 
-from advisor.knowledge.load import Knowledge
+if TYPE_CHECKING:
+    from advisor.knowledge.load import Knowledge
 
 INTERESTING_FLAGS = ("avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_vnni",
                      "avx512_bf16", "avx_vnni", "amx_bf16", "amx_int8", "amx_tile", "neon", "asimd", "sve")
@@ -289,17 +290,38 @@ def _os_name(system: str, release: str) -> str:
     return {"Darwin": "macos"}.get(system, system.lower())
 
 
-def detect(knowledge: Knowledge) -> Hardware:
-    import psutil
+class Glance(BaseModel):
+    """The home page's three figures: no engine scan, no CPU flags, no knowledge (its first paint waits on none)."""
+    gpu_names: list[str]
+    logical_cores: int
+    arch: str
+    ram_total_mb: float
 
+
+def _gpus() -> tuple[list[GpuInfo], str | None, str | None, DetectionError | None]:
     gpus, driver, cuda, nvml_error = _nvml()
     if not gpus and platform.system() == "Linux":
         gpus = _rocm() or _xpu()
+    if platform.system() == "Darwin" and platform.machine().lower() == "arm64" and not gpus:
+        gpus = [GpuInfo(index=0, vendor="apple", name=_sysctl("machdep.cpu.brand_string") or "Apple Silicon")]
+    return gpus, driver, cuda, nvml_error
+
+
+def glance() -> Glance:
+    import psutil
+
+    gpus = _gpus()[0]
+    return Glance(gpu_names=[g.name for g in gpus], logical_cores=psutil.cpu_count(logical=True) or 1,
+                  arch=platform.machine().lower(), ram_total_mb=psutil.virtual_memory().total / 2**20)
+
+
+def detect(knowledge: Knowledge) -> Hardware:
+    import psutil
+
+    gpus, driver, cuda, nvml_error = _gpus()
     system = platform.system()
     machine = platform.machine().lower()
     apple = system == "Darwin" and machine == "arm64"
-    if apple and not gpus:
-        gpus = [GpuInfo(index=0, vendor="apple", name=_sysctl("machdep.cpu.brand_string") or "Apple Silicon")]
     model, flags = _cpuinfo()
     vm = psutil.virtual_memory()
     try:

@@ -25,11 +25,9 @@ def compile_condition(cond: Any):
     eq/ne/in/not_in compare as given; a comparison (gt/gte/lt/lte) on an unknown or non-numeric fact is false.
     """
     if isinstance(cond, ks.All):
-        parts = [compile_condition(c) for c in cond.all]
-        return lambda f: all(p(f) for p in parts)
+        return _all([compile_condition(c) for c in cond.all])
     if isinstance(cond, ks.AnyOf):
-        parts = [compile_condition(c) for c in cond.any]
-        return lambda f: any(p(f) for p in parts)
+        return _any([compile_condition(c) for c in cond.any])
     if isinstance(cond, ks.Not):
         inner = compile_condition(cond.not_)
         return lambda f: not inner(f)
@@ -52,3 +50,27 @@ def compile_condition(cond: Any):
         return cmp(float(v), argf)
 
     return numeric
+
+
+def _all(parts: list):
+    """all(p(f) for p in parts), without a generator per call for the short lists rules write (the flip search
+    evaluates every rule for every engine of every candidate): the same tests, in the same order, stopping at the
+    same first false one."""
+    if len(parts) == 2:
+        a, b = parts
+        return lambda f: bool(a(f) and b(f))
+    if len(parts) == 3:
+        a, b, c = parts
+        return lambda f: bool(a(f) and b(f) and c(f))
+    return lambda f: all(p(f) for p in parts)
+
+
+def _any(parts: list):
+    """any(p(f) for p in parts), as _all."""
+    if len(parts) == 2:
+        a, b = parts
+        return lambda f: bool(a(f) or b(f))
+    if len(parts) == 3:
+        a, b, c = parts
+        return lambda f: bool(a(f) or b(f) or c(f))
+    return lambda f: any(p(f) for p in parts)

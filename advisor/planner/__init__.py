@@ -77,14 +77,22 @@ def _price(plans, answers: Answers, hardware: Hardware | None, target, knowledge
 
 def make_plan(answers: Answers, hardware: Hardware | None, knowledge: Knowledge, spec: ModelSpec | None = None,
               machine: MachineBench | None = None, lang: str = "en", detail: bool = True,
-              calibration: dict | None = None) -> Plan:
+              calibration: dict | None = None, serving_skip: frozenset[str] = frozenset(),
+              searched: frozenset[str] | None = None, reuse: dict | None = None) -> Plan:
     """calibration: this machine's efficiencies per engine from a sweep measured here (advisor.planner.calibration,
-    read at the edge); it applies to plans for this machine's CPU only."""
+    read at the edge); it applies to plans for this machine's CPU only. detail=False: the verdicts only (the flip
+    search); serving_skip: advisor.planner.perf.serving_plan's skip; searched: the engines whose serving plans run
+    their capacity searches (None: all; the others skip "searches"). reuse (detail=False): a dict the caller keeps
+    for the plans of one recommendation (their spec and knowledge), where plans that differ only in the TTFT target
+    share their memory plans (advisor.planner.capacity.plan_engine)."""
     if spec is None:
         spec = resolve_model(answers.model, knowledge, read_files=False)
     target = build_target(answers, hardware, knowledge, machine)
     wl = workload_for(answers, knowledge)
-    plans = {e: plan_engine(e, spec, target, wl, knowledge, lang, detail=detail, calibration=calibration)
+    same_target = None if reuse is None or detail else reuse.setdefault(target.model_dump_json(), {})
+    plans = {e: plan_engine(e, spec, target, wl, knowledge, lang, detail=detail, calibration=calibration,
+                            serving_skip=serving_skip if searched is None or e in searched
+                            else serving_skip | {"searches"}, reuse=same_target)
              for e in ks.ENGINE_IDS}
     if detail:
         add_offload_option(plans, knowledge, lang)

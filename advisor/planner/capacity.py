@@ -865,14 +865,37 @@ def _more_gpus(c: _Calc, prec: str) -> PlanOption | None:
 
 
 def plan_engine(engine: str, spec: ModelSpec, target: Target, wl: Workload, k: Knowledge, lang: str = "en",
-                precision: str | None = None, detail: bool = True, calibration=None) -> EnginePlan:
-    """detail=False skips the fixes and the assumption texts: the flip search needs only the verdicts."""
+                precision: str | None = None, detail: bool = True, calibration=None,
+                serving_skip: frozenset[str] = frozenset(), reuse: dict | None = None) -> EnginePlan:
+    """detail=False skips the fixes and the assumption texts: the flip search needs only the verdicts (serving_skip:
+    advisor.planner.perf.serving_plan's skip).
+
+    reuse (with detail=False): a dict kept across plans for this target and model (advisor.planner.make_plan); the
+    memory plan, and those of the replicas the fleet may use instead, are the same whatever the TTFT target (only the
+    serving plan reads it), so a plan that differs from one made before only in that target takes them from there."""
     from advisor.planner.perf import serving_plan
 
-    c = _Calc(engine, spec, target, wl, k, lang, precision)
-    p = _plan(c, _options(c) if detail else [], detail)
-    p.serving = serving_plan(c, lambda n: _Calc(engine, spec, target, replace(wl, gpu_count=n), k, lang, c.prec),
-                             calibration, detail)
+    reuse = None if detail else reuse
+
+    def calc(w: Workload, prec: str | None) -> _Calc:
+        if reuse is None:
+            return _Calc(engine, spec, target, w, k, lang, prec)
+        key = (engine, id(spec), replace(w, ttft_target_ms=None), lang, prec)
+        if key not in reuse:
+            reuse[key] = _Calc(engine, spec, target, w, k, lang, prec)
+        return reuse[key]
+
+    if reuse is None:
+        c = calc(wl, precision)
+        p = _plan(c, _options(c) if detail else [], detail)
+    else:
+        c = calc(wl, precision)
+        key = ("plan", engine, id(spec), replace(wl, ttft_target_ms=None), lang, precision)
+        if key not in reuse:
+            reuse[key] = _plan(c, [], detail)
+        p = reuse[key].model_copy()  # (the copy gets its own serving plan and prices)
+    p.serving = serving_plan(c, lambda n: calc(replace(wl, gpu_count=n), c.prec), calibration, detail, serving_skip,
+                             wl=wl)
     return p
 
 

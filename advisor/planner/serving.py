@@ -169,52 +169,192 @@ def _sequential(hw: Hw, eff: Eff, load: Load) -> Point:
     return Point(c, None, _ms(ttft), _ms(ttft95), _ms(step), _ms(step), o / service, 1 / step, 1 / service, 1)
 
 
-def _batching(hw: Hw, eff: Eff, load: Load) -> Point:
-    i, o = load.input_tokens, max(1, load.output_tokens)
-    i95 = i + Z95 * load.input_sd
+def _fixed_point(hw: Hw, eff: Eff, i: int, o: int, running: int | None, rate: float | None
+                 ) -> tuple[float, float, float, float, float, float, float]:
+    """_batching's fixed point (x, b, itl, ttft, wait, share, half) for a closed loop of `running` sequences (rate
+    None) or Poisson arrivals at `rate` (running None). A closed loop's users count only through those running: the
+    ones beyond the KV pool wait in the queue, which _batching adds after (see _steady)."""
     held = i + o / 2
     cap = hw.max_running if hw.max_running is not None else 10**9
-    closed = load.request_rate is None
-    users = max(1, load.concurrency or 1) if closed else None
-    running = min(users, max(1, cap)) if closed else None
+    closed = rate is None
     pre = prefill_s(i, hw, eff)
     # fixed point over the throughput x (requests/s) and the decoding batch b
-    x = (running / (pre + o * decode_step_s(running, hw, eff, held))) if closed else load.request_rate
+    x = (running / (pre + o * decode_step_s(running, hw, eff, held))) if closed else rate
     b = float(running) if closed else 1.0
     itl = ttft = 0.0
     wait = share = half = own = 0.0
+    # The loop below is decode_step_s, prefill_mixed_s and mdl_wait_s written out, with what does not change between
+    # iterations computed once: the same operations on the same numbers in the same order, so the same floats (the
+    # flip search asks for thousands of these points). It stops early only at an exact fixed point (the state an
+    # iteration starts from is the one it ends with: every later iteration would repeat it bit for bit).
+    wr, kvpt, mm2 = hw.weights_read, hw.kv_per_token, 2 * hw.matmul_params
+    moe = bool(hw.moe_routed_bytes and hw.moe_share)
+    routed, ms, keep = hw.moe_routed_bytes, hw.moe_share, 1 - hw.moe_share
+    bwd = hw.bandwidth * eff.bw_eff
+    fd = hw.flops * eff.flops_eff if hw.flops else None
+    sm, ar, req_s = eff.step_ms / 1000, hw.allreduce_s, eff.request_ms / 1000
+    o1 = o - 1
+    n_i = max(1.0, i)  # prefill_mixed_s of the prompt: its chunks and their tokens
+    chunks_i = math.ceil(n_i / hw.chunk_tokens) if hw.chunk_tokens else 1
+    per = n_i / chunks_i
+    chunks_half = math.ceil(i / hw.chunk_tokens) if hw.chunk_tokens else 1
+    if closed:
+        return _closed_loop(x, b, running, pre, held, cap, o, wr, kvpt, mm2, moe, routed, ms, keep, bwd, fd, sm, ar,
+                            req_s, chunks_i, per, chunks_half)
     for _ in range(ITERATIONS):
-        step = decode_step_s(b, hw, eff, held)
-        n = running if closed else max(1.0, x * (ttft + (o - 1) * itl) if itl else 1.0)
-        others = (n - 1) / n if n > 1 else 0.0
-        share = min(0.95, x * pre)  # the share of time steps spend on prompts
-        itl = step / (1 - share * others)
-        wait = mdl_wait_s(share * others, pre)  # for the prompts ahead
-        own = prefill_mixed_s(i, b * others, hw, eff, held)  # its own chunks, beside the others' decodes
+        x0, b0, itl0, ttft0 = x, b, itl, ttft
+        # decode_step_s(b)
+        w = (wr + routed * ((1 - keep ** (b if b > 1.0 else 1.0)) - ms)) if moe else wr
+        memory = (w + b * kvpt * held) / bwd
+        if fd is not None:
+            compute = mm2 * b / fd
+            step = (compute if compute > memory else memory) + sm + ar
+        else:
+            step = (0.0 if 0.0 > memory else memory) + sm + ar
+        if not closed:
+            n = x * (ttft + o1 * itl) if itl else 1.0
+            if not n > 1.0:
+                n = 1.0
+            others = (n - 1) / n if n > 1 else 0.0
+        share = x * pre
+        if not share < 0.95:
+            share = 0.95
+        so = share * others
+        itl = step / (1 - so)
+        s98 = so if so < 0.98 else 0.98  # mdl_wait_s
+        wait = s98 * pre / (2 * (1 - s98))
+        bo = b * others  # prefill_mixed_s(i, b * others)
+        if bo <= 0:
+            own = pre
+        else:
+            bp = bo + per
+            w = (wr + routed * ((1 - keep ** (bp if bp > 1.0 else 1.0)) - ms)) if moe else wr
+            memory = (w + bo * kvpt * held) / bwd
+            if fd is not None:
+                compute = mm2 * (per + bo) / fd
+                own = chunks_i * ((compute if compute > memory else memory) + sm + ar)
+            else:
+                own = chunks_i * ((0.0 if 0.0 > memory else memory) + sm + ar)
         # for the step under way: its mean residual E[S^2] / 2E[S], steps with a prompt chunk (a share f of them, as
         # long as one chunk of a prompt) among plain decode steps
         if n > 1:
-            chunks_i = math.ceil(i / hw.chunk_tokens) if hw.chunk_tokens else 1
-            long_step = own / chunks_i
-            f = min(1.0, x * chunks_i * itl * others)
+            long_step = own / chunks_half
+            f = x * chunks_half * itl * others
+            if not f < 1.0:
+                f = 1.0
             half = (f * long_step ** 2 + (1 - f) * step ** 2) / (2 * (f * long_step + (1 - f) * step))
         else:
             half = 0.0
         ttft = own + wait + half
-        cycle = ttft + eff.request_ms / 1000 + (o - 1) * itl
-        b_new = max(1.0, n * (o - 1) * itl / cycle) if o > 1 else 1.0
+        cycle = ttft + req_s + o1 * itl
+        if o > 1:
+            b_new = n * o1 * itl / cycle
+            if not b_new > 1.0:
+                b_new = 1.0
+        else:
+            b_new = 1.0
         if closed:
             x_new = running / cycle
             x = 0.5 * x + 0.5 * x_new
-        b = 0.5 * b + 0.5 * min(b_new, cap)
-    if not closed:
+        b = 0.5 * b + 0.5 * (cap if cap < b_new else b_new)
+        if x == x0 and b == b0 and (closed or (itl == itl0 and ttft == ttft0)):
+            break
+    return x, b, itl, ttft, wait, share, half
+
+
+def _closed_loop(x, b, running, pre, held, cap, o, wr, kvpt, mm2, moe, routed, ms, keep, bwd, fd, sm, ar, req_s,
+                 chunks_i, per, chunks_half):
+    """_fixed_point's loop for a closed loop, where the sequences running (so `others`) never change: the general
+    loop's arithmetic with those branches taken once (the same floats; the capacity search asks only for these)."""
+    n = running
+    others = (n - 1) / n if n > 1 else 0.0
+    no1 = n * (o - 1)  # n * (o - 1) * itl evaluates n * (o - 1) first: an integer
+    o1 = o - 1
+    many, long = n > 1, o > 1
+    itl = ttft = wait = share = half = 0.0
+    for _ in range(ITERATIONS):
+        x0, b0 = x, b
+        w = (wr + routed * ((1 - keep ** (b if b > 1.0 else 1.0)) - ms)) if moe else wr
+        memory = (w + b * kvpt * held) / bwd
+        if fd is not None:
+            compute = mm2 * b / fd
+            step = (compute if compute > memory else memory) + sm + ar
+        else:
+            step = (0.0 if 0.0 > memory else memory) + sm + ar
+        share = x * pre
+        if not share < 0.95:
+            share = 0.95
+        so = share * others
+        itl = step / (1 - so)
+        s98 = so if so < 0.98 else 0.98
+        wait = s98 * pre / (2 * (1 - s98))
+        bo = b * others
+        if bo <= 0:
+            own = pre
+        else:
+            bp = bo + per
+            w = (wr + routed * ((1 - keep ** (bp if bp > 1.0 else 1.0)) - ms)) if moe else wr
+            memory = (w + bo * kvpt * held) / bwd
+            if fd is not None:
+                compute = mm2 * (per + bo) / fd
+                own = chunks_i * ((compute if compute > memory else memory) + sm + ar)
+            else:
+                own = chunks_i * ((0.0 if 0.0 > memory else memory) + sm + ar)
+        if many:
+            long_step = own / chunks_half
+            f = x * chunks_half * itl * others
+            if not f < 1.0:
+                f = 1.0
+            half = (f * long_step ** 2 + (1 - f) * step ** 2) / (2 * (f * long_step + (1 - f) * step))
+        else:
+            half = 0.0
+        ttft = own + wait + half
+        cycle = ttft + req_s + o1 * itl
+        if long:
+            b_new = no1 * itl / cycle
+            if not b_new > 1.0:
+                b_new = 1.0
+        else:
+            b_new = 1.0
+        x = 0.5 * x + 0.5 * (running / cycle)
+        b = 0.5 * b + 0.5 * (cap if cap < b_new else b_new)
+        if x == x0 and b == b0:
+            break
+    return x, b, itl, ttft, wait, share, half
+
+
+def _batching(hw: Hw, eff: Eff, load: Load) -> Point:
+    o = max(1, load.output_tokens)
+    cap = hw.max_running if hw.max_running is not None else 10**9
+    closed = load.request_rate is None
+    users = max(1, load.concurrency or 1) if closed else None
+    running = min(users, max(1, cap)) if closed else None
+    steady = _steady(hw, eff, load.input_tokens, o, load.input_sd, running, load.request_rate)
+    if isinstance(steady, Point):
+        return steady  # (an open loop that never drains)
+    ttft, ttft95_before_queue, req, itl50, itl95, x, itl, b = steady
+    # users beyond the KV pool wait for a finished sequence: (waiting) / throughput
+    queued = (users - running) / x if closed and users > running else 0.0
+    rate = load.request_rate if not closed else None
+    ttft95 = ttft95_before_queue + queued + req
+    return Point(users, rate, _ms(ttft + queued + req), _ms(ttft95), _ms(itl50), _ms(max(itl95, itl50)), x * o, 1 / itl, x, int(round(running if closed else b)))
+
+
+@functools.lru_cache(maxsize=1 << 15, typed=True)
+def _steady(hw: Hw, eff: Eff, i: int, o: int, input_sd: float, running: int | None, rate: float | None):
+    """What _batching's point is before the queue beyond the KV pool: the fixed point and the figures drawn from it,
+    which depend on a closed loop's users only through those running, so that every concurrency at or above the pool's
+    shares them (memoised, bounded: the capacity search probes many of those). A saturated open loop's whole Point."""
+    i95 = i + Z95 * input_sd
+    held = i + o / 2
+    cap = hw.max_running if hw.max_running is not None else 10**9
+    x, b, itl, ttft, wait, share, half = _fixed_point(hw, eff, i, o, running, rate)
+    if rate is not None:
         n_open = x * (ttft + (o - 1) * itl)
         saturated = share >= 0.95 or n_open > cap
         if saturated:
-            return Point(None, load.request_rate, None, None, _ms(itl), _ms(itl), None, 1 / itl, None,
+            return Point(None, rate, None, None, _ms(itl), _ms(itl), None, 1 / itl, None,
                          int(min(n_open, cap)), saturated=True)
-    # users beyond the KV pool wait for a finished sequence: (waiting) / throughput
-    queued = (users - running) / x if closed and users > running else 0.0
     step = decode_step_s(b, hw, eff, held)
     pre95 = prefill_mixed_s(i95, b * (1 - 1 / max(1.0, float(running or b))), hw, eff, held)
     # steps that carry a prompt chunk are the slow ones: the ITL's p95 when at least 5 % of steps do
@@ -224,10 +364,9 @@ def _batching(hw: Hw, eff: Eff, load: Load) -> Point:
     prompt_steps = x * chunks * itl
     itl50 = mixed if prompt_steps >= 0.5 else step
     itl95 = mixed if prompt_steps >= 0.05 and (running or 1) > 1 else itl50
-    rate = load.request_rate if not closed else None
     req = eff.request_ms / 1000
-    ttft95 = pre95 + TAIL95 * wait + 2 * half + queued + req
-    return Point(users, rate, _ms(ttft + queued + req), _ms(ttft95), _ms(itl50), _ms(max(itl95, itl50)), x * o, 1 / itl, x, int(round(running if closed else b)))
+    # the p95 TTFT is pre95 + TAIL95 * wait + 2 * half + queued + req, summed left to right: all but the last two here
+    return ttft, pre95 + TAIL95 * wait + 2 * half, req, itl50, itl95, x, itl, b
 
 
 def _ms(s: float | None) -> float | None:
@@ -240,20 +379,58 @@ def _ms(s: float | None) -> float | None:
 def capacity(mode: str, hw: Hw, eff: Eff, input_tokens: int, output_tokens: int, input_sd: float,
              ttft_target_ms: float, limit: int = 100_000) -> int:
     """The highest closed-loop concurrency whose predicted p95 TTFT meets the target (0: not even one user)."""
-    def ok(c: int) -> bool:
-        p = predict(mode, hw, eff, Load(input_tokens, output_tokens, input_sd, concurrency=c))
-        return p.ttft_ms_p95 is not None and p.ttft_ms_p95 <= ttft_target_ms
+    return _search(_meets(mode, hw, eff, input_tokens, output_tokens, input_sd, ttft_target_ms), limit)
 
+
+def capacity_reaches(mode: str, hw: Hw, eff: Eff, input_tokens: int, output_tokens: int, input_sd: float,
+                     ttft_target_ms: float, need: int, limit: int = 100_000) -> bool:
+    """capacity(...) >= need, found by the same search, which stops once its answer is known to be above or below
+    need (the fleet's alternatives: one that cannot need fewer GPUs than the best one is not searched to the end)."""
+    return _search(_meets(mode, hw, eff, input_tokens, output_tokens, input_sd, ttft_target_ms), limit, need)
+
+
+def _search(ok, limit: int, need: int | None = None):
+    """The last concurrency that meets (ok), doubling then halving (p95 TTFT rises with the users); with need,
+    whether that answer is at least need, decided as soon as the bounds of the search allow: the answer is never
+    below a concurrency that met on the way (lo) and, once the doubling has failed, always below hi."""
     if not ok(1):
-        return 0
+        return 0 if need is None else need <= 0
     lo, hi = 1, 2
+    if need is not None and lo >= need:
+        return True
     while hi <= limit and ok(hi):
         lo, hi = hi, hi * 2
+        if need is not None and lo >= need:
+            return True
     hi = min(hi, limit + 1)
-    while hi - lo > 1:  # p95 TTFT rises with the users: the last one that meets
+    while hi - lo > 1:
+        if need is not None and hi <= need:
+            return False
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if ok(mid) else (lo, mid)
-    return lo
+        if need is not None and lo >= need:
+            return True
+    return lo if need is None else lo >= need
+
+
+def _meets(mode: str, hw: Hw, eff: Eff, input_tokens: int, output_tokens: int, input_sd: float,
+           ttft_target_ms: float):
+    """ok(c): whether c closed-loop users meet the p95 TTFT target."""
+    if mode == "sequential":
+        def ok(c: int) -> bool:
+            p = predict(mode, hw, eff, Load(input_tokens, output_tokens, input_sd, concurrency=c))
+            return p.ttft_ms_p95 is not None and p.ttft_ms_p95 <= ttft_target_ms
+    else:
+        o = max(1, output_tokens)
+        cap = hw.max_running if hw.max_running is not None else 10**9
+
+        def ok(c: int) -> bool:  # predict(...).ttft_ms_p95 summed as _batching sums it, without building the Point
+            users = max(1, c or 1)
+            running = min(users, max(1, cap))
+            _, before_queue, req, _, _, x, _, _ = _steady(hw, eff, input_tokens, o, input_sd, running, None)
+            queued = (users - running) / x if users > running else 0.0
+            return _ms(before_queue + queued + req) <= ttft_target_ms
+    return ok
 
 
 def fit_grid(loss, grids: tuple[list[float], ...], coarse: tuple[int, ...]) -> Eff:
@@ -289,5 +466,5 @@ def replicas_for(users: int, per_replica: int) -> int | None:
     return None if per_replica <= 0 else max(1, math.ceil(users / per_replica))
 
 
-__all__ = ["Eff", "Hw", "Load", "Point", "capacity", "decode_step_s", "mdl_wait_s", "predict", "prefill_s",
+__all__ = ["Eff", "Hw", "Load", "Point", "capacity", "capacity_reaches", "decode_step_s", "mdl_wait_s", "predict", "prefill_s",
            "replace", "replicas_for", "with_band"]
