@@ -30,6 +30,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 HERE = Path(__file__).resolve().parent
+SCRIPT = HERE / "build_llama_cpp.sh"
 LLAMA_VERSION = "0.3.36"
 #: Seconds the one build took on a quiet 2-core x86_64 machine (measured 2026-12-03, README); the first build's
 #: estimate scales it by the cores here. Later estimates use the last build's own time.
@@ -229,7 +230,7 @@ def _build_locked(dest: Path, log: Path, meta_path: Path, python: str) -> int:
     _record(meta_path, state="building", started_at=started, pid=os.getpid())
     env = dict(os.environ, PY=python)
     with open(log, "wb") as out:
-        rc = subprocess.call(["sh", str(HERE / "build_llama_cpp.sh"), LLAMA_VERSION, str(dest), *flags],
+        rc = subprocess.call(["sh", str(SCRIPT), LLAMA_VERSION, str(dest), *flags],
                              stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
     if rc == 0 and llama_dir() is not None:
         _record(meta_path, state="ready", finished_at=time.time(), last_build_s=round(time.time() - started, 1))
