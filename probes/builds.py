@@ -124,6 +124,7 @@ def _read_tail(log: Path) -> list[str]:
 
 _STEP = re.compile(r"^>>> (\[\d/\d\] .*)$")
 _PCT = re.compile(r"^\[\s*(\d{1,3})%\]")
+_NOISE = re.compile(rb"^g?make\[\d+\]: (Entering|Leaving) directory")
 
 
 def _meta(path: Path) -> dict:
@@ -154,6 +155,8 @@ def status(engine: str = "llama.cpp") -> BuildStatus:
     if _locked(lock):
         lines = _read_tail(log)
         step = next((m.group(1) for m in map(_STEP.match, reversed(lines)) if m), None)
+        if step is None and isinstance(meta.get("step"), str):
+            step = meta["step"]  # the builder's record: the log's tail is all compile lines by now
         pct = None
         if step and step.startswith("[3/4]"):
             pct = next((float(m.group(1)) for m in map(_PCT.match, reversed(lines)) if m), 0.0)
@@ -227,11 +230,20 @@ def _build_locked(dest: Path, log: Path, meta_path: Path, python: str) -> int:
     """Runs the build script with its output in the log; the caller holds the lock."""
     _, flags = _flavour()
     started = time.time()
-    _record(meta_path, state="building", started_at=started, pid=os.getpid())
+    _record(meta_path, state="building", started_at=started, pid=os.getpid(), step=None)
     env = dict(os.environ, PY=python)
     with open(log, "wb") as out:
-        rc = subprocess.call(["sh", str(SCRIPT), LLAMA_VERSION, str(dest), *flags],
-                             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+        proc = subprocess.Popen(["sh", str(SCRIPT), LLAMA_VERSION, str(dest), *flags],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+        for raw in proc.stdout:  # the log without make's directory chatter (a 1.3 MB log became ~0.3 MB)
+            if _NOISE.match(raw):
+                continue
+            out.write(raw)
+            out.flush()
+            m = _STEP.match(raw.decode("utf-8", "replace").rstrip("\r\n"))
+            if m:  # the step is kept in the record too: the log's tail no longer holds it once the compile is long
+                _record(meta_path, step=m.group(1)[:200])
+        rc = proc.wait()
     if rc == 0 and llama_dir() is not None:
         _record(meta_path, state="ready", finished_at=time.time(), last_build_s=round(time.time() - started, 1))
         why = link_into_package()

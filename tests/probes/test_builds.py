@@ -82,6 +82,34 @@ def test_a_running_build_shows_its_step_per_cent_and_an_estimate(cache):
     assert builds.status().state == "absent"  # the builder's death drops the lock: it is no longer "building"
 
 
+def test_a_long_compile_keeps_its_step_when_the_log_tail_is_all_compile_lines(cache):
+    """A real compile log outgrows the tail that is read (1.3 MB on this machine): the step comes from the builder's
+    record, not "starting"."""
+    fd, log, meta = _hold_lock()
+    try:
+        log.write_text(">>> [3/4] compiling ggml\n" + "".join(f"[ {i % 90:2d}%] Building CXX object o{i}.o\n"
+                                                             for i in range(20_000)))
+        meta.write_text(json.dumps({"state": "building", "started_at": __import__("time").time() - 60,
+                                    "step": "[3/4] compiling ggml"}))
+        s = builds.status()
+        assert s.step == "[3/4] compiling ggml" and s.percent is not None
+        assert "starting" not in s.line() and "compiling" in s.line()
+    finally:
+        os.close(fd)
+
+
+def test_the_builder_records_each_step_and_leaves_make_chatter_out_of_the_log(cache, tmp_path, monkeypatch):
+    _script(tmp_path, monkeypatch, OK_SCRIPT.replace('echo ">>> [3/4] compiling"',
+                                                     'echo ">>> [3/4] compiling"\n'
+                                                     'echo "gmake[4]: Entering directory \'/x\'"'))
+    monkeypatch.setattr(builds, "link_into_package", lambda: None)
+    assert builds.build(wait=True, background=False, quiet=True) == 0
+    _, log, _, meta = builds._paths()
+    text = log.read_text()
+    assert "[3/4] compiling" in text and "[ 57%]" in text and "Entering directory" not in text
+    assert json.loads(meta.read_text())["step"].startswith("[4/4]")
+
+
 def test_a_second_start_while_one_builds_starts_nothing(cache, monkeypatch, capsys):
     started = []
     monkeypatch.setattr(builds.subprocess, "Popen", lambda *a, **k: started.append(a))
