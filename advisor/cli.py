@@ -35,15 +35,20 @@ def _parser() -> _Parser:
         return c
 
     command("detect", "show this machine's hardware and installed engines", answers=False)
-    command("recommend", "rank the engines for an answers file")
+    rate_help = ("an open-loop request rate (requests/s, Poisson arrivals) to predict beside Q1's users; "
+                 "overrides the answers' load.request_rate_rps")
+    command("recommend", "rank the engines for an answers file").add_argument("--rate", default=None,
+                                                                              metavar="RPS", help=rate_help)
     pl = command("plan", "capacity plan: what fits, max concurrency/context, roofline bounds, predicted serving",
                  probes="compare a probe's measured memory and tok/s with the plan (repeatable)")
+    pl.add_argument("--rate", default=None, metavar="RPS", help=rate_help)
     pl.add_argument("--sweep", action="append", default=[], metavar="SWEEP.json",
                     help="set a `python -m probes sweep` result beside the serving prediction (repeatable); a sweep "
                          "measured here, on a quiet machine, recalibrates this machine's efficiency for its engine")
     rp = command("report", "write the decision report (.md or .pdf, by the extension of --out)", fmt=False,
                  probes="a result from `python -m probes run --format json` (repeatable)")
     rp.add_argument("--out", required=True, metavar="report.md|report.pdf")
+    rp.add_argument("--rate", default=None, metavar="RPS", help=rate_help)
     rp.add_argument("--sweep", action="append", default=[], metavar="SWEEP.json",
                     help="a `python -m probes sweep` result (repeatable: engines side by side)")
     dp = command("deploy", "deployment bundles for the ranked engines: launch command, docker run, compose, Kubernetes",
@@ -164,12 +169,29 @@ def recommendation_json(rec, answers, hardware) -> dict:
     }
 
 
+def _with_rate(answers, rate: str | None):
+    """--rate RPS over the answers' load.request_rate_rps (the same bounds: > 0, at most 100,000)."""
+    if rate is None:
+        return answers
+    import math
+
+    try:
+        r = float(rate)
+    except ValueError:
+        raise UsageError(f"--rate must be a number of requests per second, got {rate[:40]!r}") from None
+    if not (math.isfinite(r) and 0 < r <= 100_000):
+        raise UsageError("--rate must be greater than 0 and at most 100000 requests per second")
+    from advisor.inputs.answers import LoadBlock
+
+    return answers.model_copy(update={"load": LoadBlock(request_rate_rps=r)})
+
+
 def cmd_recommend(args, knowledge) -> int:
     from advisor.decide import recommend
     from advisor.inputs import load_answers
     from advisor.report import recommendation_text
 
-    answers = load_answers(args.answers)
+    answers = _with_rate(load_answers(args.answers), args.rate)
     hardware = _hardware_for(answers, knowledge)
     spec, machine = _inputs(answers, knowledge)
     rec = recommend(answers, hardware, knowledge, lang=args.lang, spec=spec, machine=machine,
@@ -376,7 +398,7 @@ def cmd_report(args, knowledge) -> int:
     from advisor.report import ReportError, build_markdown, chart_images, markdown_to_pdf
 
     out = _out_path(args.out)
-    answers = load_answers(args.answers)
+    answers = _with_rate(load_answers(args.answers), args.rate)
     results, checks = _report_runs(args.probe, knowledge, args.lang)
     sweeps = [_report_sweep(p) for p in args.sweep]
     hardware = _hardware_for(answers, knowledge)
@@ -421,7 +443,7 @@ def cmd_plan(args, knowledge) -> int:
     from advisor.planner import calibration, make_plan
     from advisor.report import plan_text
 
-    answers = load_answers(args.answers)
+    answers = _with_rate(load_answers(args.answers), args.rate)
     results = [_load_result(p, "probe") for p in args.probe]
     sweeps = [_load_result(p, "sweep") for p in args.sweep]
     hardware = _hardware_for(answers, knowledge)

@@ -68,6 +68,83 @@ def published(k) -> None:
             print(f"held-out serving {kind}: no figures")
 
 
+def silicon(k) -> dict[str, list[float]]:
+    """The measured-silicon predictor (aiconfigurator-core) on every published serving row it has data for. None of
+    these rows is in its data (per-operation tables, never end-to-end runs): each is held out. Prints per row, then
+    per metric the median, p80 (the band knowledge/aiconfigurator.yaml states) and p90 of |pred/meas - 1|, and the
+    share inside the stated band; our fitted model on the same rows beside it (partly its own fit rows)."""
+    import yaml
+
+    from advisor.planner.aic import installed
+    from advisor.planner.perf import _silicon
+    from advisor.planner.published import _calc
+
+    if not installed():
+        print("\nMeasured-silicon predictor: aiconfigurator-core is not installed")
+        return {}
+    rows = yaml.safe_load((ROOT / "tests/advisor/data/published_serving.yaml").read_text())["rows"]
+    from advisor.planner.perf import efficiency, hw_class
+
+    print("\nMeasured-silicon predictor (aiconfigurator-core) on published serving rows: predicted / measured (error);"
+          " ours = our fitted model's error on the same figure")
+    errs: dict[str, list[float]] = {"ttft": [], "itl": [], "tps": []}
+    ours: dict[str, list[float]] = {"ttft": [], "itl": [], "tps": []}
+    for r in rows:
+        if r["engine"] not in k.aiconfigurator.backends or r["hardware"].get("gpu_vendor") != "nvidia":
+            continue
+        i, o = int(r["input_tokens"]), int(r["output_tokens"])
+        load = r.get("load") or {}
+        engine, c = _calc(r, {}, k, i, o, int(load.get("concurrency") or 256))
+        hw = c.serving_hw()
+        if hw is None:
+            continue
+        eff = efficiency(engine, hw_class(c.target, c.device, k), k)[0]
+        si, why = _silicon(c, c.mode, hw, eff, c.wl, k)
+        if si is None:
+            print(f"{r['id'][:58]:58} no silicon prediction: {why}")
+            continue
+        if load.get("concurrency"):
+            users = int(load["concurrency"])
+        elif load.get("offline"):
+            n = int(load.get("requests") or 10**6)
+            users = max(1, min(n, hw.max_running or n))
+        else:  # an open-loop rate: the users in flight that rate keeps, by Little's law on its own latency
+            users = 8
+            for _ in range(8):
+                f = si.figures(users)
+                users = max(1, round(float(load["request_rate"]) * (f[0] + f[2] * max(0, o - 1)) / 1000))
+        f = si.figures(users)
+        if f is None:
+            continue
+        mine = si._ours(users)
+        meas = {"ttft": (r.get("ttft_ms") or {}).get("mean") or (r.get("ttft_ms") or {}).get("p50"),
+                "itl": (r.get("itl_ms") or {}).get("mean") or (r.get("itl_ms") or {}).get("p50"),
+                "tps": r.get("output_tps")}
+        pred = {"ttft": f[0], "itl": f[2], "tps": f[4]}
+        theirs = {"ttft": mine.ttft_ms_p50, "itl": mine.itl_ms_p50, "tps": mine.output_tps}
+        cells = []
+        for m in ("ttft", "itl", "tps"):
+            if meas[m]:
+                e = pred[m] / meas[m] - 1
+                errs[m].append(abs(e))
+                if theirs[m]:
+                    ours[m].append(abs(theirs[m] / meas[m] - 1))
+                cells.append(f"{m} {pred[m]:8.4g}/{meas[m]:<8.4g}({_pct(e):>5})")
+        print(f"{r['id'][:58]:58} users {users:>4}  " + "  ".join(cells))
+    a = k.aiconfigurator
+    for m, xs in errs.items():
+        if not xs:
+            continue
+        xs = sorted(xs)
+        q = lambda f: xs[min(len(xs) - 1, int(f * (len(xs) - 1) + 0.5))]  # noqa: E731
+        inside = sum(x <= a.bands[m].band for x in xs) / len(xs)
+        os_ = sorted(ours[m])
+        print(f"silicon {m:4}: {len(xs)} figures, median {statistics.median(xs):.0%}, p80 {q(0.8):.0%}, p90 "
+              f"{q(0.9):.0%}; inside the stated band ±{a.bands[m].band:.0%}: {inside:.0%}"
+              + (f"   (ours: median {statistics.median(os_):.0%})" if os_ else ""))
+    return errs
+
+
 def sweeps(k, files: list[Path], hardware, machine, note: str) -> None:
     print(f"\nSweeps ({note}): per level measured / predicted (error)")
     print(f"{'engine':12} {'in/out':>8} {'users':>5} {'TTFT p95 ms':>28} {'ITL p50 ms':>24} {'output tok/s':>24}")
@@ -98,6 +175,7 @@ def sweeps(k, files: list[Path], hardware, machine, note: str) -> None:
 def main(argv: list[str]) -> int:
     k = load_knowledge()
     published(k)
+    silicon(k)
     hw = detect(k)
     if argv:
         sweeps(k, [Path(a) for a in argv], hw, machine_bench.get(), "this machine, published fit only")

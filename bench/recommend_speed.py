@@ -34,7 +34,8 @@ DICT_MEMOS = (
     ("advisor.decide.support_score", "_EFFECTS"),
 )
 #: lru_caches that are not a recommendation's memo: the knowledge itself ("knowledge already loaded")
-KEEP = {("advisor.knowledge.load", "_cached")}
+KEEP = {("advisor.knowledge.load", "_cached"),
+        ("advisor.planner.aic", "_model")}  # aiconfigurator-core's own tables, read once per process like the knowledge
 
 
 def _memos():

@@ -111,6 +111,7 @@ st.caption(md_escape(srv.workload_line(plan, k, lang) or T("srv_none_predicted")
 cols, rows = serving_rows(plan, k, lang)
 st.dataframe([dict(zip(cols, r)) for r in rows], hide_index=True, key="serving_table")
 st.caption(md_escape(srv.caption(k, lang)))
+st.markdown("\n".join(f"- {md_escape(x)}" for x in srv.rate_lines(plan, k, lang) + srv.predictor_lines(plan, k, lang)))
 memory = srv.memory_markdown(plan, k, lang)
 if memory:
     st.markdown("\n".join(memory))

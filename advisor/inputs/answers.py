@@ -103,6 +103,13 @@ class ModelBlock(_Strict):
     output_tokens: int | None = Field(default=None, ge=1, le=65_536)
 
 
+class LoadBlock(_Strict):
+    """How requests arrive, beside Q1's closed loop of users: an open-loop rate (Poisson arrivals, as `vllm bench
+    serve --request-rate` and SGLang's bench_serving send them)."""
+
+    request_rate_rps: float | None = Field(default=None, gt=0, le=100_000)
+
+
 class Answers(_Strict):
     concurrency: int = Field(default=1, ge=1, le=100_000)  # Q1
     ttft_p95_ms: int = Field(default=1000, ge=10, le=600_000)  # Q2
@@ -122,6 +129,7 @@ class Answers(_Strict):
     # how much of each prompt repeats across requests (a long shared system prompt, agent loops, multi-turn chat,
     # few-shot templates): "high" when most requests start with a prefix another request already sent
     prefix_sharing: Literal["low", "high"] = "low"
+    load: LoadBlock | None = None  # an open-loop request rate, predicted beside Q1's users
 
 
 class AnswersError(ValueError):

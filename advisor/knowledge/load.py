@@ -74,6 +74,7 @@ class Knowledge:
     serving: ks.ServingFile
     serving_fit: ks.ServingFit
     deploy: ks.DeployFile
+    aiconfigurator: ks.AiconfiguratorFile
 
     def s(self, key: str, lang: str = "en", **kw: object) -> str:
         """A UI/report string in the chosen language."""
@@ -137,4 +138,5 @@ def _cached(d: Path) -> Knowledge:
         serving=_load(d / "serving.yaml", ks.ServingFile),
         serving_fit=_load(d / "serving_fit.yaml", ks.ServingFit),
         deploy=_load(d / "deploy.yaml", ks.DeployFile),
+        aiconfigurator=_load(d / "aiconfigurator.yaml", ks.AiconfiguratorFile),
     )

@@ -1083,6 +1083,33 @@ class ServingFit(Strict):
     groups: dict[str, FitGroup]  # "<engine>/<class>" or "<class>"
 
 
+class AicBand(Strict):
+    """The held-out error of the measured-silicon predictor on one metric (bench/predict_vs_measured.py)."""
+
+    band: float = Field(gt=0, le=10)  # the 80 % interval of |predicted / measured - 1|
+    median: float = Field(ge=0, le=10)
+    points: int = Field(ge=0)
+
+
+class AiconfiguratorFile(Strict):
+    """knowledge/aiconfigurator.yaml: where the measured-silicon predictor has data, and its held-out bands."""
+
+    package: str
+    version: str
+    source: SourceStr
+    read: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$")
+    systems: dict[str, str]
+    backends: dict[str, str]
+    data_versions: dict[str, dict[str, str]]
+    models: dict[str, str]
+    precisions: dict[str, str | None]
+    block_fp8_models: list[str] = Field(default_factory=list)
+    own_quant_models: list[str] = Field(default_factory=list)
+    bands: dict[Literal["ttft", "itl", "tps"], AicBand]
+    validated: str  # how the bands were earned: the script, the points, the date
+    disagree_factor: float = Field(default=1.0, gt=0, le=10)
+
+
 class DeployImage(Strict):
     ref: str = Field(min_length=1, max_length=200, pattern=r"^[a-z0-9][a-z0-9./_:-]*$")  # registry/name:tag, pinned
     entrypoint: list[str] = Field(default_factory=list)  # what the image already runs (docker run args follow it)

@@ -51,7 +51,8 @@ def workload_for(answers: Answers, knowledge: Knowledge) -> Workload:
     return Workload(precision=m.precision, context_tokens=m.context_tokens, concurrency=answers.concurrency,
                     prompt_tokens=prompt, kv_cache_dtype=m.kv_cache_dtype,
                     typical_tokens=min(prompt + output, m.context_tokens), output_tokens=output, input_sd=sd,
-                    ttft_target_ms=float(answers.ttft_p95_ms))
+                    ttft_target_ms=float(answers.ttft_p95_ms),
+                    request_rate=answers.load.request_rate_rps if answers.load is not None else None)
 
 
 def _price(plans, answers: Answers, hardware: Hardware | None, target, knowledge: Knowledge) -> None:

@@ -39,6 +39,7 @@ class Workload:
     output_tokens: int = 256
     input_sd: float = 0.0  # the prompts' spread (tokens), for the p95 TTFT
     ttft_target_ms: float | None = None  # Q2, for the SLA capacity
+    request_rate: float | None = None  # answers load.request_rate_rps: open-loop arrivals, predicted beside Q1
 
 
 def _sig3(x: float | None) -> float | None:

@@ -10,7 +10,9 @@ from __future__ import annotations
 from typing import Callable
 
 from advisor.knowledge.load import Knowledge
-from advisor.planner.serving import Eff, Load, capacity, capacity_reaches, predict, replicas_for, with_band
+from advisor.planner.serving import (Eff, Load, _search, capacity, capacity_reaches, predict, replicas_for,
+                                     with_band)
+from advisor.planner.aic import predictor_name as aic_name
 from advisor.planner.types import Calibrated, ServingLevel, ServingPlan, Target
 
 Calibration = dict[str, Calibrated]
@@ -70,6 +72,82 @@ def _r(x: float | None) -> float | None:
     return None if x is None else float(f"{x:.4g}")
 
 
+class _Silicon:
+    """The measured-silicon predictor (advisor/planner/aic.py) for one engine plan: its figures at a concurrency,
+    with the engine's running cap (the KV pool, the engine's max) applied as our model applies it: users beyond it
+    queue for a slot, each waiting its share of a request's time in a closed loop. The p95s, which it does not give,
+    are its means times our model's p95/p50 at the same load."""
+
+    def __init__(self, key, mode: str, hw, eff, wl):
+        self.key, self.mode, self.hw, self.eff, self.wl = key, mode, hw, eff, wl
+
+    def _ours(self, c: int):
+        wl = self.wl
+        return predict(self.mode, self.hw, self.eff, Load(wl.prompt_tokens, wl.output_tokens, wl.input_sd,
+                                                          concurrency=c))
+
+    def figures(self, c: int) -> tuple[float, float, float, float, float] | None:
+        """(ttft p50, ttft p95, itl p50, itl p95, output tok/s) in ms and tok/s at c users; None: no data."""
+        from advisor.planner import aic
+
+        wl, cap = self.wl, self.hw.max_running
+        users = max(1, c)
+        b = users if cap is None else max(1, min(users, cap))
+        pt = aic.point(self.key, wl.prompt_tokens, wl.output_tokens, b)
+        if pt is None:
+            return None
+        ttft = pt.ttft_ms
+        if users > b:
+            ttft += (users - b) / b * (pt.ttft_ms + pt.tpot_ms * max(0, wl.output_tokens - 1))
+        ours = self._ours(users)
+        r_ttft = (ours.ttft_ms_p95 / ours.ttft_ms_p50) if ours.ttft_ms_p50 and ours.ttft_ms_p95 else 1.0
+        r_itl = (ours.itl_ms_p95 / ours.itl_ms_p50) if ours.itl_ms_p50 and ours.itl_ms_p95 else 1.0
+        return ttft, ttft * max(1.0, r_ttft), pt.tpot_ms, pt.tpot_ms * max(1.0, r_itl), pt.output_tps
+
+    def level(self, c: int, gpus: int, target_ms: float | None) -> ServingLevel | None:
+        f = self.figures(c)
+        if f is None:
+            return None
+        t50, t95, i50, i95, tps = f
+        return ServingLevel(concurrency=c, ttft_ms_p50=_r(t50), ttft_ms_p95=_r(t95), itl_ms_p50=_r(i50),
+                            itl_ms_p95=_r(i95), output_tps=_r(tps), output_tps_per_user=_r(1000 / i50),
+                            output_tps_per_gpu=_r(tps / gpus if gpus else tps),
+                            meets=None if target_ms is None else t95 <= target_ms)
+
+    def capacity(self, target_ms: float, scale: float = 1.0, need: int | None = None):
+        """The most users whose p95 TTFT (times scale: a band's end) meets the target; with need, whether it
+        reaches need. None: the library had no figure on the way (the caller falls back to our model)."""
+        gap = []
+
+        def ok(c: int) -> bool:
+            f = self.figures(c)
+            if f is None:
+                gap.append(c)
+                return False
+            return f[1] * scale <= target_ms
+
+        found = _search(ok, MAX_USERS, need)
+        return None if gap else found
+
+
+def _silicon(c, mode: str, hw, eff, wl, k: Knowledge) -> tuple[_Silicon | None, str | None]:
+    """The measured-silicon predictor for this engine plan, or (None, why not) where our model predicts alone."""
+    if c.device != "gpu" or c.target.gpu_vendor != "nvidia" or c.engine not in k.aiconfigurator.backends:
+        return None, None
+    from advisor.planner import aic
+
+    if not aic.installed():
+        return None, "not_installed"
+    key, why = aic.key_for(c.engine, c.target.gpu_id, c.spec.id, c.prec, c.tp, c.kv_bytes,
+                           bool(c.spec.moe_experts), c.pp, k)
+    if key is None:
+        return None, why
+    s = _Silicon(key, mode, hw, eff, wl)
+    if s.figures(1) is None:
+        return None, "nodata"
+    return s, None
+
+
 def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration | None = None,
                  detail: bool = True, skip: frozenset[str] = frozenset(), wl=None) -> ServingPlan | None:
     """c: the capacity planner's _Calc for one engine; make_alt(n): the same plan on n GPUs (the fleet's choice of
@@ -97,25 +175,62 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
     mode, users, target_ms = c.mode, wl.concurrency, wl.ttft_target_ms
     gpus = c.n if c.device == "gpu" else 0
     out = ServingPlan(mode=mode, hw_class=cls, basis=basis, group=group, label=label, band=round(band, 3),
+                      own_band=round(band, 3),
                       bw_eff=eff.bw_eff, flops_eff=eff.flops_eff, step_ms=eff.step_ms, request_ms=eff.request_ms,
                       input_tokens=wl.prompt_tokens,
                       output_tokens=wl.output_tokens, input_sd=wl.input_sd, typical_tokens=c.typical,
                       ttft_target_ms=target_ms, users=users, gpus_per_replica=gpus,
                       tensor_parallel=max(1, c.tp) if c.cap.multi_gpu == "tensor" and c.device == "gpu" else 1,
                       measured_change=_change(cal))
+    si, why = _silicon(c, mode, hw, eff, wl, k) if basis != "measured" else (None, None)
+    out.predictor = "serving-model"
+    out.predictor_note = why
+    if si is not None:
+        a = k.aiconfigurator
+        out.predictor = aic_name(si.key, k)
+        out.band_ttft, out.band_itl = a.bands["ttft"].band, a.bands["itl"].band
+        out.band = a.bands["tps"].band
+        out.label = "silicon"
+    else:
+        out.band_ttft = out.band_itl = out.band
+
+    def level_at(n: int, g: int, h=hw, s=si) -> ServingLevel:
+        lv = s.level(n, g, target_ms) if s is not None else None
+        return lv if lv is not None else _level(mode, h, eff, wl, n, g, target_ms)
+
     if "levels" not in skip:
-        out.at_users = _level(mode, hw, eff, wl, users, gpus, target_ms)
-        out.ttft_ms_p95_one = _level(mode, hw, eff, wl, 1, gpus, target_ms).ttft_ms_p95
+        out.at_users = level_at(users, gpus)
+        out.ttft_ms_p95_one = level_at(1, gpus).ttft_ms_p95
+        if si is not None and detail:  # our model beside it, as a cross-check
+            ours = _level(mode, hw, eff, wl, users, gpus, target_ms)
+            out.cross_check = ours
+            out.disagree = _disagree(out.at_users, ours, out, k)
+    if detail and wl.request_rate:
+        out.request_rate_rps = wl.request_rate
+        out.at_rate, out.at_rate_saturated = _at_rate(mode, hw, eff, wl, si, gpus, target_ms)
     if detail:
         top = min(max(2 * users, 8), max(k.serving.curve_levels))
         levels = sorted({lv for lv in k.serving.curve_levels if lv <= top} | {users})
-        out.levels = [_level(mode, hw, eff, wl, lv, gpus, target_ms) for lv in levels]
+        out.levels = [level_at(lv, gpus) for lv in levels]
     if target_ms is None or "searches" in skip:
         return out
-    cap = capacity(mode, hw, eff, wl.prompt_tokens, wl.output_tokens, wl.input_sd, target_ms, MAX_USERS)
+
+    def cap_of(h, s, scale: float = 1.0, need: int | None = None, e: Eff = eff):
+        """One replica's capacity within Q2 (or whether it reaches need): the silicon predictor's where it has
+        figures (scale: a band's end of its TTFT), else our model's with efficiencies e."""
+        if s is not None:
+            found = s.capacity(target_ms, scale, need)
+            if found is not None:
+                return found
+        if need is not None:
+            return capacity_reaches(mode, h, e, wl.prompt_tokens, wl.output_tokens, wl.input_sd, target_ms, need,
+                                    MAX_USERS)
+        return capacity(mode, h, e, wl.prompt_tokens, wl.output_tokens, wl.input_sd, target_ms, MAX_USERS)
+
+    cap = cap_of(hw, si)
     out.capacity = cap
     # the fleet: the tensor-parallel degree (on this target's nodes) that meets Q1 with the fewest GPUs
-    best = (replicas_for(users, cap), gpus, cap, hw, out.tensor_parallel)
+    best = (replicas_for(users, cap), gpus, cap, hw, out.tensor_parallel, si)
     if c.device == "gpu" and c.cap.multi_gpu == "tensor":
         per_node = target.gpus_per_node or target.gpu_count or 1
         for n in k.planner.tensor_parallel_sizes:
@@ -130,16 +245,16 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
             ahw = alt.serving_hw()
             if ahw is None:
                 continue
+            asi = _silicon(alt, mode, ahw, eff, wl, k)[0] if si is not None else None
             if fewer is not None:  # r replicas of n GPUs use fewer when r <= ceil(fewer / n) - 1: each must hold
                 most = -(-fewer // n) - 1  # users / that many
-                if not capacity_reaches(mode, ahw, eff, wl.prompt_tokens, wl.output_tokens, wl.input_sd, target_ms,
-                                        -(-users // most), MAX_USERS):
+                if not cap_of(ahw, asi, need=-(-users // most)):
                     continue
-            acap = capacity(mode, ahw, eff, wl.prompt_tokens, wl.output_tokens, wl.input_sd, target_ms, MAX_USERS)
+            acap = cap_of(ahw, asi)
             r = replicas_for(users, acap)
             if r is not None and (best[0] is None or r * n < best[0] * max(best[1], 1)):
-                best = (r, n, acap, ahw, alt.tp)
-    replicas, n, bcap, bhw, tp = best
+                best = (r, n, acap, ahw, alt.tp, asi)
+    replicas, n, bcap, bhw, tp, bsi = best
     if replicas is None:
         return out
     out.replicas, out.fleet_gpus = replicas, replicas * n if n else None
@@ -148,17 +263,69 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
     if "band" in skip:
         return out
     slow, fast = with_band(eff, band)
-    out.capacity_low = capacity(mode, hw, slow, wl.prompt_tokens, wl.output_tokens, wl.input_sd, target_ms, MAX_USERS)
-    out.capacity_high = capacity(mode, hw, fast, wl.prompt_tokens, wl.output_tokens, wl.input_sd, target_ms,
-                                 MAX_USERS)
+    bt = 1 + (out.band_ttft or 0)
+    out.capacity_low = cap_of(hw, si, bt, e=slow)
+    out.capacity_high = cap_of(hw, si, 1 / bt, e=fast)
     if not detail:
         return out
-    slow_cap = capacity(mode, bhw, slow, wl.prompt_tokens, wl.output_tokens, wl.input_sd, target_ms, MAX_USERS)
+    slow_cap = cap_of(bhw, bsi, bt, e=slow)
     out.replicas_high = replicas_for(users, slow_cap)
     each = max(1, -(-users // replicas))
-    lv = _level(mode, bhw, eff, wl, each, n, target_ms)
+    lv = level_at(each, n, bhw, bsi)
     out.fleet_output_tps = _r(lv.output_tps * users / each) if lv.output_tps else None
     return out
+
+
+def _at_rate(mode, hw, eff, wl, si, gpus: int, target_ms: float | None) -> tuple[ServingLevel | None, bool]:
+    """The figures at an open-loop rate on one replica. Ours predicts Poisson arrivals directly; the silicon
+    predictor's steady state is at a number in flight, found by Little's law on its own latency (in flight = rate x
+    time in system), iterated to a fixed point. Saturated: the rate is more than the replica completes."""
+    rate = float(wl.request_rate)
+    p = predict(mode, hw, eff, Load(wl.prompt_tokens, wl.output_tokens, wl.input_sd, request_rate=rate))
+    if si is not None:
+        n, o = 1, max(1, wl.output_tokens)
+        full = si.figures(hw.max_running or MAX_USERS)  # the most it completes: every slot busy
+        if full is not None and rate >= full[4] / o:
+            return None, True
+        for _ in range(30):
+            f = si.figures(n)
+            if f is None:
+                break
+            nxt = max(1, round(rate * (f[0] + f[2] * max(0, o - 1)) / 1000))
+            if nxt > MAX_USERS:
+                return None, True
+            if nxt == n:
+                break
+            n = nxt
+        lv = si.level(n, gpus, target_ms)
+        if lv is not None:
+            return lv, False
+    if p.saturated or p.ttft_ms_p95 is None:
+        return None, True
+    c = max(1, round(p.concurrency)) if p.concurrency else max(1, p.running)
+    per_gpu = p.output_tps / gpus if p.output_tps is not None and gpus else p.output_tps
+    return ServingLevel(concurrency=c, ttft_ms_p50=_r(p.ttft_ms_p50), ttft_ms_p95=_r(p.ttft_ms_p95),
+                        itl_ms_p50=_r(p.itl_ms_p50), itl_ms_p95=_r(p.itl_ms_p95), output_tps=_r(p.output_tps),
+                        output_tps_per_user=_r(p.output_tps_per_user), output_tps_per_gpu=_r(per_gpu),
+                        meets=None if target_ms is None else p.ttft_ms_p95 <= target_ms), False
+
+
+def _disagree(silicon: ServingLevel, ours: ServingLevel, out: ServingPlan, k: Knowledge) -> list[str]:
+    """The figures where our model lies outside both predictors' bands of the silicon one (output tok/s, TTFT p50,
+    ITL p50): [] when they agree within them."""
+    f = k.aiconfigurator.disagree_factor
+    pairs = (("output_tps", out.band, silicon.output_tps, ours.output_tps),
+             ("ttft", out.band_ttft, silicon.ttft_ms_p50, ours.ttft_ms_p50),
+             ("itl", out.band_itl, silicon.itl_ms_p50, ours.itl_ms_p50))
+    bad = []
+    for name, b, a, o in pairs:
+        if a and o and b is not None:
+            # both bands: ours (its own band) and the silicon one's; a ratio beyond their sum in log terms disagrees
+            import math
+
+            if abs(math.log(o / a)) > f * (math.log1p(b) + math.log1p(out.own_band or 0)):
+                bad.append(name)
+    return bad
 
 
 def fleet_floor(p, k: Knowledge) -> int:

@@ -92,7 +92,7 @@ class ServingPlan(BaseModel):
     hw_class: str
     basis: Literal["fitted", "class", "prior", "measured"]  # whose efficiencies: this engine's fit on the class, the
     group: str  # class's pooled fit, the unfitted prior, or a sweep measured on this machine; the fit group's key
-    label: Literal["measured", "fitted", "rough"]
+    label: Literal["measured", "fitted", "rough", "silicon"]
     band: float  # relative error: a figure x (1 +- band) for throughput, / (1 +- band) for latency
     bw_eff: float
     flops_eff: float
@@ -119,6 +119,20 @@ class ServingPlan(BaseModel):
     usd_per_m_output_tokens: float | None = None
     ttft_ms_p95_one: float | None = None  # one user alone: the floor of TTFT on this replica
     measured_change: str | None = None  # calibrated: how far the fitted prediction was from the sweep
+    # which predictor made the figures: "serving-model" (ours) or the measured-silicon one's name
+    # ("aiconfigurator-core 0.12.0 (vllm 0.24.0 data, h100_sxm)"); why ours predicts alone where it does
+    predictor: str = "serving-model"
+    predictor_note: str | None = None
+    band_ttft: float | None = None  # the latency bands: a TTFT x (1 + band) at the slow end, / (1 + band) at the fast
+    band_itl: float | None = None
+    own_band: float | None = None  # our model's own band here (the cross-check's)
+    cross_check: ServingLevel | None = None  # our model at Q1's users, beside the silicon predictor's figures
+    disagree: list[str] = Field(default_factory=list)  # figures where the two differ beyond their bands
+    # an open-loop request rate (answers load.request_rate_rps, `plan --rate`): the figures at that rate on one
+    # replica, `concurrency` being the mean number of requests in flight; saturated: arrivals outrun the replica
+    request_rate_rps: float | None = None
+    at_rate: ServingLevel | None = None
+    at_rate_saturated: bool = False
 
 
 class EnginePlan(BaseModel):

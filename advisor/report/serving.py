@@ -57,8 +57,56 @@ def why_not(p: EnginePlan, plan: Plan, knowledge: Knowledge, lang: str) -> str:
 
 
 def label_text(sv: ServingPlan, knowledge: Knowledge, lang: str) -> str:
-    """"fitted ±25%", "rough ±75%", "measured ±15%" (in the reader's language)."""
-    return f"{knowledge.s(f'val_plan_label_{sv.label}', lang)} {_pct(sv.band)}"
+    """"fitted ±25%", "rough ±75%", "measured ±15%"; the measured-silicon predictor's three bands (tok/s, ITL,
+    TTFT), which differ (in the reader's language)."""
+    head = f"{knowledge.s(f'val_plan_label_{sv.label}', lang)} {_pct(sv.band)}"
+    if sv.label == "silicon" and sv.band_itl is not None and sv.band_ttft is not None:
+        return knowledge.s("srv_label_silicon", lang, label=knowledge.s("val_plan_label_silicon", lang),
+                           tps=_pct(sv.band), itl=_pct(sv.band_itl), ttft=_pct(sv.band_ttft))
+    return head
+
+
+def rate_lines(plan: Plan, knowledge: Knowledge, lang: str) -> list[str]:
+    """The figures at the answers' open-loop request rate, one line per predicted engine (plain text)."""
+    s = knowledge.s
+    out = []
+    for e, sv in predicted(plan).items():
+        if not sv.request_rate_rps:
+            continue
+        name = knowledge.engines[e].name if e in knowledge.engines else e
+        rate = f"{sv.request_rate_rps:g}"
+        lv = sv.at_rate
+        if sv.at_rate_saturated or lv is None:
+            out.append(s("srv_rate_saturated", lang, engine=name, rate=rate))
+        else:
+            out.append(s("srv_rate_line", lang, engine=name, rate=rate, n=f"{lv.concurrency:,}",
+                         ttft=_f(lv.ttft_ms_p95, 0), itl=_f(lv.itl_ms_p50), tps=_f(lv.output_tps)))
+    return out
+
+
+def predictor_lines(plan: Plan, knowledge: Knowledge, lang: str) -> list[str]:
+    """Which predictor made each engine's figures, and where the measured-silicon one and our model disagree
+    beyond their bands: one line per engine with a prediction (plain text: the caller escapes it)."""
+    s = knowledge.s
+    out = []
+    for e, sv in predicted(plan).items():
+        name = knowledge.engines[e].name if e in knowledge.engines else e
+        if sv.predictor != "serving-model":
+            line = s("srv_pred_silicon", lang, engine=name, predictor=sv.predictor)
+            cc = sv.cross_check
+            if cc is not None and sv.disagree:
+                names = "、".join if lang == "zh" else ", ".join
+                line += s("srv_pred_disagree", lang, users=f"{sv.users:,}", ttft=_f(cc.ttft_ms_p50, 0),
+                          itl=_f(cc.itl_ms_p50), tps=_f(cc.output_tps),
+                          which=names(s(f"srv_fig_{x}", lang) for x in sv.disagree))
+            elif cc is not None:
+                line += s("srv_pred_agree", lang)
+        else:
+            line = s("srv_pred_ours", lang, engine=name)
+            if sv.predictor_note:
+                line += s("srv_pred_ours_why", lang, why=s(f"srv_aic_why_{sv.predictor_note}", lang))
+        out.append(line)
+    return out
 
 
 def capacity_text(sv: ServingPlan, p: EnginePlan | None = None, knowledge: Knowledge | None = None,
@@ -194,6 +242,8 @@ def serving_markdown(plan: Plan, knowledge: Knowledge, lang: str, heading: str =
     out.append("|" + "---|" * len(header))
     out += ["| " + " | ".join(md_escape(fold(c)) for c in r) + " |" for r in rows]
     out.append("")
+    out += [f"- {md_escape(x)}" for x in rate_lines(plan, knowledge, lang) + predictor_lines(plan, knowledge, lang)]
+    out.append("")
     mem = memory_markdown(plan, knowledge, lang)
     if mem:
         out += [f"**{md_escape(s('srv_memory_title', lang))}{s('colon', lang).strip()}**", "", *mem, ""]
@@ -211,6 +261,7 @@ def serving_text(plan: Plan, knowledge: Knowledge, lang: str = "en") -> list[str
     widths = [max(_width(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     for r in [header, *rows]:
         out.append(("  " + "  ".join(_pad(str(c), w) for c, w in zip(r, widths))).rstrip())
+    out += [f"  - {x}" for x in rate_lines(plan, knowledge, lang) + predictor_lines(plan, knowledge, lang)]
     lines = memory_lines(plan, knowledge, lang)
     if lines:
         out.append(s("srv_memory_title", lang) + s("colon", lang).rstrip())

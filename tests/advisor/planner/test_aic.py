@@ -1,0 +1,107 @@
+"""The measured-silicon predictor (advisor/planner/aic.py, aiconfigurator-core): where it applies, what it predicts
+against published serving runs it never saw, and that a page names who predicted each figure.
+
+These run the real library on its own data (no mock): its tables are measured on GPUs we do not have, which is why
+it is used at all. The published figures come from tests/advisor/data/published_serving.yaml (NIM 1.8's table).
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from advisor.inputs.answers import parse_answers
+from advisor.knowledge.load import load_knowledge
+from advisor.planner import aic, make_plan
+from advisor.report.serving import label_text, predictor_lines
+
+ROOT = Path(__file__).resolve().parents[3]
+K = load_knowledge()
+H100_8B = {"concurrency": 64, "ttft_p95_ms": 2000,
+           "hardware": {"gpu_vendor": "nvidia", "gpu_model": "h100-sxm", "gpu_count": 1},
+           "model": {"name": "llama-3.1-8b", "precision": "bf16", "context_tokens": 4096, "input_tokens": 1000,
+                     "output_tokens": 1000}}
+
+pytestmark = pytest.mark.skipif(not aic.installed(), reason="aiconfigurator-core is in requirements.txt")
+
+
+def _sv(answers: dict, engine: str):
+    return make_plan(parse_answers(answers), None, K).engines[engine].serving
+
+
+def test_it_applies_only_where_it_has_data():
+    key, why = aic.key_for("vllm", "h100-sxm", "llama-3.1-8b", "bf16", 1, 2, False, 1, K)
+    assert key is not None and key.system == "h100_sxm" and key.backend == "vllm" and why is None
+    assert aic.key_for("vllm", "h100-pcie", "llama-3.1-8b", "bf16", 1, 2, False, 1, K) == (None, "gpu")
+    assert aic.key_for("vllm", "rtx-4090", "llama-3.1-8b", "bf16", 1, 2, False, 1, K) == (None, "gpu")
+    assert aic.key_for("llama.cpp", "h100-sxm", "llama-3.1-8b", "bf16", 1, 2, False, 1, K) == (None, "engine")
+    assert aic.key_for("vllm", "h100-sxm", None, "bf16", 1, 2, False, 1, K) == (None, "model")
+    assert aic.key_for("vllm", "h100-sxm", "llama-3.1-8b", "int4", 1, 2, False, 1, K) == (None, "precision")
+    fp8 = aic.key_for("tensorrt-llm", "h200", "deepseek-r1", "fp8", 8, 1, True, 1, K)[0]
+    assert fp8.gemm == "fp8_block" and fp8.kv == "fp8" and fp8.backend == "trtllm"
+
+
+def test_a_datacenter_nvidia_plan_names_the_silicon_predictor_and_keeps_ours_beside_it():
+    sv = _sv(H100_8B, "vllm")
+    assert sv.label == "silicon" and sv.predictor.startswith("aiconfigurator-core 0.12.0 (vllm ")
+    assert sv.cross_check is not None and sv.cross_check.concurrency == 64
+    assert sv.band_ttft > sv.band_itl > 0 and sv.band > 0
+    lines = predictor_lines(make_plan(parse_answers(H100_8B), None, K), K, "zh")
+    assert any("aiconfigurator-core" in x and "预测" in x for x in lines)
+    assert "ITL" in label_text(sv, K, "en") and "TTFT" in label_text(sv, K, "en")
+    # llama.cpp is not its engine: ours predicts it, and says nothing about why (it never could)
+    lc = _sv(H100_8B, "llama.cpp")
+    assert lc.predictor == "serving-model" and lc.predictor_note is None
+
+
+def test_a_gpu_without_its_data_falls_back_to_our_model_and_says_why():
+    sv = _sv({**H100_8B, "hardware": {"gpu_vendor": "nvidia", "gpu_model": "h100-pcie", "gpu_count": 1}}, "vllm")
+    assert sv.predictor == "serving-model" and sv.predictor_note == "gpu" and sv.cross_check is None
+    plan = make_plan(parse_answers({**H100_8B, "hardware": {"gpu_vendor": "nvidia", "gpu_model": "h100-pcie",
+                                                            "gpu_count": 1}}), None, K)
+    assert any("no measured kernel timings for this GPU" in x for x in predictor_lines(plan, K, "en"))
+    assert any("实测算子耗时" in x for x in predictor_lines(plan, K, "zh"))
+
+
+def test_the_curve_rises_with_the_users_until_the_engine_is_full():
+    sv = _sv(H100_8B, "sglang")
+    lv = [x for x in sv.levels if x.concurrency <= 128]
+    assert [x.concurrency for x in lv] == sorted(x.concurrency for x in lv) and len(lv) >= 5
+    for a, b in zip(lv, lv[1:]):
+        assert b.output_tps > a.output_tps and b.ttft_ms_p95 >= a.ttft_ms_p95 and b.itl_ms_p50 >= a.itl_ms_p50 * 0.95
+    assert sv.capacity_low <= sv.capacity <= sv.capacity_high
+
+
+def _nim_rows():
+    rows = yaml.safe_load((ROOT / "tests/advisor/data/published_serving.yaml").read_text())["rows"]
+    return [r for r in rows if r["id"].startswith("nim-h100x2-llama33-70b-fp8-5000-500-c")]
+
+
+@pytest.mark.parametrize("row", _nim_rows(), ids=lambda r: r["id"])
+def test_nim_70b_fp8_on_two_h100_within_the_stated_bands(row):
+    """NIM 1.8's published table (TensorRT-LLM, 2 x H100, FP8, 5,000 in / 500 out): the silicon predictor's ITL and
+    throughput at each concurrency lie inside the bands the plan states for them."""
+    c = row["load"]["concurrency"]
+    answers = {"concurrency": c, "ttft_p95_ms": 60000,
+               "hardware": {"gpu_vendor": "nvidia", "gpu_model": "h100-sxm", "gpu_count": 2},
+               "model": {"name": "llama-3.3-70b", "precision": "fp8", "context_tokens": 8192, "input_tokens": 5000,
+                         "output_tokens": 500, "kv_cache_dtype": "fp8"}}
+    ep = make_plan(parse_answers(answers), None, K).engines["tensorrt-llm"]
+    sv = ep.serving
+    assert sv.label == "silicon" and ep.tensor_parallel == 2 and sv.predictor.endswith("h100_sxm)")
+    at = sv.at_users
+    itl, tps = row["itl_ms"]["mean"], row["output_tps"]
+    assert abs(at.itl_ms_p50 / itl - 1) <= sv.band_itl
+    assert abs(at.output_tps / tps - 1) <= sv.band
+
+
+def test_importing_the_advisor_does_not_import_the_predictor():
+    code = ("import sys, advisor, advisor.planner, advisor.decide, advisor.report\n"
+            "from advisor.knowledge.load import load_knowledge; load_knowledge()\n"
+            "print('aiconfigurator_core' in sys.modules)\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "False"
