@@ -470,6 +470,17 @@ def cmd_plan(args, knowledge) -> int:
     return 0
 
 
+def _aic_store(knowledge) -> None:
+    """The measured-silicon predictor's answers kept in the user cache dir between runs (advisor.planner.aic)."""
+    from advisor.planner import aic
+    from probes.cache import CacheDirError, cache_dir
+
+    try:
+        aic.use_store(cache_dir() / f"aiconfigurator-{knowledge.aiconfigurator.version}")
+    except CacheDirError:
+        aic.use_store(None)
+
+
 def _calibration():
     from advisor.planner import calibration
 
@@ -589,6 +600,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
         knowledge = load_knowledge()
+        _aic_store(knowledge)
         return COMMANDS[args.command](args, knowledge)
     except (UsageError, AnswersError, KnowledgeError, ModelSpecError, CacheDirError) as err:
         print(f"error: {err}", file=sys.stderr)

@@ -17,7 +17,21 @@ if TYPE_CHECKING:
 def knowledge():
     from advisor.knowledge import load_knowledge
 
-    return load_knowledge()
+    k = load_knowledge()
+    _aic_store(k)
+    return k
+
+
+def _aic_store(k) -> None:
+    """The measured-silicon predictor's answers kept in the user cache dir between server runs (lazy: nothing of
+    the library is imported here)."""
+    from advisor.planner import aic
+    from probes.cache import CacheDirError, cache_dir
+
+    try:
+        aic.use_store(cache_dir() / f"aiconfigurator-{k.aiconfigurator.version}")
+    except CacheDirError:
+        aic.use_store(None)
 
 
 @st.cache_resource(ttl=300)

@@ -15,6 +15,7 @@ import functools
 import logging
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 from advisor.knowledge.load import Knowledge
 
@@ -75,24 +76,154 @@ def predictor_name(key: AicKey, k: Knowledge) -> str:
     return f"aiconfigurator-core {k.aiconfigurator.version} ({key.backend} {key.version}, {key.system})"
 
 
+@functools.lru_cache(maxsize=16)
+def _db(system: str, backend: str, version: str):
+    """One database view per system, engine and version: the library memoises what it probes (attention lanes) on
+    the view, so a view shared by every model and split keeps that work."""
+    from aiconfigurator_core.sdk.perf_database import get_database_view
+
+    return get_database_view(system, backend, version, database_mode="SILICON")
+
+
 @functools.lru_cache(maxsize=64)
 def _model(key: AicKey):
     """The library's model and database for one deployment (the costly part: its tables are read here)."""
     logging.getLogger("aiconfigurator_core").setLevel(logging.ERROR)
     from aiconfigurator_core.sdk.config_builders import build_model_config
-    from aiconfigurator_core.sdk.models import get_model, resolve_context_fmha_by_data, resolve_nvfp4_for_system
-    from aiconfigurator_core.sdk.perf_database import get_database_view
+    from aiconfigurator_core.sdk.models import get_model, resolve_nvfp4_for_system
 
-    db = get_database_view(key.system, key.backend, key.version, database_mode="SILICON")
+    db = _db(key.system, key.backend, key.version)
+    # the context attention's quant mode given, not probed: its `resolve_context_fmha_by_data` reads the whole
+    # attention table per model (0.8 s each on 2 cores, most of a cold plan) and, for every deployment we map, keeps
+    # the default (the checkpoint's, bf16) except MLA models with block FP8, where it picks bf16 (checked 2026-12-04)
+    fmha = "bfloat16" if key.gemm == "fp8_block" else None
     mc = build_model_config(key.tp, 1, 1, key.tp if key.moe else 1, 1, gemm_quant_mode=key.gemm,
-                            kvcache_quant_mode=key.kv)
-    resolve_context_fmha_by_data(mc, key.model, db, key.backend, is_context_role=True)
+                            kvcache_quant_mode=key.kv, fmha_quant_mode=fmha)
     resolve_nvfp4_for_system(mc, key.system, key.model)
     return get_model(key.model, mc, key.backend), db
 
 
-@functools.lru_cache(maxsize=4096)
+def grid(batch: int) -> int:
+    """The batches the library is asked at: every one up to 16, then two significant digits (steps of 3-6 %, far
+    inside its bands), so that capacity searches, fleets and flips reuse the same few points."""
+    if batch <= 16:
+        return max(1, batch)
+    e = 10 ** (len(str(batch)) - 2)
+    return (batch // e) * e
+
+
+def _next_grid(batch: int) -> int:
+    g = grid(batch)
+    return g + 1 if g < 16 else g + 10 ** (len(str(g)) - 2)
+
+
 def point(key: AicKey, input_tokens: int, output_tokens: int, batch: int) -> AicPoint | None:
+    """Its steady state at `batch` requests in flight: exact on the grid, else linear between the grid's two
+    neighbours. None where it has no data (or fails)."""
+    lo = grid(batch)
+    a = _point(key, input_tokens, output_tokens, lo)
+    if a is None or lo == batch:
+        return a
+    hi = _next_grid(batch)
+    b = _point(key, input_tokens, output_tokens, hi)
+    if b is None:
+        return None
+    w = (batch - lo) / (hi - lo)
+    mix = lambda x, y: x + (y - x) * w  # noqa: E731
+    return AicPoint(ttft_ms=mix(a.ttft_ms, b.ttft_ms), tpot_ms=mix(a.tpot_ms, b.tpot_ms),
+                    output_tps=mix(a.output_tps, b.output_tps), oom=a.oom or b.oom)
+
+
+# ---------------------------------------------------------------- the store: its answers kept between processes
+# Its tables take seconds to read on 2 cores (one system and engine: ~0.5-1.5 s; a recommendation with flips reads
+# several), its answers are deterministic for a package version, so they are kept in the user cache dir, one small
+# JSON file per deployment and request shape: a plan asked again (the CLI, a restarted app) reads no table at all.
+# Off until the edge turns it on (use_store: the CLI and the app), so the planner itself does no I/O. Bounded: at most
+# STORE_FILES files (the oldest go), STORE_POINTS points and STORE_BYTES per file; a file that is not ours (bad JSON,
+# a link, a FIFO, a value not finite) is ignored and rewritten.
+STORE_FILES = 2000
+STORE_POINTS = 400
+STORE_BYTES = 64 << 10
+_store: dict = {"dir": None}
+
+
+def use_store(folder: Path | None) -> None:
+    """Keep the library's answers under folder (None: in this process only)."""
+    _store["dir"] = folder
+
+
+def _store_path(key: AicKey, i: int, o: int) -> Path | None:
+    d = _store["dir"]
+    if d is None:
+        return None
+    import hashlib
+
+    from advisor.knowledge.load import load_knowledge
+
+    tag = "|".join(map(str, (load_knowledge().aiconfigurator.version, key, i, o)))
+    return d / f"{hashlib.sha256(tag.encode()).hexdigest()[:32]}.json"
+
+
+@functools.lru_cache(maxsize=512)
+def _stored(path: Path) -> dict[int, AicPoint | None]:
+    """The points kept in one file (a copy that this process then adds to)."""
+    import json
+
+    from probes.cache import read_cache_file
+
+    raw = read_cache_file(path, STORE_BYTES)
+    out: dict[int, AicPoint | None] = {}
+    try:
+        data = json.loads(raw) if raw else {}
+    except (ValueError, RecursionError):
+        return out
+    if not isinstance(data, dict):
+        return out
+    for b, v in list(data.items())[:STORE_POINTS]:
+        try:
+            n = int(b)
+            if v is None:
+                out[n] = None
+            elif isinstance(v, list) and len(v) == 4 and all(isinstance(x, (int, float)) for x in v[:3]) and \
+                    all(math.isfinite(x) and 0 < x < 1e12 for x in v[:3]):
+                out[n] = AicPoint(float(v[0]), float(v[1]), float(v[2]), bool(v[3]))
+        except (TypeError, ValueError):
+            continue
+    return out
+
+
+def _keep(path: Path, points: dict[int, AicPoint | None]) -> None:
+    import json
+
+    from probes.cache import write_cache_file
+
+    items = list(points.items())[-STORE_POINTS:]
+    body = {str(b): None if p is None else [round(p.ttft_ms, 4), round(p.tpot_ms, 5), round(p.output_tps, 3), p.oom]
+            for b, p in items}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_cache_file(path, json.dumps(body).encode())
+        files = sorted(path.parent.glob("*.json"), key=lambda f: f.stat().st_mtime)
+        for old in files[:max(0, len(files) - STORE_FILES)]:
+            old.unlink(missing_ok=True)
+    except OSError:
+        pass  # a read-only or full cache: this process still has the answer
+
+
+def _point(key: AicKey, input_tokens: int, output_tokens: int, batch: int) -> AicPoint | None:
+    path = _store_path(key, input_tokens, output_tokens)
+    if path is None:
+        return _computed(key, input_tokens, output_tokens, batch)
+    kept = _stored(path)
+    if batch in kept:
+        return kept[batch]
+    kept[batch] = _computed(key, input_tokens, output_tokens, batch)
+    _keep(path, kept)
+    return kept[batch]
+
+
+@functools.lru_cache(maxsize=4096)
+def _computed(key: AicKey, input_tokens: int, output_tokens: int, batch: int) -> AicPoint | None:
     """The library's steady state at `batch` requests in flight; None where it has no data (or fails)."""
     try:
         from aiconfigurator_core.sdk.backends.factory import get_backend

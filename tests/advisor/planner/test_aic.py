@@ -105,3 +105,35 @@ def test_importing_the_advisor_does_not_import_the_predictor():
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "False"
+
+
+def _plan_in_a_process(cache: Path, answers: Path) -> tuple[str, bool]:
+    code = ("import sys, io, contextlib\n"
+            "from advisor.cli import main\n"
+            "buf = io.StringIO()\n"
+            "with contextlib.redirect_stdout(buf):\n"
+            f"    rc = main(['plan', '--answers', {str(answers)!r}, '--format', 'json'])\n"
+            "print(rc, 'aiconfigurator_core' in sys.modules)\n"
+            "print(buf.getvalue())\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                       env={**__import__("os").environ, "INFERENCE_ADVISOR_CACHE": str(cache)})
+    assert p.returncode == 0, p.stderr
+    head, _, body = p.stdout.partition("\n")
+    return body, head.split()[1] == "True"
+
+
+def test_a_plan_asked_again_reads_no_table_and_says_the_same(tmp_path):
+    """The library's answers are kept in the user cache dir: the second process gives the same plan without
+    importing it. A store file that is not ours is ignored and rewritten."""
+    answers = tmp_path / "a.yaml"
+    answers.write_text(yaml.safe_dump({**H100_8B, "concurrency": 24}))
+    first, loaded = _plan_in_a_process(tmp_path / "cache", answers)
+    assert loaded
+    stored = sorted((tmp_path / "cache").glob("aiconfigurator-*/*.json"))
+    assert stored and all(f.stat().st_size < aic.STORE_BYTES for f in stored)
+    again, loaded = _plan_in_a_process(tmp_path / "cache", answers)
+    assert not loaded and again == first
+    for f in stored:  # garbage, a value that is not finite, a wrong shape: each ignored
+        f.write_text(["{not json", '{"1": [NaN, 1, 1, false]}', '[1, 2]'][stored.index(f) % 3])
+    third, loaded = _plan_in_a_process(tmp_path / "cache", answers)
+    assert loaded and third == first
