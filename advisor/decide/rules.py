@@ -108,7 +108,7 @@ class Evaluator:
             if e in relevant or sv is None or sv.ttft_target_ms is None or p.loads is False:
                 continue  # (no searches to skip: the plan is whole)
             floor = fleet_floor(p, self.knowledge)
-            rough = sv.label == "rough"
+            rough = (sv.own_label or sv.label) == "rough"
             if (sure and (rough or floor >= min(sure.values()))) or (not sure and rough and fleets and
                                                                      floor >= min(fleets.values())):
                 engine_facts[e]["plan_predicted"] = True

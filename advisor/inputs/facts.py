@@ -63,9 +63,11 @@ def serving_facts(plan) -> dict[str, Any]:
         "plan_predicted": known,
         "plan_sla_replicas": sv.replicas if known else None,
         "plan_sla_missed": known and sv.replicas is None,
-        "plan_rough": bool(known and sv.label == "rough"),
-        "plan_label": sv.label if sv is not None else None,
-        "plan_band_pct": g(sv.band * 100) if sv is not None else None,
+        # the capacity's and the fleet's basis, which stays our model's where the silicon predictor gives the decode
+        # side (own_label, own_band): the scores never depend on which predictor gave ITL and tok/s
+        "plan_rough": bool(known and (sv.own_label or sv.label) == "rough"),
+        "plan_label": (sv.own_label or sv.label) if sv is not None else None,
+        "plan_band_pct": g((sv.own_band if sv.own_band is not None else sv.band) * 100) if sv is not None else None,
         "plan_capacity": sv.capacity if known else None,
         "plan_capacity_low": sv.capacity_low if known else None,
         "plan_capacity_high": sv.capacity_high if known else None,

@@ -73,10 +73,12 @@ def _r(x: float | None) -> float | None:
 
 
 class _Silicon:
-    """The measured-silicon predictor (advisor/planner/aic.py) for one engine plan: its figures at a concurrency,
-    with the engine's running cap (the KV pool, the engine's max) applied as our model applies it: users beyond it
-    queue for a slot, each waiting its share of a request's time in a closed loop. The p95s, which it does not give,
-    are its means times our model's p95/p50 at the same load."""
+    """The measured-silicon predictor (advisor/planner/aic.py) for one engine plan: the decode side (ITL, output
+    tok/s) at a concurrency from its measured kernels, with the engine's running cap (the KV pool, the engine's max)
+    applied as our model applies it. TTFT, and so every capacity and fleet (a TTFT search), stays our model's: on
+    the published rows it was held against, its TTFT erred more than ours (median 37 % against 23-25 %), while its
+    ITL and throughput erred far less (19 % and 4 % against 39 % and 20 %; knowledge/aiconfigurator.yaml). The p95
+    of ITL, which it does not give, is its mean times our model's p95/p50 at the same load."""
 
     def __init__(self, key, mode: str, hw, eff, wl):
         self.key, self.mode, self.hw, self.eff, self.wl = key, mode, hw, eff, wl
@@ -86,8 +88,8 @@ class _Silicon:
         return predict(self.mode, self.hw, self.eff, Load(wl.prompt_tokens, wl.output_tokens, wl.input_sd,
                                                           concurrency=c))
 
-    def figures(self, c: int) -> tuple[float, float, float, float, float] | None:
-        """(ttft p50, ttft p95, itl p50, itl p95, output tok/s) in ms and tok/s at c users; None: no data."""
+    def figures(self, c: int) -> tuple[float | None, float | None, float, float, float] | None:
+        """(ttft p50, ttft p95 — ours; itl p50, itl p95, output tok/s — its) at c users; None: it has no data."""
         from advisor.planner import aic
 
         wl, cap = self.wl, self.hw.max_running
@@ -96,13 +98,9 @@ class _Silicon:
         pt = aic.point(self.key, wl.prompt_tokens, wl.output_tokens, b)
         if pt is None:
             return None
-        ttft = pt.ttft_ms
-        if users > b:
-            ttft += (users - b) / b * (pt.ttft_ms + pt.tpot_ms * max(0, wl.output_tokens - 1))
         ours = self._ours(users)
-        r_ttft = (ours.ttft_ms_p95 / ours.ttft_ms_p50) if ours.ttft_ms_p50 and ours.ttft_ms_p95 else 1.0
         r_itl = (ours.itl_ms_p95 / ours.itl_ms_p50) if ours.itl_ms_p50 and ours.itl_ms_p95 else 1.0
-        return ttft, ttft * max(1.0, r_ttft), pt.tpot_ms, pt.tpot_ms * max(1.0, r_itl), pt.output_tps
+        return ours.ttft_ms_p50, ours.ttft_ms_p95, pt.tpot_ms, pt.tpot_ms * max(1.0, r_itl), pt.output_tps
 
     def level(self, c: int, gpus: int, target_ms: float | None) -> ServingLevel | None:
         f = self.figures(c)
@@ -112,22 +110,7 @@ class _Silicon:
         return ServingLevel(concurrency=c, ttft_ms_p50=_r(t50), ttft_ms_p95=_r(t95), itl_ms_p50=_r(i50),
                             itl_ms_p95=_r(i95), output_tps=_r(tps), output_tps_per_user=_r(1000 / i50),
                             output_tps_per_gpu=_r(tps / gpus if gpus else tps),
-                            meets=None if target_ms is None else t95 <= target_ms)
-
-    def capacity(self, target_ms: float, scale: float = 1.0, need: int | None = None):
-        """The most users whose p95 TTFT (times scale: a band's end) meets the target; with need, whether it
-        reaches need. None: the library had no figure on the way (the caller falls back to our model)."""
-        gap = []
-
-        def ok(c: int) -> bool:
-            f = self.figures(c)
-            if f is None:
-                gap.append(c)
-                return False
-            return f[1] * scale <= target_ms
-
-        found = _search(ok, MAX_USERS, need)
-        return None if gap else found
+                            meets=None if target_ms is None or t95 is None else t95 <= target_ms)
 
 
 def _silicon(c, mode: str, hw, eff, wl, k: Knowledge) -> tuple[_Silicon | None, str | None]:
@@ -175,24 +158,23 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
     mode, users, target_ms = c.mode, wl.concurrency, wl.ttft_target_ms
     gpus = c.n if c.device == "gpu" else 0
     out = ServingPlan(mode=mode, hw_class=cls, basis=basis, group=group, label=label, band=round(band, 3),
-                      own_band=round(band, 3),
+                      own_band=round(band, 3), own_label=label,
                       bw_eff=eff.bw_eff, flops_eff=eff.flops_eff, step_ms=eff.step_ms, request_ms=eff.request_ms,
                       input_tokens=wl.prompt_tokens,
                       output_tokens=wl.output_tokens, input_sd=wl.input_sd, typical_tokens=c.typical,
                       ttft_target_ms=target_ms, users=users, gpus_per_replica=gpus,
                       tensor_parallel=max(1, c.tp) if c.cap.multi_gpu == "tensor" and c.device == "gpu" else 1,
                       measured_change=_change(cal))
-    si, why = _silicon(c, mode, hw, eff, wl, k) if basis != "measured" else (None, None)
+    # the silicon predictor gives ITL and tok/s only, which no score reads: the flip search (detail=False) skips it
+    si, why = _silicon(c, mode, hw, eff, wl, k) if detail and basis != "measured" else (None, None)
     out.predictor = "serving-model"
     out.predictor_note = why
-    if si is not None:
+    out.band_ttft = out.band_itl = out.band
+    if si is not None:  # its decode side; TTFT and the capacities stay ours, with our band
         a = k.aiconfigurator
         out.predictor = aic_name(si.key, k)
-        out.band_ttft, out.band_itl = a.bands["ttft"].band, a.bands["itl"].band
-        out.band = a.bands["tps"].band
+        out.band_itl, out.band = a.bands["itl"].band, a.bands["tps"].band
         out.label = "silicon"
-    else:
-        out.band_ttft = out.band_itl = out.band
 
     def level_at(n: int, g: int, h=hw, s=si) -> ServingLevel:
         lv = s.level(n, g, target_ms) if s is not None else None
@@ -215,13 +197,9 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
     if target_ms is None or "searches" in skip:
         return out
 
-    def cap_of(h, s, scale: float = 1.0, need: int | None = None, e: Eff = eff):
-        """One replica's capacity within Q2 (or whether it reaches need): the silicon predictor's where it has
-        figures (scale: a band's end of its TTFT), else our model's with efficiencies e."""
-        if s is not None:
-            found = s.capacity(target_ms, scale, need)
-            if found is not None:
-                return found
+    def cap_of(h, s=None, scale: float = 1.0, need: int | None = None, e: Eff = eff):
+        """One replica's capacity within Q2 (or whether it reaches need): a TTFT search, our model's with
+        efficiencies e (the band's ends: the slow and fast efficiencies)."""
         if need is not None:
             return capacity_reaches(mode, h, e, wl.prompt_tokens, wl.output_tokens, wl.input_sd, target_ms, need,
                                     MAX_USERS)
@@ -230,7 +208,7 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
     cap = cap_of(hw, si)
     out.capacity = cap
     # the fleet: the tensor-parallel degree (on this target's nodes) that meets Q1 with the fewest GPUs
-    best = (replicas_for(users, cap), gpus, cap, hw, out.tensor_parallel, si)
+    best = (replicas_for(users, cap), gpus, cap, hw, out.tensor_parallel, None)
     if c.device == "gpu" and c.cap.multi_gpu == "tensor":
         per_node = target.gpus_per_node or target.gpu_count or 1
         for n in k.planner.tensor_parallel_sizes:
@@ -245,16 +223,15 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
             ahw = alt.serving_hw()
             if ahw is None:
                 continue
-            asi = _silicon(alt, mode, ahw, eff, wl, k)[0] if si is not None else None
             if fewer is not None:  # r replicas of n GPUs use fewer when r <= ceil(fewer / n) - 1: each must hold
                 most = -(-fewer // n) - 1  # users / that many
-                if not cap_of(ahw, asi, need=-(-users // most)):
+                if not cap_of(ahw, need=-(-users // most)):
                     continue
-            acap = cap_of(ahw, asi)
+            acap = cap_of(ahw)
             r = replicas_for(users, acap)
             if r is not None and (best[0] is None or r * n < best[0] * max(best[1], 1)):
-                best = (r, n, acap, ahw, alt.tp, asi)
-    replicas, n, bcap, bhw, tp, bsi = best
+                best = (r, n, acap, ahw, alt.tp, alt)
+    replicas, n, bcap, bhw, tp, balt = best
     if replicas is None:
         return out
     out.replicas, out.fleet_gpus = replicas, replicas * n if n else None
@@ -263,14 +240,14 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
     if "band" in skip:
         return out
     slow, fast = with_band(eff, band)
-    bt = 1 + (out.band_ttft or 0)
-    out.capacity_low = cap_of(hw, si, bt, e=slow)
-    out.capacity_high = cap_of(hw, si, 1 / bt, e=fast)
+    out.capacity_low = cap_of(hw, e=slow)
+    out.capacity_high = cap_of(hw, e=fast)
     if not detail:
         return out
-    slow_cap = cap_of(bhw, bsi, bt, e=slow)
+    slow_cap = cap_of(bhw, e=slow)
     out.replicas_high = replicas_for(users, slow_cap)
     each = max(1, -(-users // replicas))
+    bsi = si if balt is None or si is None else _silicon(balt, mode, bhw, eff, wl, k)[0]
     lv = level_at(each, n, bhw, bsi)
     out.fleet_output_tps = _r(lv.output_tps * users / each) if lv.output_tps else None
     return out
@@ -315,7 +292,6 @@ def _disagree(silicon: ServingLevel, ours: ServingLevel, out: ServingPlan, k: Kn
     ITL p50): [] when they agree within them."""
     f = k.aiconfigurator.disagree_factor
     pairs = (("output_tps", out.band, silicon.output_tps, ours.output_tps),
-             ("ttft", out.band_ttft, silicon.ttft_ms_p50, ours.ttft_ms_p50),
              ("itl", out.band_itl, silicon.itl_ms_p50, ours.itl_ms_p50))
     bad = []
     for name, b, a, o in pairs:

@@ -48,7 +48,7 @@ def test_a_datacenter_nvidia_plan_names_the_silicon_predictor_and_keeps_ours_bes
     sv = _sv(H100_8B, "vllm")
     assert sv.label == "silicon" and sv.predictor.startswith("aiconfigurator-core 0.12.0 (vllm ")
     assert sv.cross_check is not None and sv.cross_check.concurrency == 64
-    assert sv.band_ttft > sv.band_itl > 0 and sv.band > 0
+    assert sv.band_itl > 0 and sv.band > 0 and sv.band_ttft == sv.own_band  # TTFT stays ours, with our band
     lines = predictor_lines(make_plan(parse_answers(H100_8B), None, K), K, "zh")
     assert any("aiconfigurator-core" in x and "预测" in x for x in lines)
     assert "ITL" in label_text(sv, K, "en") and "TTFT" in label_text(sv, K, "en")

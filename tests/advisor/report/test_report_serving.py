@@ -18,7 +18,7 @@ L40S = {"concurrency": 16, "ttft_p95_ms": 800,
         "hardware": {"gpu_vendor": "nvidia", "gpu_model": "L40S", "gpu_count": 1},
         "model": {"name": "llama-3.1-8b", "precision": "bf16", "context_tokens": 131072, "input_tokens": 2000,
                   "output_tokens": 300}}
-LABEL = re.compile(r"^((fitted|rough|measured) ±\d+%|from measured kernel timings: tok/s ±\d+%, ITL ±\d+%, TTFT ±\d+%)$")
+LABEL = re.compile(r"^((fitted|rough|measured) ±\d+%|from measured kernel timings: tok/s ±\d+%, ITL ±\d+%; TTFT ours ±\d+%)$")
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +93,7 @@ def test_chinese_has_every_string_and_no_english_prose(plan):
     header, rows = serving_rows(plan, K, "zh")
     assert header[2] == "16 个用户时首 token p95 毫秒"
     v = dict(zip(header, _row(rows, "vLLM")))
-    assert v["服务方式"] == "连续批处理" and re.match(r"^((拟合值|粗略值|实测校准值) ±\d+%|基于实测算子耗时：吞吐 ±\d+%，ITL ±\d+%，首 token ±\d+%)$", v["预测"])
+    assert v["服务方式"] == "连续批处理" and re.match(r"^((拟合值|粗略值|实测校准值) ±\d+%|基于实测算子耗时：吞吐 ±\d+%，ITL ±\d+%；首 token 为我们的模型 ±\d+%)$", v["预测"])
     assert "块 GPU" in v["16 个用户所需集群"]
     md = serving_markdown(plan, K, "zh")
     assert md.startswith("## 服务性能预测") and "服务时的内存" in md and "运行于 1 × L40S" in md
