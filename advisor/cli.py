@@ -473,12 +473,8 @@ def cmd_plan(args, knowledge) -> int:
 def _aic_store(knowledge) -> None:
     """The measured-silicon predictor's answers kept in the user cache dir between runs (advisor.planner.aic)."""
     from advisor.planner import aic
-    from probes.cache import CacheDirError, cache_dir
 
-    try:
-        aic.use_store(cache_dir() / f"aiconfigurator-{knowledge.aiconfigurator.version}")
-    except CacheDirError:
-        aic.use_store(None)
+    aic.use_store(aic.default_store(knowledge.aiconfigurator.version))
 
 
 def _calibration():

@@ -35,7 +35,7 @@ DICT_MEMOS = (
 )
 #: lru_caches that are not a recommendation's memo: the knowledge itself ("knowledge already loaded")
 KEEP = {("advisor.knowledge.load", "_cached"),
-        ("advisor.planner.aic", "_model")}  # aiconfigurator-core's own tables, read once per process like the knowledge
+        ("advisor.planner.aic", "_model"), ("advisor.planner.aic", "_db")}  # aiconfigurator-core's tables, read once a process
 
 
 def _memos():

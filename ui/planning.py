@@ -26,12 +26,8 @@ def _aic_store(k) -> None:
     """The measured-silicon predictor's answers kept in the user cache dir between server runs (lazy: nothing of
     the library is imported here)."""
     from advisor.planner import aic
-    from probes.cache import CacheDirError, cache_dir
 
-    try:
-        aic.use_store(cache_dir() / f"aiconfigurator-{k.aiconfigurator.version}")
-    except CacheDirError:
-        aic.use_store(None)
+    aic.use_store(aic.default_store(k.aiconfigurator.version))
 
 
 @st.cache_resource(ttl=300)

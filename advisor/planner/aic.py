@@ -151,6 +151,25 @@ def use_store(folder: Path | None) -> None:
     _store["dir"] = folder
 
 
+STORE_ENV = "INFERENCE_ADVISOR_AIC_STORE"
+
+
+def default_store(version: str) -> Path | None:
+    """Where the edge keeps them: $INFERENCE_ADVISOR_AIC_STORE (the test suite's own folder), else
+    `aiconfigurator-<version>/` in the user cache dir; None when that is not a folder."""
+    import os
+
+    from probes.cache import CacheDirError, cache_dir
+
+    env = os.environ.get(STORE_ENV)
+    if env:
+        return Path(env).expanduser()
+    try:
+        return cache_dir() / f"aiconfigurator-{version}"
+    except CacheDirError:
+        return None
+
+
 def _store_path(key: AicKey, i: int, o: int) -> Path | None:
     d = _store["dir"]
     if d is None:

@@ -116,7 +116,7 @@ def _plan_in_a_process(cache: Path, answers: Path) -> tuple[str, bool]:
             "print(rc, 'aiconfigurator_core' in sys.modules)\n"
             "print(buf.getvalue())\n")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300,
-                       env={**__import__("os").environ, "INFERENCE_ADVISOR_CACHE": str(cache)})
+                       env={**__import__("os").environ, aic.STORE_ENV: str(cache / "aiconfigurator-0.12.0")})
     assert p.returncode == 0, p.stderr
     head, _, body = p.stdout.partition("\n")
     return body, head.split()[1] == "True"
