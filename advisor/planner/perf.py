@@ -1,4 +1,6 @@
-"""Predicted serving performance of one engine plan: the curve, the SLA capacity with its band, and the fleet. Pure.
+"""Predicted serving performance of one engine plan: the curve, the SLA capacity with its band, and the fleet. Pure
+but for the measured-silicon predictor's tables (advisor/planner/aic.py), which give ITL and output tok/s where it
+has data; TTFT, capacities and fleets are our model's everywhere.
 
 The figures come from advisor/planner/serving.py with the efficiencies of knowledge/serving_fit.yaml (fitted by
 bench/fit_serving.py on published measurements), chosen in this order: the engine's own fit on the hardware class,
@@ -7,11 +9,11 @@ machine's CPU, the recalibration a sweep measured here left in the user cache ("
 """
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 from advisor.knowledge.load import Knowledge
-from advisor.planner.serving import (Eff, Load, _search, capacity, capacity_reaches, predict, replicas_for,
-                                     with_band)
+from advisor.planner.serving import Eff, Load, capacity, capacity_reaches, predict, replicas_for, with_band
 from advisor.planner.aic import predictor_name as aic_name
 from advisor.planner.types import Calibrated, ServingLevel, ServingPlan, Target
 
@@ -297,8 +299,6 @@ def _disagree(silicon: ServingLevel, ours: ServingLevel, out: ServingPlan, k: Kn
     for name, b, a, o in pairs:
         if a and o and b is not None:
             # both bands: ours (its own band) and the silicon one's; a ratio beyond their sum in log terms disagrees
-            import math
-
             if abs(math.log(o / a)) > f * (math.log1p(b) + math.log1p(out.own_band or 0)):
                 bad.append(name)
     return bad
