@@ -474,7 +474,7 @@ def _aic_store(knowledge) -> None:
     """The measured-silicon predictor's answers kept in the user cache dir between runs (advisor.planner.aic)."""
     from advisor.planner import aic
 
-    aic.use_store(aic.default_store(knowledge.aiconfigurator.version))
+    aic.use_store(aic.default_store(knowledge.aiconfigurator.version), knowledge.aiconfigurator.version)
 
 
 def _calibration():

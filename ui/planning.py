@@ -27,7 +27,7 @@ def _aic_store(k) -> None:
     the library is imported here)."""
     from advisor.planner import aic
 
-    aic.use_store(aic.default_store(k.aiconfigurator.version))
+    aic.use_store(aic.default_store(k.aiconfigurator.version), k.aiconfigurator.version)
 
 
 @st.cache_resource(ttl=300)

@@ -102,35 +102,18 @@ def _model(key: AicKey):
     return get_model(key.model, mc, key.backend), db
 
 
-def grid(batch: int) -> int:
-    """The batches the library is asked at: every one up to 16, then two significant digits (steps of 3-6 %, far
-    inside its bands), so that capacity searches, fleets and flips reuse the same few points."""
-    if batch <= 16:
-        return max(1, batch)
-    e = 10 ** (len(str(batch)) - 2)
-    return (batch // e) * e
-
-
-def _next_grid(batch: int) -> int:
-    g = grid(batch)
-    return g + 1 if g < 16 else g + 10 ** (len(str(g)) - 2)
-
-
 def point(key: AicKey, input_tokens: int, output_tokens: int, batch: int) -> AicPoint | None:
-    """Its steady state at `batch` requests in flight: exact on the grid, else linear between the grid's two
-    neighbours. None where it has no data (or fails)."""
-    lo = grid(batch)
-    a = _point(key, input_tokens, output_tokens, lo)
-    if a is None or lo == batch:
-        return a
-    hi = _next_grid(batch)
-    b = _point(key, input_tokens, output_tokens, hi)
-    if b is None:
-        return None
-    w = (batch - lo) / (hi - lo)
-    mix = lambda x, y: x + (y - x) * w  # noqa: E731
-    return AicPoint(ttft_ms=mix(a.ttft_ms, b.ttft_ms), tpot_ms=mix(a.tpot_ms, b.tpot_ms),
-                    output_tps=mix(a.output_tps, b.output_tps), oom=a.oom or b.oom)
+    """Its steady state at `batch` requests in flight (kept in the store when the edge turned it on); None where
+    it has no data (or fails)."""
+    path = _store_path(key, input_tokens, output_tokens)
+    if path is None:
+        return _computed(key, input_tokens, output_tokens, batch)
+    kept = _stored(path)
+    if batch in kept:
+        return kept[batch]
+    kept[batch] = _computed(key, input_tokens, output_tokens, batch)
+    _keep(path, kept)
+    return kept[batch]
 
 
 # ---------------------------------------------------------------- the store: its answers kept between processes
@@ -143,12 +126,13 @@ def point(key: AicKey, input_tokens: int, output_tokens: int, batch: int) -> Aic
 STORE_FILES = 2000
 STORE_POINTS = 400
 STORE_BYTES = 64 << 10
-_store: dict = {"dir": None}
+_store: dict = {"dir": None, "version": ""}
 
 
-def use_store(folder: Path | None) -> None:
-    """Keep the library's answers under folder (None: in this process only)."""
-    _store["dir"] = folder
+def use_store(folder: Path | None, version: str = "") -> None:
+    """Keep the library's answers under folder (None: in this process only); version: the package's, part of each
+    file's name, so a folder given by $INFERENCE_ADVISOR_AIC_STORE never mixes two versions' answers."""
+    _store["dir"], _store["version"] = folder, version
 
 
 STORE_ENV = "INFERENCE_ADVISOR_AIC_STORE"
@@ -176,9 +160,7 @@ def _store_path(key: AicKey, i: int, o: int) -> Path | None:
         return None
     import hashlib
 
-    from advisor.knowledge.load import load_knowledge
-
-    tag = "|".join(map(str, (load_knowledge().aiconfigurator.version, key, i, o)))
+    tag = "|".join(map(str, (_store["version"], key, i, o)))
     return d / f"{hashlib.sha256(tag.encode()).hexdigest()[:32]}.json"
 
 
@@ -219,25 +201,15 @@ def _keep(path: Path, points: dict[int, AicPoint | None]) -> None:
     body = {str(b): None if p is None else [round(p.ttft_ms, 4), round(p.tpot_ms, 5), round(p.output_tps, 3), p.oom]
             for b, p in items}
     try:
+        new = not path.exists()
         path.parent.mkdir(parents=True, exist_ok=True)
         write_cache_file(path, json.dumps(body).encode())
-        files = sorted(path.parent.glob("*.json"), key=lambda f: f.stat().st_mtime)
-        for old in files[:max(0, len(files) - STORE_FILES)]:
-            old.unlink(missing_ok=True)
+        if new:  # the folder is listed only when it gained a file, not at every point
+            files = sorted(path.parent.glob("*.json"), key=lambda f: f.stat().st_mtime)
+            for old in files[:max(0, len(files) - STORE_FILES)]:
+                old.unlink(missing_ok=True)
     except OSError:
         pass  # a read-only or full cache: this process still has the answer
-
-
-def _point(key: AicKey, input_tokens: int, output_tokens: int, batch: int) -> AicPoint | None:
-    path = _store_path(key, input_tokens, output_tokens)
-    if path is None:
-        return _computed(key, input_tokens, output_tokens, batch)
-    kept = _stored(path)
-    if batch in kept:
-        return kept[batch]
-    kept[batch] = _computed(key, input_tokens, output_tokens, batch)
-    _keep(path, kept)
-    return kept[batch]
 
 
 @functools.lru_cache(maxsize=4096)
@@ -261,6 +233,7 @@ def _computed(key: AicKey, input_tokens: int, output_tokens: int, batch: int) ->
         return None
 
 
+@functools.cache
 def installed() -> bool:
     """Whether the library can be imported here (found, not imported)."""
     import importlib.util

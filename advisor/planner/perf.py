@@ -78,7 +78,7 @@ class _Silicon:
     """The measured-silicon predictor (advisor/planner/aic.py) for one engine plan: the decode side (ITL, output
     tok/s) at a concurrency from its measured kernels, with the engine's running cap (the KV pool, the engine's max)
     applied as our model applies it. TTFT, and so every capacity and fleet (a TTFT search), stays our model's: on
-    the published rows it was held against, its TTFT erred more than ours (median 37 % against 23-25 %), while its
+    the published rows it was held against, its TTFT erred more than ours (median 52 % against 23-25 %), while its
     ITL and throughput erred far less (19 % and 4 % against 39 % and 20 %; knowledge/aiconfigurator.yaml). The p95
     of ITL, which it does not give, is its mean times our model's p95/p50 at the same load."""
 
@@ -185,7 +185,7 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
     if "levels" not in skip:
         out.at_users = level_at(users, gpus)
         out.ttft_ms_p95_one = level_at(1, gpus).ttft_ms_p95
-        if si is not None and detail:  # our model beside it, as a cross-check
+        if si is not None:  # our model beside it, as a cross-check
             ours = _level(mode, hw, eff, wl, users, gpus, target_ms)
             out.cross_check = ours
             out.disagree = _disagree(out.at_users, ours, out, k)
@@ -199,7 +199,7 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
     if target_ms is None or "searches" in skip:
         return out
 
-    def cap_of(h, s=None, scale: float = 1.0, need: int | None = None, e: Eff = eff):
+    def cap_of(h, need: int | None = None, e: Eff = eff):
         """One replica's capacity within Q2 (or whether it reaches need): a TTFT search, our model's with
         efficiencies e (the band's ends: the slow and fast efficiencies)."""
         if need is not None:
@@ -207,7 +207,7 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
                                     MAX_USERS)
         return capacity(mode, h, e, wl.prompt_tokens, wl.output_tokens, wl.input_sd, target_ms, MAX_USERS)
 
-    cap = cap_of(hw, si)
+    cap = cap_of(hw)
     out.capacity = cap
     # the fleet: the tensor-parallel degree (on this target's nodes) that meets Q1 with the fewest GPUs
     best = (replicas_for(users, cap), gpus, cap, hw, out.tensor_parallel, None)
