@@ -29,6 +29,18 @@ SWEEPS = "report_sweeps"  # the sweep groups picked for the Probe page and the r
 _GROUP = re.compile(r"job-\d{1,9}-\d{1,12}")
 URL_MAX_CHARS = 8192  # the encoded answers in the URL; more is ignored (a hostile or mangled link)
 URL_MAX_JSON_BYTES = 65536  # inflated size cap: a zip bomb in the link stops here
+# Answers().model_dump(mode="json", exclude_none=True), written out so a first visit without answers in its link
+# renders without importing the answers' models (tests/ui/test_state.py holds it equal to the model's defaults).
+DEFAULT_ANSWERS: dict = {
+    "concurrency": 1, "ttft_p95_ms": 1000, "cross_platform": False, "cuda_expertise": "none",
+    "model_update": "monthly", "non_llm_models": False, "strict_sla": False,
+    "model": {"params_b": 7.0, "architecture": "decoder-only", "precision": "fp16", "context_tokens": 4096,
+              "kv_cache_dtype": "auto"},
+    "deployment": "server", "prompt_mix": "mixed", "prefix_sharing": "low"}
+
+
+def default_answers() -> dict:
+    return json.loads(json.dumps(DEFAULT_ANSWERS))  # a copy: session state is edited in place
 
 
 def lang() -> str:
@@ -60,18 +72,19 @@ def decode_answers(text: str) -> dict | None:
 
 def restore_state() -> None:
     """A new session (first visit or F5) takes its language, answers and step from the URL."""
-    from advisor.inputs import Answers, AnswersError, parse_answers
-
     ss, qp = st.session_state, st.query_params
     if LANG not in ss:
         ss[LANG] = "zh" if qp.get("lang") == "zh" else "en"
     if ANSWERS not in ss:
         data = decode_answers(qp.get("a", ""))
-        try:
-            ss[ANSWERS] = parse_answers(data).model_dump(mode="json", exclude_none=True) if data else \
-                Answers().model_dump(mode="json", exclude_none=True)
-        except AnswersError:
-            ss[ANSWERS] = Answers().model_dump(mode="json", exclude_none=True)
+        ss[ANSWERS] = default_answers()
+        if data:
+            from advisor.inputs import AnswersError, parse_answers
+
+            try:
+                ss[ANSWERS] = parse_answers(data).model_dump(mode="json", exclude_none=True)
+            except AnswersError:
+                pass
         path = (ss[ANSWERS].get("model") or {}).get("path")
         if path:  # someone else's link may name any file of this machine: read it only when the user asks
             ss[LINK_PATH] = path
@@ -88,12 +101,10 @@ def restore_state() -> None:
 
 def sync_url() -> None:
     """Write the state into the query string (only what differs from the defaults, so links stay short)."""
-    from advisor.inputs import Answers
-
     want: dict[str, str] = {}
     if lang() == "zh":
         want["lang"] = "zh"
-    if st.session_state[ANSWERS] != Answers().model_dump(mode="json", exclude_none=True):
+    if st.session_state[ANSWERS] != DEFAULT_ANSWERS:
         want["a"] = encode_answers(st.session_state[ANSWERS])
     if st.session_state.get(STEP):
         want["step"] = str(st.session_state[STEP])
