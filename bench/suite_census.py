@@ -40,7 +40,7 @@ def main() -> int:
     out = run.stdout
     if a.log:
         a.log.write_text(out)
-    summary = next((ln for ln in reversed(out.splitlines()) if re.match(r"^=+ .*(passed|failed|error)", ln)), "?")
+    summary = next((ln for ln in reversed(out.splitlines()) if re.match(r"^(=+ )?\d+ (passed|failed|error)", ln)), "?")
     bad = sorted(set(re.findall(r"^(?:FAILED|ERROR) (\S+)", out, flags=re.M)))
     print(f"hogs {a.hogs}  wall {wall / 60:.1f} min  {summary.strip('= ')}")
     for t in bad:

@@ -1069,7 +1069,10 @@ class FitGroup(Efficiency):
     points: int = Field(ge=0)
     serving_points: int = Field(default=0, ge=0)  # of them, from serving rows (the rest are batch-1 figures)
     fit_error: float | None = None  # median |log error| turned into a relative error, on the points fitted
-    band: float = Field(gt=0)  # the relative error a prediction from this group carries
+    band: float = Field(gt=0)  # the relative error a prediction from this group carries (tok/s; the capacities)
+    band_ttft: float | None = Field(default=None, gt=0)  # the same for TTFT and for ITL, where they differ
+    band_itl: float | None = Field(default=None, gt=0)
+    rough: bool = False  # the band is the pooled one: too few held-out figures of this group's own
 
 
 class ServingFit(Strict):
@@ -1078,8 +1081,10 @@ class ServingFit(Strict):
     fitted: str
     script: str
     fit_points: int
-    held_out_points: int
-    held_out: dict[str, float | str | None] = Field(default_factory=dict)
+    sources: int = Field(default=0, ge=0)
+    rows: int = Field(default=0, ge=0)
+    # class (or "all") -> metric -> {points, median, p80, p90}: leave-one-source-out errors
+    held_out: dict[str, dict[str, dict[str, float]]] = Field(default_factory=dict)
     groups: dict[str, FitGroup]  # "<engine>/<class>" or "<class>"
 
 

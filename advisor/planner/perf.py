@@ -50,7 +50,7 @@ def efficiency(engine: str, cls: str, k: Knowledge, calibrated: Calibrated | Non
     own = groups.get(f"{engine}/{cls}")
     if own is not None:
         band = max(own.band, sv.band_floor)
-        if batching and not own.serving_points:
+        if (batching and not own.serving_points) or own.rough:
             band = max(band, sv.rough_above * 1.2)
         return _eff(own), band, "fitted", f"{engine}/{cls}"
     pooled = groups.get(cls)
@@ -172,6 +172,10 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
     out.predictor = "serving-model"
     out.predictor_note = why
     out.band_ttft = out.band_itl = out.band
+    g = k.serving_fit.groups.get(group) if basis in ("fitted", "class") else None
+    if g is not None and out.label != "rough":  # the held-out p80 per metric (bench/fit_serving.py)
+        out.band_ttft = round(max(g.band_ttft or out.band, k.serving.band_floor), 3)
+        out.band_itl = round(max(g.band_itl or out.band, k.serving.band_floor), 3)
     if si is not None:  # its decode side; TTFT and the capacities stay ours, with our band
         a = k.aiconfigurator
         out.predictor = aic_name(si.key, k)

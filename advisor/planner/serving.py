@@ -32,6 +32,9 @@ from dataclasses import dataclass, replace
 Z95 = 1.645  # one-sided 95th percentile of a normal spread of prompt lengths
 TAIL95 = 3.0  # an exponential wait's 95th percentile over its mean (ln 20)
 ITERATIONS = 60
+BATCH_TOKENS = 2048  # tokens one step prefills for an engine that takes whole prompts (vLLM's and llama-server's
+# default batch budget, max_num_batched_tokens / n_batch): the waiting prompts share the step's weight read
+SATURATION = 0.95  # the share of the engine's time prefill may take; beyond it the prompts queue
 
 
 @dataclass(frozen=True)
@@ -115,6 +118,20 @@ def prefill_s(n: float, hw: Hw, eff: Eff) -> float:
     return max(compute, read) + chunks * (eff.step_ms / 1000 + hw.allreduce_s)
 
 
+def prefill_batched_s(n: float, hw: Hw, eff: Eff) -> float:
+    """One prompt's share of the engine's time when waiting prompts are prefilled together, up to the engine's token
+    budget per step (chunk_tokens; BATCH_TOKENS where the whole prompt goes at once): its own compute, and its share
+    (n / budget) of each step's weight read and fixed cost. Never more than prefill_s (a prompt alone), and as much
+    when the prompt fills the budget itself: short prompts are no longer each charged a full read of the weights."""
+    n = max(1.0, n)
+    budget = float(hw.chunk_tokens or BATCH_TOKENS)
+    steps = n / budget if n < budget else math.ceil(n / budget)
+    per = n / steps if steps >= 1 else budget
+    compute = 2 * hw.matmul_params * n / (hw.flops * eff.flops_eff) if hw.flops else 0.0
+    read = steps * weights_read_at(per, hw) / (hw.bandwidth * eff.bw_eff)
+    return max(compute, read) + steps * (eff.step_ms / 1000 + hw.allreduce_s)
+
+
 def prefill_mixed_s(n: float, b: float, hw: Hw, eff: Eff, held_tokens: float) -> float:
     """A prompt of n tokens while b sequences decode: each of its chunks shares a step with their decode, which
     reads the weights and their KV and adds b tokens of compute (chunked prefill, as vLLM / SGLang / TensorRT-LLM and
@@ -173,11 +190,13 @@ def _fixed_point(hw: Hw, eff: Eff, i: int, o: int, running: int | None, rate: fl
                  ) -> tuple[float, float, float, float, float, float, float]:
     """_batching's fixed point (x, b, itl, ttft, wait, share, half) for a closed loop of `running` sequences (rate
     None) or Poisson arrivals at `rate` (running None). A closed loop's users count only through those running: the
-    ones beyond the KV pool wait in the queue, which _batching adds after (see _steady)."""
+    ones beyond the KV pool wait in the queue, which _batching adds after (see _steady). The last value: the wait a
+    saturated closed loop adds before the prompt (prefill takes SATURATION of the engine's time), already in ttft."""
     held = i + o / 2
     cap = hw.max_running if hw.max_running is not None else 10**9
     closed = rate is None
     pre = prefill_s(i, hw, eff)
+    pre_b = prefill_batched_s(i, hw, eff)  # the engine time each prompt takes from the others (batched)
     # fixed point over the throughput x (requests/s) and the decoding batch b
     x = (running / (pre + o * decode_step_s(running, hw, eff, held))) if closed else rate
     b = float(running) if closed else 1.0
@@ -199,8 +218,8 @@ def _fixed_point(hw: Hw, eff: Eff, i: int, o: int, running: int | None, rate: fl
     per = n_i / chunks_i
     chunks_half = math.ceil(i / hw.chunk_tokens) if hw.chunk_tokens else 1
     if closed:
-        return _closed_loop(x, b, running, pre, held, cap, o, wr, kvpt, mm2, moe, routed, ms, keep, bwd, fd, sm, ar,
-                            req_s, chunks_i, per, chunks_half)
+        return _closed_loop(x, b, running, pre_b, held, cap, o, wr, kvpt, mm2, moe, routed, ms, keep, bwd, fd, sm,
+                            ar, req_s, chunks_i, per, chunks_half)
     for _ in range(ITERATIONS):
         x0, b0, itl0, ttft0 = x, b, itl, ttft
         # decode_step_s(b)
@@ -216,13 +235,13 @@ def _fixed_point(hw: Hw, eff: Eff, i: int, o: int, running: int | None, rate: fl
             if not n > 1.0:
                 n = 1.0
             others = (n - 1) / n if n > 1 else 0.0
-        share = x * pre
-        if not share < 0.95:
-            share = 0.95
+        share = x * pre_b
+        if not share < SATURATION:
+            share = SATURATION
         so = share * others
         itl = step / (1 - so)
         s98 = so if so < 0.98 else 0.98  # mdl_wait_s
-        wait = s98 * pre / (2 * (1 - s98))
+        wait = s98 * pre_b / (2 * (1 - s98))
         bo = b * others  # prefill_mixed_s(i, b * others)
         if bo <= 0:
             own = pre
@@ -259,7 +278,7 @@ def _fixed_point(hw: Hw, eff: Eff, i: int, o: int, running: int | None, rate: fl
         b = 0.5 * b + 0.5 * (cap if cap < b_new else b_new)
         if x == x0 and b == b0 and (closed or (itl == itl0 and ttft == ttft0)):
             break
-    return x, b, itl, ttft, wait, share, half
+    return x, b, itl, ttft, wait, share, half, 0.0
 
 
 def _closed_loop(x, b, running, pre, held, cap, o, wr, kvpt, mm2, moe, routed, ms, keep, bwd, fd, sm, ar, req_s,
@@ -282,8 +301,8 @@ def _closed_loop(x, b, running, pre, held, cap, o, wr, kvpt, mm2, moe, routed, m
         else:
             step = (0.0 if 0.0 > memory else memory) + sm + ar
         share = x * pre
-        if not share < 0.95:
-            share = 0.95
+        if not share < SATURATION:
+            share = SATURATION
         so = share * others
         itl = step / (1 - so)
         s98 = so if so < 0.98 else 0.98
@@ -310,17 +329,22 @@ def _closed_loop(x, b, running, pre, held, cap, o, wr, kvpt, mm2, moe, routed, m
             half = 0.0
         ttft = own + wait + half
         cycle = ttft + req_s + o1 * itl
+        x_new = running / cycle
+        if x_new * pre > SATURATION:  # prefill cannot keep up: requests leave no faster, the rest wait for it
+            x_new = SATURATION / pre
         if long:
-            b_new = no1 * itl / cycle
+            b_new = x_new * o1 * itl  # Little: the sequences decoding (no1 * itl / cycle when not saturated)
             if not b_new > 1.0:
                 b_new = 1.0
         else:
             b_new = 1.0
-        x = 0.5 * x + 0.5 * (running / cycle)
+        x = 0.5 * x + 0.5 * x_new
         b = 0.5 * b + 0.5 * (cap if cap < b_new else b_new)
         if x == x0 and b == b0:
             break
-    return x, b, itl, ttft, wait, share, half
+    # saturated: a closed loop's users still cycle, so what the engine cannot serve waits before its prompt
+    sat = running / x - (ttft + req_s + o1 * itl)
+    return x, b, itl, ttft + (sat if sat > 0 else 0.0), wait, share, half, (sat if sat > 0 else 0.0)
 
 
 def _batching(hw: Hw, eff: Eff, load: Load) -> Point:
@@ -348,10 +372,10 @@ def _steady(hw: Hw, eff: Eff, i: int, o: int, input_sd: float, running: int | No
     i95 = i + Z95 * input_sd
     held = i + o / 2
     cap = hw.max_running if hw.max_running is not None else 10**9
-    x, b, itl, ttft, wait, share, half = _fixed_point(hw, eff, i, o, running, rate)
+    x, b, itl, ttft, wait, share, half, sat = _fixed_point(hw, eff, i, o, running, rate)
     if rate is not None:
         n_open = x * (ttft + (o - 1) * itl)
-        saturated = share >= 0.95 or n_open > cap
+        saturated = share >= SATURATION or n_open > cap
         if saturated:
             return Point(None, rate, None, None, _ms(itl), _ms(itl), None, 1 / itl, None,
                          int(min(n_open, cap)), saturated=True)
@@ -366,7 +390,7 @@ def _steady(hw: Hw, eff: Eff, i: int, o: int, input_sd: float, running: int | No
     itl95 = mixed if prompt_steps >= 0.05 and (running or 1) > 1 else itl50
     req = eff.request_ms / 1000
     # the p95 TTFT is pre95 + TAIL95 * wait + 2 * half + queued + req, summed left to right: all but the last two here
-    return ttft, pre95 + TAIL95 * wait + 2 * half, req, itl50, itl95, x, itl, b
+    return ttft, pre95 + TAIL95 * wait + 2 * half + sat, req, itl50, itl95, x, itl, b
 
 
 def _ms(s: float | None) -> float | None:
