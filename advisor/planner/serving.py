@@ -218,8 +218,8 @@ def _fixed_point(hw: Hw, eff: Eff, i: int, o: int, running: int | None, rate: fl
     per = n_i / chunks_i
     chunks_half = math.ceil(i / hw.chunk_tokens) if hw.chunk_tokens else 1
     if closed:
-        return _closed_loop(x, b, running, pre_b, held, cap, o, wr, kvpt, mm2, moe, routed, ms, keep, bwd, fd, sm,
-                            ar, req_s, chunks_i, per, chunks_half)
+        return _closed_loop(x, b, running, pre, pre_b, held, cap, o, wr, kvpt, mm2, moe, routed, ms, keep, bwd, fd,
+                            sm, ar, req_s, chunks_i, per, chunks_half)
     for _ in range(ITERATIONS):
         x0, b0, itl0, ttft0 = x, b, itl, ttft
         # decode_step_s(b)
@@ -281,7 +281,7 @@ def _fixed_point(hw: Hw, eff: Eff, i: int, o: int, running: int | None, rate: fl
     return x, b, itl, ttft, wait, share, half, 0.0
 
 
-def _closed_loop(x, b, running, pre, held, cap, o, wr, kvpt, mm2, moe, routed, ms, keep, bwd, fd, sm, ar, req_s,
+def _closed_loop(x, b, running, pre, pre_b, held, cap, o, wr, kvpt, mm2, moe, routed, ms, keep, bwd, fd, sm, ar, req_s,
                  chunks_i, per, chunks_half):
     """_fixed_point's loop for a closed loop, where the sequences running (so `others`) never change: the general
     loop's arithmetic with those branches taken once (the same floats; the capacity search asks only for these)."""
@@ -300,13 +300,13 @@ def _closed_loop(x, b, running, pre, held, cap, o, wr, kvpt, mm2, moe, routed, m
             step = (compute if compute > memory else memory) + sm + ar
         else:
             step = (0.0 if 0.0 > memory else memory) + sm + ar
-        share = x * pre
+        share = x * pre_b
         if not share < SATURATION:
             share = SATURATION
         so = share * others
         itl = step / (1 - so)
         s98 = so if so < 0.98 else 0.98
-        wait = s98 * pre / (2 * (1 - s98))
+        wait = s98 * pre_b / (2 * (1 - s98))
         bo = b * others
         if bo <= 0:
             own = pre
@@ -330,8 +330,8 @@ def _closed_loop(x, b, running, pre, held, cap, o, wr, kvpt, mm2, moe, routed, m
         ttft = own + wait + half
         cycle = ttft + req_s + o1 * itl
         x_new = running / cycle
-        if x_new * pre > SATURATION:  # prefill cannot keep up: requests leave no faster, the rest wait for it
-            x_new = SATURATION / pre
+        if x_new * pre_b > SATURATION:  # prefill cannot keep up: requests leave no faster, the rest wait for it
+            x_new = SATURATION / pre_b
         if long:
             b_new = x_new * o1 * itl  # Little: the sequences decoding (no1 * itl / cycle when not saturated)
             if not b_new > 1.0:
