@@ -28,6 +28,7 @@ class Scored:
 
 
 _COMPILED: dict[int, list[tuple[Any, ks.Rule]]] = {}
+SUPPORT_FIRST_FACTS = frozenset({"plan_capacity_low", "plan_capacity_high", "plan_rough"})
 
 
 def _compiled(knowledge: Knowledge) -> list[tuple[Any, ks.Rule]]:
@@ -48,7 +49,8 @@ def tested_facts(knowledge: Knowledge) -> frozenset[str]:
     key = (id(knowledge.rules), id(knowledge.support))
     if key not in _TESTED:
         conds = [r.when for r in knowledge.rules.rules] + [n.when for n in knowledge.support.needs]
-        _TESTED[key] = frozenset(leaf.fact for c in conds for leaf in leaves(c))
+        # and the capacities at the band's ends, which support_first reads
+        _TESTED[key] = frozenset(leaf.fact for c in conds for leaf in leaves(c)) | SUPPORT_FIRST_FACTS
     return _TESTED[key]
 
 
@@ -76,12 +78,19 @@ def score(facts: dict[str, Any], knowledge: Knowledge, engine_facts: EngineFacts
             contributions[e].append((rule.id, d))
         for e in rule.exclude:
             excluded.setdefault(e, []).append(rule.id)
+    experimental: set[str] = set()
     for e, moved in support_effects(facts, engine_facts, knowledge).items():
         for v, d in moved:
             if d is None:
                 excluded.setdefault(e, []).append(v.id)
             else:
                 contributions[e].append((v.id, d))
+                if v.status == "experimental":
+                    experimental.add(e)
+    raw = {e: sum(d for _, d in parts) for e, parts in contributions.items()}
+    pred = {e: sum(d for rid, d in parts if rid.startswith("predicted-")) for e, parts in contributions.items()}
+    for e, over, d in support_first(raw, pred, experimental, set(excluded), engine_facts):
+        contributions[e].append((f"support-first/{over}", d))
     scores = {}
     for e, parts in contributions.items():
         total = sum(d for _, d in parts)
@@ -92,6 +101,52 @@ def score(facts: dict[str, Any], knowledge: Knowledge, engine_facts: EngineFacts
     return Scored(scores, contributions, excluded)
 
 
+def _weaker(a: str, b: str, experimental: set[str], engine_facts: EngineFacts) -> bool:
+    """a's path is less proven than b's: experimental against supported, or at the same tier a rough prediction
+    against a fitted one."""
+    if (a in experimental) != (b in experimental):
+        return a in experimental
+    return bool(engine_facts[a].get("plan_rough")) and engine_facts[b].get("plan_rough") is False
+
+
+def _inside_bands(a: str, b: str, engine_facts: EngineFacts) -> bool:
+    """a's predicted lead over b is inside both bands: a's capacity at the band's slow end does not clear b's at
+    its fast end (no capacity predicted: nothing beyond the bands either)."""
+    lo, hi = engine_facts[a].get("plan_capacity_low"), engine_facts[b].get("plan_capacity_high")
+    return lo is None or hi is None or lo <= hi
+
+
+def support_first(raw: dict[str, float], pred: dict[str, float], experimental: set[str], excluded: set[str],
+                  engine_facts: EngineFacts | None) -> list[tuple[str, str, float]]:
+    """(engine, the engine it must not outrank, delta): an engine whose lead over a better-supported (or
+    better-predicted) one comes from its prediction rules alone, on a margin inside the bands, is put just below it.
+    Rank order as Scored.order (ties by ENGINE_IDS); at most one move per pair, so it ends."""
+    if not engine_facts:
+        return []
+    t = dict(raw)
+    out: list[tuple[str, str, float]] = []
+    done: set[tuple[str, str]] = set()
+    moved = True
+    while moved:
+        moved = False
+        order = sorted((e for e in ks.ENGINE_IDS if e not in excluded), key=lambda e: (-t[e], ks.ENGINE_IDS.index(e)))
+        for i, a in enumerate(order):
+            for b in order[i + 1:]:
+                lead = t[a] - t[b]
+                if (a, b) in done or not _weaker(a, b, experimental, engine_facts) or pred[a] - pred[b] < lead \
+                        or not (pred[a] > pred[b] or lead > 0) or not _inside_bands(a, b, engine_facts):
+                    continue
+                d = -(lead + 1)
+                t[a] += d
+                out.append((a, b, d))
+                done.add((a, b))
+                moved = True
+                break
+            if moved:
+                break
+    return out
+
+
 def totals(facts: dict[str, Any], knowledge: Knowledge, engine_facts: EngineFacts | None = None
            ) -> tuple[dict[str, float], set[str]]:
     """Clamped scores and exclusions only — the fast path the flip search calls many times."""
@@ -99,22 +154,30 @@ def totals(facts: dict[str, Any], knowledge: Knowledge, engine_facts: EngineFact
     t = dict(sc.base)
     ex: set[str] = set()
     per_engine = _each_engine(facts, engine_facts)
+    pred = dict.fromkeys(t, 0.0)
     for test, rule in _compiled(knowledge):
         if rule.scope == "each-engine":
             for e, f in per_engine.items():
                 if test(f):
                     t[e] += rule.self_delta or 0.0
+                    if rule.id.startswith("predicted-"):
+                        pred[e] += rule.self_delta or 0.0
                     if rule.exclude_self:
                         ex.add(e)
         elif test(facts):
             for e, d in rule.deltas.items():
                 t[e] += d
             ex.update(rule.exclude)
+    experimental: set[str] = set()
     for e, moved in support_effects(facts, engine_facts, knowledge).items():
         for v, d in moved:
             if d is None:
                 ex.add(e)
             else:
                 t[e] += d
+                if v.status == "experimental":
+                    experimental.add(e)
+    for e, _, d in support_first(t, pred, experimental, ex, engine_facts):
+        t[e] += d
     lo, hi = sc.min_score, sc.max_score
     return {e: round(min(hi, max(lo, v)), 2) for e, v in t.items()}, ex

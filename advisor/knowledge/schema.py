@@ -385,6 +385,8 @@ class Scoring(Strict):
     max_score: float = 100.0
     base_text: Text
     clamp_text: Text
+    # a predicted margin inside the bands does not lift an experimental (or rough) path over a supported (fitted) one
+    support_first_text: Text | None = None
     convention: Text
     current_source: CurrentSourceStr | None = Field(default=None, alias="source")
     origin: SeedStr | None = None

@@ -1,0 +1,54 @@
+"""Support first (issue 32, part 5): a predicted margin inside the bands never lifts an experimental path over a
+supported one, nor a rough prediction over a fitted one; a margin beyond the bands still counts."""
+from advisor.decide.scoring import support_first
+
+
+def facts(low, high, rough=False, cap=None):
+    return {"plan_capacity_low": low, "plan_capacity_high": high, "plan_rough": rough, "plan_capacity": cap}
+
+
+ENGINES = ("vllm", "sglang", "tensorrt-llm", "onnxruntime", "llama.cpp", "pytorch")
+
+
+def base(**over):
+    ef = {e: facts(None, None) for e in ENGINES}
+    ef.update(over)
+    return ef
+
+
+def test_an_experimental_engine_leading_on_a_prediction_inside_the_bands_goes_just_below():
+    raw = {e: 30.0 for e in ENGINES} | {"sglang": 66.0, "vllm": 62.0}
+    pred = dict.fromkeys(ENGINES, 0.0) | {"sglang": 18.0, "vllm": 14.0}
+    ef = base(sglang=facts(700, 900), vllm=facts(600, 800))  # 700 <= 800: inside both bands
+    moves = support_first(raw, pred, {"sglang"}, set(), ef)
+    assert moves == [("sglang", "vllm", -5.0)]  # 66 - 5 = 61 < 62
+
+
+def test_a_margin_beyond_both_bands_keeps_its_lead():
+    raw = {e: 30.0 for e in ENGINES} | {"sglang": 66.0, "vllm": 62.0}
+    pred = dict.fromkeys(ENGINES, 0.0) | {"sglang": 18.0, "vllm": 14.0}
+    ef = base(sglang=facts(2000, 2600), vllm=facts(600, 800))  # its slow end clears vLLM's fast end
+    assert support_first(raw, pred, {"sglang"}, set(), ef) == []
+
+
+def test_a_lead_earned_by_the_answers_not_the_prediction_stands():
+    raw = {e: 30.0 for e in ENGINES} | {"sglang": 66.0, "vllm": 50.0}
+    pred = dict.fromkeys(ENGINES, 0.0) | {"sglang": 14.0, "vllm": 14.0}  # the same prediction rules for both
+    ef = base(sglang=facts(700, 900), vllm=facts(600, 800))
+    assert support_first(raw, pred, {"sglang"}, set(), ef) == []
+
+
+def test_a_rough_prediction_never_outranks_a_fitted_one_inside_the_rough_band():
+    raw = {e: 30.0 for e in ENGINES} | {"llama.cpp": 58.0, "vllm": 56.0}
+    pred = dict.fromkeys(ENGINES, 0.0) | {"llama.cpp": 18.0, "vllm": 14.0}
+    ef = base(**{"llama.cpp": facts(300, 1500, rough=True), "vllm": facts(900, 1100)})
+    assert support_first(raw, pred, set(), set(), ef) == [("llama.cpp", "vllm", -3.0)]
+
+
+def test_excluded_engines_and_ties_the_order_already_settles_are_left_alone():
+    raw = {e: 30.0 for e in ENGINES} | {"sglang": 62.0, "vllm": 62.0}  # a tie: vLLM is first by the engine order
+    pred = dict.fromkeys(ENGINES, 0.0) | {"sglang": 18.0, "vllm": 14.0}
+    ef = base(sglang=facts(700, 900), vllm=facts(600, 800))
+    assert support_first(raw, pred, {"sglang"}, set(), ef) == []
+    raw2 = raw | {"sglang": 66.0}
+    assert support_first(raw2, pred, {"sglang"}, {"vllm"}, ef) == []
