@@ -2,6 +2,7 @@
 
     PYTHONPATH=. python bench/fit_serving.py            # fit, print the table, write knowledge/serving_fit.yaml
     PYTHONPATH=. python bench/fit_serving.py --dry-run  # fit and print only
+    PYTHONPATH=. python bench/fit_serving.py --keep-efficiencies  # validate; write the bands, keep the efficiencies
 
 Data: tests/advisor/data/published_measurements.yaml (batch 1: decode tok/s, prefill) and
 tests/advisor/data/published_serving.yaml (throughput, TTFT, ITL at a concurrency, a request rate or offline), each
@@ -23,6 +24,7 @@ import argparse
 import math
 import statistics
 import sys
+from collections import Counter
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -41,6 +43,7 @@ MIN_OBS = 3  # figures, from at least MIN_ROWS rows (one blog's two runs are not
 MIN_ROWS = 3
 MIN_BAND = 8  # held-out figures a band is read from; fewer: the wider pooled band, labelled rough
 TODAY = "2026-12-04"
+SOURCE: dict[str, str] = {}  # row id -> its source, for the fit's per-source weights (load_obs fills it)
 HUBER = 0.4  # log error (about +-50 %) beyond which a point's pull grows linearly, not squared
 PULL = 0.02  # weight of the pull towards the prior, per squared log unit
 BW = [0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0]
@@ -63,6 +66,7 @@ def load_obs(k) -> tuple[list[Obs], dict[str, str], dict]:
         for row in rows:
             obs.extend(make(row, cpus, k))
             src[row["id"]] = source_of(row)
+    SOURCE.update(src)
     return obs, src, cpus
 
 
@@ -145,19 +149,25 @@ def huber(r: float, delta: float = HUBER) -> float:
     return r * r if a <= delta else delta * (2 * a - delta)
 
 
-def loss(obs: list[Obs], e: Eff, prior: Eff) -> float:
+def loss(obs: list[Obs], e: Eff, prior: Eff, weight: list[float] | None = None) -> float:
+    """The weighted mean Huber loss of the log errors, and the pull towards the prior."""
     total = 0.0
-    for o in obs:
+    weight = weight or [1.0] * len(obs)
+    for o, w in zip(obs, weight):
         p = o.predict(e)
-        total += 4.0 if p is None or p <= 0 else huber(math.log(p / o.measured))
+        total += w * (4.0 if p is None or p <= 0 else huber(math.log(p / o.measured)))
     pull = sum(math.log(max(a, 1e-3) / max(b, 1e-3)) ** 2 for a, b in
                ((e.bw_eff, prior.bw_eff), (e.flops_eff, prior.flops_eff), (e.step_ms + 0.5, prior.step_ms + 0.5),
                 (e.request_ms + 5, prior.request_ms + 5)))
-    return total / max(1, len(obs)) + PULL * pull
+    return total / max(1e-9, sum(weight)) + PULL * pull
 
 
 def fit_group(obs: list[Obs], prior: Eff) -> Eff:
-    return fit_grid(lambda e: loss(obs, e, prior), (BW, FL, STEP, REQ), (3, 2, 3, 3))
+    """Each source (publisher) weighs the same in total, however many figures it printed: one lab's hundred runs of
+    one setup must not outvote ten labs."""
+    n = Counter(SOURCE.get(o.row, o.row) for o in obs)
+    weight = [1.0 / n[SOURCE.get(o.row, o.row)] for o in obs]
+    return fit_grid(lambda e: loss(obs, e, prior, weight), (BW, FL, STEP, REQ), (3, 2, 3, 3))
 
 
 def median_abs(errs: list[float]) -> float | None:
@@ -168,6 +178,8 @@ def median_abs(errs: list[float]) -> float | None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--keep-efficiencies", action="store_true",
+                    help="write the held-out validation and the bands, keeping the efficiencies the file holds")
     args = ap.parse_args(argv)
     k = load_knowledge()
     obs, src, _ = load_obs(k)
@@ -224,6 +236,12 @@ def main(argv: list[str] | None = None) -> int:
                 "# |predicted / measured - 1| when each source (publisher) is left out of the fit in turn and predicted\n"
                 "# from the others, per engine (with enough figures), else per hardware class, else pooled (rough).\n"
                 "# advisor/planner/perf.py floors them at serving.yaml band_floor.\n")
+        if args.keep_efficiencies:  # the bands of this validation on the efficiencies already in use
+            kept = yaml.safe_load(OUT.read_text(encoding="utf-8"))["groups"]
+            for key, g in kept.items():
+                new = groups.get(key) or groups.get(key.rpartition("/")[2]) or {}
+                g.update({x: new[x] for x in ("band", "band_ttft", "band_itl", "rough") if x in new})
+            groups = kept
         doc = {"fitted": TODAY, "script": "bench/fit_serving.py", "fit_points": len(obs),
                "sources": len(set(src.values())), "rows": len({o.row for o in obs}),
                "held_out": table, "groups": groups}

@@ -145,6 +145,3 @@ def serving_obs(row: dict, cpus: dict, k: Knowledge) -> list[Obs]:
     return out
 
 
-def is_held_out(row_id: str, index: int) -> bool:
-    """A quarter of the rows, fixed: every fourth in file order (so a new row never reshuffles the others)."""
-    return index % 4 == 3

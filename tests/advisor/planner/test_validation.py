@@ -1,0 +1,45 @@
+"""The serving model's validation (bench/fit_serving.py): sources are left out whole, every published row is
+usable, and the bands the plans show are the held-out errors' p80 that knowledge/serving_fit.yaml records."""
+import yaml
+
+from advisor.knowledge.load import load_knowledge
+from bench.fit_serving import DATA, bands_from, quantile, source_of
+
+K = load_knowledge()
+
+
+def test_a_source_is_its_publisher_so_one_repository_is_left_out_whole():
+    a = source_of({"source": "https://github.com/NVIDIA/TensorRT-LLM/blob/abc/docs/perf.md"})
+    b = source_of({"source": "https://github.com/nvidia/tensorrt-llm/blob/def/docs/source/blogs/H200launch.md"})
+    assert a == b == "github.com/nvidia/tensorrt-llm"
+    assert source_of({"source": "https://www.databasemart.com/blog/x"}) == "databasemart.com"
+    assert source_of({"source": "https://x.org/a", "source_group": "nvidia"}) == "nvidia"
+
+
+def test_the_published_set_is_large_and_from_many_sources_each_row_quoted():
+    rows = yaml.safe_load((DATA / "published_serving.yaml").read_text(encoding="utf-8"))["rows"]
+    rows += yaml.safe_load((DATA / "published_measurements.yaml").read_text(encoding="utf-8"))["rows"]
+    assert len({r["id"] for r in rows}) == len(rows)
+    assert len(rows) >= 150 and len({source_of(r) for r in rows}) >= 12
+    assert all(r.get("source") and r.get("quote") for r in rows)
+
+
+def test_the_recorded_validation_is_by_source_and_the_bands_are_its_p80():
+    fit = K.serving_fit
+    assert fit.sources >= 12 and fit.rows >= 150
+    for cls, row in fit.held_out.items():
+        for kind, c in row.items():
+            assert c["median"] <= c["p80"] <= c["p90"], (cls, kind)
+    dc = fit.groups["datacenter-nvidia"]
+    assert dc.band == fit.held_out["datacenter-nvidia"]["throughput"]["p80"] or dc.rough
+
+
+def test_bands_from_takes_the_80th_percentile_per_class_and_pools_the_rest():
+    class O:
+        def __init__(self, cls, kind):
+            self.cls, self.kind = cls, kind
+
+    held = [(O("geforce", "output_tps"), e) for e in (0.1, -0.2, 0.3, -0.4, 0.5)] + [(O("amd", "itl"), 0.9)]
+    t = bands_from(held)
+    assert t["geforce"]["throughput"]["p80"] == quantile([0.1, 0.2, 0.3, 0.4, 0.5], 0.8) == 0.4
+    assert t["all"]["itl"]["points"] == 1 and "ttft" not in t["geforce"]
