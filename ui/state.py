@@ -154,6 +154,8 @@ def set_answer(path: tuple[str, ...], value: Any) -> str | None:
         node = node.setdefault(part, {})
     if value is None:
         node.pop(path[-1], None)
+        if not node and len(path) == 2:  # an optional block left empty (load: {}) is no block
+            data.pop(path[0], None)
     else:
         node[path[-1]] = value
     return set_answers(data)

@@ -133,14 +133,24 @@ class _Builder:
     def per_gpu(self, gib: float) -> str:
         return _n(gib / max(1, self.p.gpus_used))
 
+    def plan_cap(self) -> int | None:
+        """The batch cap the plan used: the answers' load.max_batch, else the engine's default."""
+        load = self.ans.load
+        return (load.max_batch if load is not None and load.max_batch else None) or \
+            self.k.serving.modes[self.e].max_running
+
+    def cap_text(self, cap: int) -> str:
+        asked = self.ans.load is not None and self.ans.load.max_batch
+        return self.t("max_seqs_cap_asked", cap=cap) if asked else self.t("max_seqs_cap", engine=self.name, cap=cap)
+
     def seqs(self) -> tuple[int, str]:
         """Sequences one step may hold: the plan's (the KV pool at the typical length, at most the engine's cap)."""
         p = self.p
         typ = p.typical_tokens or p.context_tokens
         if p.max_running:
-            cap = self.k.serving.modes[self.e].max_running
+            cap = self.plan_cap()
             pool = p.max_concurrency or p.max_running
-            capped = self.t("max_seqs_cap", engine=self.name, cap=cap) if cap is not None and pool > cap else ""
+            capped = self.cap_text(cap) if cap is not None and pool > cap else ""
             n = p.max_running
             if n < p.concurrency:
                 self.warnings.append(self.t("warn_kv_short", n=n, users=p.concurrency))
@@ -221,9 +231,9 @@ class _Builder:
             typ = p.typical_tokens or p.context_tokens
             per = p.kv_bytes_per_token  # per token held (full attention; a window would hold fewer)
             fits = int(g * 2**30 // (per * typ)) if per else p.concurrency
-            cap = self.k.serving.modes["vllm"].max_running
+            cap = self.plan_cap()
             n = max(1, min(fits, cap) if cap else fits)
-            capped = self.t("max_seqs_cap", engine=self.name, cap=cap) if cap and fits > cap else ""
+            capped = self.cap_text(cap) if cap and fits > cap else ""
             self.flag("max_seqs", n, self.t("max_seqs_cpu", n=n, g=g, typ=_n(typ), cap=capped))
         else:
             n, why = self.seqs()

@@ -108,6 +108,9 @@ class LoadBlock(_Strict):
     serve --request-rate` and SGLang's bench_serving send them)."""
 
     request_rate_rps: float | None = Field(default=None, gt=0, le=100_000)
+    # the engine's batch cap where the deployment sets one (vLLM --max-num-seqs, SGLang --max-running-requests,
+    # TensorRT-LLM --max_batch_size, llama-server --parallel): at most this many sequences decode together
+    max_batch: int | None = Field(default=None, ge=1, le=100_000)
 
 
 class Answers(_Strict):

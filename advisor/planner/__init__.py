@@ -52,7 +52,8 @@ def workload_for(answers: Answers, knowledge: Knowledge) -> Workload:
                     prompt_tokens=prompt, kv_cache_dtype=m.kv_cache_dtype,
                     typical_tokens=min(prompt + output, m.context_tokens), output_tokens=output, input_sd=sd,
                     ttft_target_ms=float(answers.ttft_p95_ms),
-                    request_rate=answers.load.request_rate_rps if answers.load is not None else None)
+                    request_rate=answers.load.request_rate_rps if answers.load is not None else None,
+                    max_batch=answers.load.max_batch if answers.load is not None else None)
 
 
 def _price(plans, answers: Answers, hardware: Hardware | None, target, knowledge: Knowledge) -> None:

@@ -40,6 +40,7 @@ class Workload:
     input_sd: float = 0.0  # the prompts' spread (tokens), for the p95 TTFT
     ttft_target_ms: float | None = None  # Q2, for the SLA capacity
     request_rate: float | None = None  # answers load.request_rate_rps: open-loop arrivals, predicted beside Q1
+    max_batch: int | None = None  # answers load.max_batch: the engine's batch cap the deployment sets
 
 
 def _sig3(x: float | None) -> float | None:
@@ -597,6 +598,17 @@ class _Calc:
             f *= pl.gpu_lowp_flops_factor
         return f * self.ranks()
 
+    def serving_flops(self) -> float | None:
+        """The rate a step's matrix work really runs at, for a prediction (flops() is a bound's most generous one):
+        FP8 / FP4 on the card's own FP8 / FP4 units where its sheet prints them, INT8 weights and activations on its
+        INT8 units; every other quantized checkpoint (FP8 on Ampere through Marlin, AWQ / GPTQ / GGUF) multiplies in
+        16 bits after dequantizing its weights, at the FP16 rate."""
+        t = self.target
+        if self.device != "gpu" or t.gpu_fp16_tflops is None:
+            return None
+        own = {"fp8": t.gpu_fp8_tflops, "fp4": t.gpu_fp4_tflops, "int8": t.gpu_int8_tops}.get(self.prec)
+        return max(t.gpu_fp16_tflops, own or 0.0) * 1e12 * self.ranks()
+
     def serving_hw(self):
         """What one replica's step reads and computes, for the serving model; None where a figure is missing."""
         from advisor.planner.serving import Hw
@@ -615,7 +627,7 @@ class _Calc:
             ar = 2 * self.spec.layers * self.k.serving.allreduce_us / 1e6
         # a prediction takes the CPU's measured fp32 rate as its peak (the bound's low-precision factor is the most
         # VNNI / AMX could give, not what a step reaches); the fitted flops_eff scales it
-        flops = self.flops() if self.device == "gpu" else (
+        flops = self.serving_flops() if self.device == "gpu" else (
             self.target.cpu_gflops * 1e9 if self.target.cpu_gflops else None)
         routed, share = 0.0, 0.0
         e, k = self.spec.moe_experts, self.spec.moe_active_experts
@@ -627,9 +639,10 @@ class _Calc:
                   chunk_tokens=int(chunk or 0), max_running=self._max_running(), allreduce_s=ar)
 
     def _max_running(self) -> int | None:
-        """Sequences one step may hold: what the KV pool holds at the typical length, at most the engine's own cap."""
+        """Sequences one step may hold: what the KV pool holds at the typical length, at most the engine's batch cap
+        (the answers' load.max_batch where the deployment sets one, else the engine's default)."""
         pool = self.max_concurrency()
-        cap = self.k.serving.modes[self.engine].max_running
+        cap = self.wl.max_batch or self.k.serving.modes[self.engine].max_running
         return pool if cap is None or pool is None else min(pool, cap)
 
     def decode_total_bound(self, one: float | None) -> float | None:

@@ -44,3 +44,41 @@ def test_the_answer_reaches_the_ranking():
     score = lambda rec, e: next(r.score for r in rec.ranking if r.engine == e)  # noqa: E731
     assert score(high, "sglang") > score(low, "sglang")
     assert score(high, "sglang") - score(low, "sglang") >= score(high, "vllm") - score(low, "vllm")
+
+
+def test_a_request_rate_and_an_engine_batch_cap_are_asked_kept_and_cleared():
+    """Both optional: 0 is "not set", and clearing both leaves no empty load block (the link stays short)."""
+    at = _model_step()
+    at.number_input(key="w_rate").set_value(4.0).run()
+    at.number_input(key="w_batch").set_value(64).run()
+    assert not at.exception
+    assert at.session_state["answers"]["load"] == {"request_rate_rps": 4.0, "max_batch": 64}
+    at.session_state["lang"] = "zh"
+    at.run()
+    assert at.number_input(key="w_batch").value == 64 and "请求速率" in at.number_input(key="w_rate").label
+    at.number_input(key="w_rate").set_value(0.0).run()
+    at.number_input(key="w_batch").set_value(0).run()
+    assert "load" not in at.session_state["answers"]
+
+
+def test_the_batch_cap_reaches_the_plan_the_prediction_and_the_bundle():
+    from advisor.deploy import bundle_for
+    from advisor.inputs.answers import parse_answers
+    from advisor.knowledge import load_knowledge
+    from advisor.planner import make_plan
+
+    k = load_knowledge()
+    base = {"concurrency": 200, "ttft_p95_ms": 2000,
+            "hardware": {"gpu_vendor": "nvidia", "gpu_model": "h100-sxm", "gpu_count": 1},
+            "model": {"name": "llama-3.1-8b", "precision": "fp8", "context_tokens": 4096, "input_tokens": 512,
+                      "output_tokens": 256}}
+    free, capped = (parse_answers(base), parse_answers({**base, "load": {"max_batch": 64}}))
+    p0, p1 = make_plan(free, None, k), make_plan(capped, None, k)
+    for e in ("vllm", "sglang", "tensorrt-llm"):
+        assert p1.engines[e].max_running == 64 < p0.engines[e].max_running
+        # 200 users on 64 places: the rest queue, so the capped TTFT is the longer one
+        assert p1.engines[e].serving.at_users.ttft_ms_p95 > p0.engines[e].serving.at_users.ttft_ms_p95
+    flags = {"vllm": "--max-num-seqs", "sglang": "--max-running-requests", "tensorrt-llm": "--max_batch_size"}
+    for e, flag in flags.items():
+        arg = next(a for a in bundle_for(e, p1, capped, k).args if a.flag == flag)
+        assert arg.value == "64" and "load.max_batch" in arg.why
