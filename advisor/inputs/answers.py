@@ -42,6 +42,11 @@ class TargetHardware(_Strict):
     ram_gb: float | None = Field(default=None, ge=0.25, le=65536)
     cpu_cores: int | None = Field(default=None, ge=1, le=4096)
     cpu_arch: Literal["x86_64", "arm64"] | None = None
+    # a target CPU's measured figures, so a CPU target gets a prediction (as `python -m advisor machine` or STREAM
+    # and a fp32 GEMM measure them on that machine): memory bandwidth, fp32 GFLOPS, and whether it has AMX tiles
+    cpu_bandwidth_gb_s: float | None = Field(default=None, gt=0, le=20_000)
+    cpu_gflops: float | None = Field(default=None, gt=0, le=1_000_000)
+    cpu_amx: bool | None = None
     os: Literal["linux", "windows", "windows-wsl", "macos"] | None = None
 
     @model_validator(mode="after")

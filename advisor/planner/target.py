@@ -66,7 +66,8 @@ def build_target(answers: Answers, hardware: Hardware | None, knowledge: Knowled
                       **_figures(g), accelerator=_accelerator(t.accelerator, g),
                       nodes=t.nodes, gpus_per_node=t.gpus_per_node,
                       interconnect=t.interconnect or (g.interconnect if g else None),
-                      unified_memory=unified, ram_gib=t.ram_gb or (mem if unified else None), cpu_arch=t.cpu_arch)
+                      unified_memory=unified, ram_gib=t.ram_gb or (mem if unified else None), cpu_arch=t.cpu_arch,
+                      cpu_bandwidth_gb_s=t.cpu_bandwidth_gb_s, cpu_gflops=t.cpu_gflops, cpu_amx=bool(t.cpu_amx))
     if hardware is None:
         return Target(source="answers")
     first = hardware.gpus[0] if hardware.gpus else None

@@ -150,3 +150,18 @@ def test_plan_json_carries_the_prediction(tmp_path, capsys):
     data = json.loads(capsys.readouterr().out)
     sv = data["engines"]["vllm"]["serving"]
     assert sv["capacity"] >= 16 and sv["levels"] and sv["levels"][0]["concurrency"] == 1
+
+
+def test_a_cpu_target_with_its_measured_figures_gets_a_rough_prediction_and_without_them_none():
+    base = {"concurrency": 1, "ttft_p95_ms": 5000,
+            "hardware": {"gpu_vendor": "none", "cpu_cores": 32, "cpu_arch": "x86_64", "ram_gb": 256},
+            "model": {"name": "llama-3.1-8b", "precision": "q4_k_m", "input_tokens": 512, "output_tokens": 256}}
+    bare = make_plan(parse_answers(base), None, K)
+    assert bare.engines["llama.cpp"].serving is None  # no bandwidth known: nothing to predict from
+    given = dict(base, hardware={**base["hardware"], "cpu_bandwidth_gb_s": 100, "cpu_gflops": 2000})
+    sv = make_plan(parse_answers(given), None, K).engines["llama.cpp"].serving
+    assert sv is not None and sv.hw_class == "x86-cpu" and sv.label == "rough" and sv.band > K.serving.rough_above
+    # one user's decode reads the weights at the given bandwidth: twice the bandwidth, about twice the tokens/s
+    fast = dict(base, hardware={**given["hardware"], "cpu_bandwidth_gb_s": 200})
+    sv2 = make_plan(parse_answers(fast), None, K).engines["llama.cpp"].serving
+    assert 1.5 < sv.at_users.itl_ms_p50 / sv2.at_users.itl_ms_p50 < 2.1
