@@ -231,8 +231,11 @@ def main(argv: list[str] | None = None) -> int:
               f"request {g['request_ms']:>5} ms  points {g['points']:>3}  fit error {g['fit_error']}  "
               f"band tok/s {g['band']} ttft {g['band_ttft']} itl {g['band_itl']}{'  rough' if g['rough'] else ''}")
     if not args.dry_run:
+        fitted = ("Efficiencies: kept from the previous fit (--keep-efficiencies: a refit on every row moved three\n"
+                  "# expert scenarios' leaders; issue 32). " if args.keep_efficiencies else
+                  "Efficiencies: fitted on every row. ")
         text = ("# Written by bench/fit_serving.py from the published measurements in tests/advisor/data/: do not edit\n"
-                "# by hand; rerun the script. Efficiencies: fitted on every row. Bands: the 80th percentile of\n"
+                f"# by hand; rerun the script. {fitted}Bands: the 80th percentile of\n"
                 "# |predicted / measured - 1| when each source (publisher) is left out of the fit in turn and predicted\n"
                 "# from the others, per engine (with enough figures), else per hardware class, else pooled (rough).\n"
                 "# advisor/planner/perf.py floors them at serving.yaml band_floor.\n")
