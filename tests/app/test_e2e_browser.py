@@ -608,8 +608,9 @@ def test_the_reasons_are_readable_in_full_at_1300_px(page, server):
          "model": {"name": "llama-3.1-8b", "precision": "bf16", "context_tokens": 131072}}
     page.goto(url + "/recommendation?a=" + encode_answers(a))
     _settle(page, 1500)
+    # fitted or rough, as the held-out bands of the day say: either way the longest reason, every figure and the band
     reason = page.locator("td:visible", has_text=re.compile(
-        r"Predicted: 16 users on one replica at p95 TTFT [\d,]+ ms .*±\d+%\.")).first
+        r"Predicted(, roughly)?: 16 users on one replica at p95 TTFT [\d,]+ ms .*±\d+%(\.|, .*rely on it\.)")).first
     reason.wait_for()
     box = reason.bounding_box()
     assert box and box["x"] >= 0 and box["x"] + box["width"] <= 1300  # on screen, whole
