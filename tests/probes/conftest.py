@@ -12,6 +12,24 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="session")
+def vllm_run():
+    """One real vLLM-CPU probe for the session (its start is most of its half minute): 4 requests of exactly 256
+    prompt and 64 output tokens at concurrency 2, which both the engine test and the exact-tokens test read.
+    (availability row, completed process) — the process is None where vLLM is not available here."""
+    import json
+
+    avail = subprocess.run([sys.executable, "-m", "probes", "list", "--format", "json"], capture_output=True,
+                           text=True, cwd=ROOT, timeout=300)
+    row = next(r for r in json.loads(avail.stdout) if r["engine"] == "vllm")
+    if not row["available"]:
+        return row, None
+    args = ["run", "--engine", "vllm", "--input-tokens", "256", "--output-tokens", "64", "--max-tokens", "64",
+            "--requests", "4", "--concurrency", "2", "--warmup", "0"]
+    return row, subprocess.run([sys.executable, "-m", "probes", *args], capture_output=True, text=True, cwd=ROOT,
+                               timeout=900)
+
+
+@pytest.fixture(scope="session")
 def gguf():
     from probes.models import default_model
 

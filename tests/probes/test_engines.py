@@ -40,12 +40,11 @@ def test_onnxruntime_on_the_bundled_model():
     assert res["backend_settings"]["execution_provider"] == ["cpu"]
 
 
-def test_vllm_for_real():
-    avail = probe("list", "--format", "json")
-    row = next(r for r in json.loads(avail.stdout) if r["engine"] == "vllm")
-    if not row["available"]:
+def test_vllm_for_real(vllm_run):
+    row, run = vllm_run  # one vLLM start for the session (tests/probes/conftest.py)
+    if run is None:
         pytest.fail(f"vLLM should be installed by `make test` (.venv-vllm): {row['reason']}")
-    res = _ok(probe("run", "--engine", "vllm", "--requests", "4", "--concurrency", "2", "--max-tokens", "8"))
+    res = _ok(run)
     assert res["engine_version"] and "continuous batching" in res["serving"]
     assert res["peak_rss_mb"] > 500  # summed over the engine's worker processes
 

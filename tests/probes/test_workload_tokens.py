@@ -54,13 +54,11 @@ def test_pytorch_exact_prompt_and_output_tokens():
                  "--requests", "2", "--warmup", "0"), 256, 64, 2)
 
 
-def test_vllm_exact_prompt_and_output_tokens():
-    rows = json.loads(probe("list", "--format", "json").stdout)
-    row = next(r for r in rows if r["engine"] == "vllm")
-    if not row["available"]:
+def test_vllm_exact_prompt_and_output_tokens(vllm_run):
+    row, run = vllm_run  # the session's one vLLM probe (tests/probes/conftest.py)
+    if run is None:
         pytest.skip(f"vLLM is not available here: {row['reason']}")
-    _exact(probe("run", "--engine", "vllm", "--input-tokens", "256", "--output-tokens", "64", "--requests", "3",
-                 "--concurrency", "2", "--warmup", "0"), 256, 64, 3)
+    _exact(run, 256, 64, 4)
 
 
 def test_a_spread_is_the_seeded_lengths_on_the_engine():
