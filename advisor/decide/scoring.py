@@ -28,7 +28,8 @@ class Scored:
 
 
 _COMPILED: dict[int, list[tuple[Any, ks.Rule]]] = {}
-SUPPORT_FIRST_FACTS = frozenset({"plan_capacity_low", "plan_capacity_high", "plan_rough"})
+SUPPORT_FIRST_FACTS = frozenset({"plan_capacity", "plan_capacity_low", "plan_capacity_high", "plan_rough",
+                                 "plan_band_pct"})
 
 
 def _compiled(knowledge: Knowledge) -> list[tuple[Any, ks.Rule]]:
@@ -111,9 +112,20 @@ def _weaker(a: str, b: str, experimental: set[str], engine_facts: EngineFacts) -
 
 def _inside_bands(a: str, b: str, engine_facts: EngineFacts) -> bool:
     """a's predicted lead over b is inside both bands: a's capacity at the band's slow end does not clear b's at
-    its fast end (no capacity predicted: nothing beyond the bands either)."""
-    lo, hi = engine_facts[a].get("plan_capacity_low"), engine_facts[b].get("plan_capacity_high")
-    return lo is None or hi is None or lo <= hi
+    its fast end, and the two central capacities differ by less than both bands together ((1 + band_a) x
+    (1 + band_b)): a slow end that reaches zero users (a wide band against a tight target) does not make a 50-fold
+    lead a tie. No capacity predicted: nothing beyond the bands either."""
+    fa, fb = engine_facts[a], engine_facts[b]
+    lo, hi = fa.get("plan_capacity_low"), fb.get("plan_capacity_high")
+    if lo is None or hi is None:
+        return True
+    if lo > hi:
+        return False
+    ca, cb = fa.get("plan_capacity"), fb.get("plan_capacity")
+    if ca is None or cb is None:
+        return True
+    factor = (1 + (fa.get("plan_band_pct") or 0) / 100) * (1 + (fb.get("plan_band_pct") or 0) / 100)
+    return ca <= cb * factor
 
 
 def support_first(raw: dict[str, float], pred: dict[str, float], experimental: set[str], excluded: set[str],

@@ -3,8 +3,9 @@ supported one, nor a rough prediction over a fitted one; a margin beyond the ban
 from advisor.decide.scoring import support_first
 
 
-def facts(low, high, rough=False, cap=None):
-    return {"plan_capacity_low": low, "plan_capacity_high": high, "plan_rough": rough, "plan_capacity": cap}
+def facts(low, high, rough=False, cap=None, band_pct=25):
+    return {"plan_capacity_low": low, "plan_capacity_high": high, "plan_rough": rough, "plan_capacity": cap,
+            "plan_band_pct": band_pct}
 
 
 ENGINES = ("vllm", "sglang", "tensorrt-llm", "onnxruntime", "llama.cpp", "pytorch")
@@ -41,8 +42,18 @@ def test_a_lead_earned_by_the_answers_not_the_prediction_stands():
 def test_a_rough_prediction_never_outranks_a_fitted_one_inside_the_rough_band():
     raw = {e: 30.0 for e in ENGINES} | {"llama.cpp": 58.0, "vllm": 56.0}
     pred = dict.fromkeys(ENGINES, 0.0) | {"llama.cpp": 18.0, "vllm": 14.0}
-    ef = base(**{"llama.cpp": facts(300, 1500, rough=True), "vllm": facts(900, 1100)})
+    ef = base(**{"llama.cpp": facts(300, 1500, rough=True, cap=1200, band_pct=88), "vllm": facts(900, 1100, cap=1000)})
     assert support_first(raw, pred, set(), set(), ef) == [("llama.cpp", "vllm", -3.0)]
+
+
+def test_a_lead_far_beyond_both_bands_stands_even_when_a_wide_band_reaches_zero():
+    """Windows + L4: llama.cpp's rough 51 users (0-114 over its band) against transformers' fitted 1 (1-1): the
+    slow end touches zero, but 51 is far beyond what both bands together allow (x 1.88 x 1.39)."""
+    raw = {e: 30.0 for e in ENGINES} | {"llama.cpp": 54.0, "pytorch": 44.0}
+    pred = dict.fromkeys(ENGINES, 0.0) | {"llama.cpp": 14.0, "pytorch": 2.0}
+    ef = base(**{"llama.cpp": facts(0, 114, rough=True, cap=51, band_pct=88),
+                 "pytorch": facts(1, 1, cap=1, band_pct=39)})
+    assert support_first(raw, pred, set(), set(), ef) == []
 
 
 def test_excluded_engines_and_ties_the_order_already_settles_are_left_alone():
