@@ -43,7 +43,6 @@ MIN_OBS = 3  # figures, from at least MIN_ROWS rows (one blog's two runs are not
 MIN_ROWS = 3
 MIN_BAND = 8  # held-out figures a band is read from; fewer: the wider pooled band, labelled rough
 TODAY = "2026-12-04"
-SOURCE: dict[str, str] = {}  # row id -> its source, for the fit's per-source weights (load_obs fills it)
 HUBER = 0.4  # log error (about +-50 %) beyond which a point's pull grows linearly, not squared
 PULL = 0.02  # weight of the pull towards the prior, per squared log unit
 BW = [0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0]
@@ -66,7 +65,6 @@ def load_obs(k) -> tuple[list[Obs], dict[str, str], dict]:
         for row in rows:
             obs.extend(make(row, cpus, k))
             src[row["id"]] = source_of(row)
-    SOURCE.update(src)
     return obs, src, cpus
 
 
@@ -88,18 +86,18 @@ def kind_of(o: Obs) -> str:
     return "throughput" if o.kind in THROUGHPUT else ("ttft" if o.kind in TTFT else "itl")
 
 
-def fit_all(obs: list[Obs], k) -> dict[str, Eff]:
+def fit_all(obs: list[Obs], k, src: dict[str, str]) -> dict[str, Eff]:
     """Each class pooled over its engines, then each engine with enough figures on a class, from the class's fit."""
     effs: dict[str, Eff] = {}
     for cls in sorted({o.cls for o in obs}):
         pr = k.serving.priors[cls]
         prior = Eff(pr.bw_eff, pr.flops_eff, pr.step_ms)
         pooled = [o for o in obs if o.cls == cls]
-        effs[cls] = fit_group(pooled, prior)
+        effs[cls] = fit_group(pooled, prior, src)
         for engine in sorted({o.engine for o in pooled if not o.engine.startswith("other:")}):
             own = [o for o in pooled if o.engine == engine]
             if len(own) >= MIN_OBS and len({o.row for o in own}) >= MIN_ROWS:
-                effs[f"{engine}/{cls}"] = fit_group(own, effs[cls])
+                effs[f"{engine}/{cls}"] = fit_group(own, effs[cls], src)
     return effs
 
 
@@ -112,7 +110,7 @@ def leave_one_source_out(obs: list[Obs], src: dict[str, str], k) -> list[tuple[O
     when their hardware, engine and workload were measured by nobody in the fit."""
     out: list[tuple[Obs, float | None]] = []
     for s in sorted(set(src.values())):
-        effs = fit_all([o for o in obs if src[o.row] != s], k)
+        effs = fit_all([o for o in obs if src[o.row] != s], k, src)
         out.extend((o, rel_err(o, eff_for(effs, o, k))) for o in obs if src[o.row] == s)
     return out
 
@@ -162,11 +160,11 @@ def loss(obs: list[Obs], e: Eff, prior: Eff, weight: list[float] | None = None) 
     return total / max(1e-9, sum(weight)) + PULL * pull
 
 
-def fit_group(obs: list[Obs], prior: Eff) -> Eff:
+def fit_group(obs: list[Obs], prior: Eff, src: dict[str, str]) -> Eff:
     """Each source (publisher) weighs the same in total, however many figures it printed: one lab's hundred runs of
     one setup must not outvote ten labs."""
-    n = Counter(SOURCE.get(o.row, o.row) for o in obs)
-    weight = [1.0 / n[SOURCE.get(o.row, o.row)] for o in obs]
+    n = Counter(src[o.row] for o in obs)
+    weight = [1.0 / n[src[o.row]] for o in obs]
     return fit_grid(lambda e: loss(obs, e, prior, weight), (BW, FL, STEP, REQ), (3, 2, 3, 3))
 
 
@@ -185,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     obs, src, _ = load_obs(k)
     held = leave_one_source_out(obs, src, k)
     table = bands_from(held)
-    effs = fit_all(obs, k)  # what the advisor uses: every source
+    effs = fit_all(obs, k, src)  # what the advisor uses: every source
 
     def band(kind: str, cls: str, engine: str | None) -> tuple[float, bool]:
         """The p80 held-out error for this engine (with MIN_BAND figures of its own), else its class, else every

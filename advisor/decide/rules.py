@@ -147,18 +147,6 @@ class Evaluator:
         return facts, engine_facts
 
 
-def _tiers(engine: str, over: str, facts: dict[str, Any], engine_facts: dict, knowledge: Knowledge, lang: str
-           ) -> dict[str, str]:
-    """The words for why `engine` yields to `over`: experimental against supported, else rough against fitted."""
-    def experimental(e: str) -> bool:
-        return any(v.status == "experimental" for v in support_verdicts(e, facts, engine_facts[e], knowledge))
-
-    if experimental(engine) != experimental(over):
-        return {"weaker": knowledge.s("sup_status_experimental", lang),
-                "stronger": knowledge.s("sup_status_supported", lang)}
-    return {"weaker": knowledge.s("val_plan_label_rough", lang), "stronger": knowledge.s("val_plan_label_fitted", lang)}
-
-
 def recommend(answers: Answers, hardware: Hardware | None, knowledge: Knowledge, lang: str = "en",
               with_flips: bool = True, spec: ModelSpec | None = None, machine: MachineBench | None = None,
               calibration: dict | None = None) -> Recommendation:
@@ -179,12 +167,13 @@ def recommend(answers: Answers, hardware: Hardware | None, knowledge: Knowledge,
             return Reason(rule=rule_id, text=_fmt(sc.clamp_text.get(lang), facts, knowledge.strings, lang), delta=round(delta, 2),
                           source=sc.source)
         if rule_id.startswith("support-first/"):
-            over = rule_id.split("/", 1)[1]
-            mine, theirs = engine_facts[engine], engine_facts[over]
-            f = {**facts, "over": knowledge.engines[over].name,
-                 "mine": mine.get("plan_capacity") if mine.get("plan_capacity") is not None else "—",
-                 "theirs": theirs.get("plan_capacity") if theirs.get("plan_capacity") is not None else "—",
-                 **_tiers(engine, over, facts, engine_facts, knowledge, lang)}
+            _, over, ground = rule_id.split("/")
+            mine, theirs = engine_facts[engine].get("plan_capacity"), engine_facts[over].get("plan_capacity")
+            weaker, stronger = (("sup_status_experimental", "sup_status_supported") if ground == "experimental"
+                                else ("val_plan_label_rough", "val_plan_label_fitted"))
+            f = {**facts, "over": knowledge.engines[over].name, "mine": "—" if mine is None else mine,
+                 "theirs": "—" if theirs is None else theirs, "weaker": knowledge.s(weaker, lang),
+                 "stronger": knowledge.s(stronger, lang)}
             return Reason(rule=rule_id, text=_fmt(sc.support_first_text.get(lang), f, knowledge.strings, lang),
                           delta=round(delta, 2), source=sc.source)
         if rule_id.startswith("support/"):

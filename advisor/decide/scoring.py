@@ -91,7 +91,9 @@ def score(facts: dict[str, Any], knowledge: Knowledge, engine_facts: EngineFacts
     raw = {e: sum(d for _, d in parts) for e, parts in contributions.items()}
     pred = {e: sum(d for rid, d in parts if rid.startswith("predicted-")) for e, parts in contributions.items()}
     for e, over, d in support_first(raw, pred, experimental, set(excluded), engine_facts):
-        contributions[e].append((f"support-first/{over}", d))
+        # the id carries what the reason says: the engine yielded to, and on which ground
+        ground = "experimental" if (e in experimental) != (over in experimental) else "rough"
+        contributions[e].append((f"support-first/{over}/{ground}", d))
     scores = {}
     for e, parts in contributions.items():
         total = sum(d for _, d in parts)

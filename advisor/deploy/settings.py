@@ -135,13 +135,14 @@ class _Builder:
 
     def plan_cap(self) -> int | None:
         """The batch cap the plan used: the answers' load.max_batch, else the engine's default."""
-        load = self.ans.load
-        return (load.max_batch if load is not None and load.max_batch else None) or \
-            self.k.serving.modes[self.e].max_running
+        return self.asked_cap() or self.k.serving.modes[self.e].max_running
+
+    def asked_cap(self) -> int | None:
+        return self.ans.load.max_batch if self.ans.load is not None else None
 
     def cap_text(self, cap: int) -> str:
-        asked = self.ans.load is not None and self.ans.load.max_batch
-        return self.t("max_seqs_cap_asked", cap=cap) if asked else self.t("max_seqs_cap", engine=self.name, cap=cap)
+        return self.t("max_seqs_cap_asked", cap=cap) if self.asked_cap() else \
+            self.t("max_seqs_cap", engine=self.name, cap=cap)
 
     def seqs(self) -> tuple[int, str]:
         """Sequences one step may hold: the plan's (the KV pool at the typical length, at most the engine's cap)."""

@@ -63,3 +63,23 @@ def test_excluded_engines_and_ties_the_order_already_settles_are_left_alone():
     assert support_first(raw, pred, {"sglang"}, set(), ef) == []
     raw2 = raw | {"sglang": 66.0}
     assert support_first(raw2, pred, {"sglang"}, {"vllm"}, ef) == []
+
+
+def test_the_reason_names_the_engine_both_capacities_and_the_ground_in_both_languages(monkeypatch):
+    """The rendering path: the move itself is forced (which answers trigger one depends on the day's bands)."""
+    import advisor.decide.scoring as scoring
+    from advisor.decide import recommend
+    from advisor.inputs.answers import parse_answers
+    from advisor.knowledge.load import load_knowledge
+
+    k = load_knowledge()
+    monkeypatch.setattr(scoring, "support_first",
+                        lambda raw, *a: [("sglang", "vllm", -(raw["sglang"] - raw["vllm"] + 1))])
+    a = parse_answers({"concurrency": 50, "ttft_p95_ms": 2000, "hardware": {"gpu_vendor": "nvidia",
+                       "gpu_model": "h100-sxm", "gpu_count": 1}, "model": {"name": "llama-3.1-8b", "precision": "bf16"}})
+    for lang, words in (("en", ("Support first", "vLLM", "rough", "fitted")), ("zh", ("支持程度优先", "vLLM", "粗略值"))):
+        rec = recommend(a, None, k, lang=lang, with_flips=False)
+        sg = next(r for r in rec.ranking if r.engine == "sglang")
+        reason = next(x for x in sg.reasons if x.rule.startswith("support-first/vllm/"))
+        assert all(w in reason.text for w in words), reason.text
+        assert [r.engine for r in rec.ranking].index("sglang") > [r.engine for r in rec.ranking].index("vllm")
