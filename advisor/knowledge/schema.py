@@ -950,6 +950,12 @@ class EngineCapacity(Sourced):
     fp8_min_compute_capability: str | None = None  # below it the engine cannot run FP8 weights at all
     kv_dtype_bytes: dict[KvDtype, float] = Field(default_factory=dict)  # the engine's own bytes per KV element
     kv_dtype_source: SourceStr | None = None
+    # kv_cache_dtype auto on an FP8 checkpoint: the engine takes the FP8 KV the checkpoint declares (ModelOpt's
+    # kv_cache_quant_algo), read from the engine's own code; fp8_kv_unknown_checkpoint is what the plan assumes when
+    # the answers give no config.json (the FP8 checkpoint this engine is usually served from)
+    fp8_kv_from_checkpoint: bool = False
+    fp8_kv_unknown_checkpoint: bool = False
+    fp8_kv_source: SourceStr | None = None
     bound_multi_gpu: Literal["tensor"] | None = None  # the speed bounds assume this split (memory stays multi_gpu)
     bound_source: SourceStr | None = None
     # SGLang: weights + KV live in a static fraction of the GPU computed at start-up; activations and CUDA graphs
@@ -962,6 +968,10 @@ class EngineCapacity(Sourced):
     def _sourced(self) -> "EngineCapacity":
         if self.kv_dtype_bytes and not self.kv_dtype_source:
             raise ValueError("kv_dtype_bytes needs kv_dtype_source")
+        if (self.fp8_kv_from_checkpoint or self.fp8_kv_unknown_checkpoint) and not self.fp8_kv_source:
+            raise ValueError("fp8_kv_from_checkpoint needs fp8_kv_source")
+        if self.fp8_kv_unknown_checkpoint and not self.fp8_kv_from_checkpoint:
+            raise ValueError("fp8_kv_unknown_checkpoint needs fp8_kv_from_checkpoint")
         if self.bound_multi_gpu and not self.bound_source:
             raise ValueError("bound_multi_gpu needs bound_source")
         if (self.budget_of == "static_fraction") != (self.static_reserve is not None):

@@ -379,6 +379,10 @@ class _Calc:
         self.kv_source = ""
         name, b = self._default_kv()
         asked, t = self.wl.kv_cache_dtype, self.target
+        self.kv_from_checkpoint = False
+        if asked == "auto" and self._checkpoint_kv_fp8():
+            asked = "fp8"  # the engine's auto takes the checkpoint's declared FP8 KV (checked below like an asked one)
+            self.kv_from_checkpoint = True
         if asked == "auto" or self.device == "none" or not self.decodes:
             return name, b, None
         cell = self.k.support.engines[self.engine].kv_cache_dtype[asked]
@@ -387,9 +391,24 @@ class _Calc:
             self.kv_source = cell.source or ""
             if asked in self.cap.kv_dtype_bytes:  # the engine's own layout (e.g. llama.cpp q8_0 blocks)
                 self.kv_source += f"; {self.cap.kv_dtype_source}"
+            if self.kv_from_checkpoint:
+                self.kv_source = self.cap.fp8_kv_source or ""
             return asked, self.cap.kv_dtype_bytes.get(asked, self.k.planner.kv_cache_bytes[asked]), status
+        if self.kv_from_checkpoint:  # the engine cannot hold FP8 KV here: it keeps the model's dtype, nothing refused
+            self.kv_from_checkpoint = False
+            return name, b, None
         self.kv_refused = (asked, status, note)
         return name, b, None
+
+    def _checkpoint_kv_fp8(self) -> bool:
+        """kv_cache_dtype auto on an FP8 checkpoint: the engines that take the KV dtype the checkpoint declares do so
+        (a config.json that was read says which; without one, the checkpoint this engine is usually served from)."""
+        cap, spec = self.cap, self.spec
+        if self.prec != "fp8" or not cap.fp8_kv_from_checkpoint or self.device != "gpu" or not self.decodes:
+            return False
+        if spec.file_kv_dtype is not None:
+            return spec.file_kv_dtype == "fp8"
+        return cap.fp8_kv_unknown_checkpoint
 
     @property
     def gpu_mem_each(self) -> float | None:
@@ -707,6 +726,10 @@ def _assumptions(c: _Calc) -> list[str]:
         asked, status, note = c.kv_refused
         out.append(s(f"plan_a_kv_refused_{'unknown' if status == 'unknown' else 'unsupported'}", lang, engine=name,
                      asked=asked, note=note.get(lang) if note else "", dtype=c.kv_dtype))
+    elif c.kv_from_checkpoint:
+        declared = c.spec.file_kv_dtype == "fp8"
+        out.append(s("plan_a_kv_checkpoint" if declared else "plan_a_kv_checkpoint_assumed", lang, engine=name,
+                     kvb=f"{c.kv_bytes:g}", source=c.kv_source))
     elif c.kv_status == "experimental":
         out.append(s("plan_a_kv_dtype_experimental", lang, engine=name, dtype=c.kv_dtype, kvb=f"{c.kv_bytes:g}"))
     elif c.kv_status:

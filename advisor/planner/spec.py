@@ -58,6 +58,9 @@ class ModelSpec(BaseModel):
     weights_bytes: int | None = None  # exact size of the user's weights on disk, when known
     file_precision: str | None = None  # the precision those bytes are in (planner precision id)
     file_format: Literal["gguf", "hf", "onnx"] | None = None
+    # the KV cache dtype the checkpoint's quantization_config declares ("fp8"), "none" when its config.json was read
+    # and declares none, None when no config.json was given (the engine's usual checkpoint is assumed)
+    file_kv_dtype: Literal["fp8", "none"] | None = None
     notes: list[str] = Field(default_factory=list)
     unknown_name: bool = False  # model.name was not in the catalogue: planned as a generic model of params_b
     suggestions: list[str] = Field(default_factory=list)  # catalogue ids close to that name
@@ -400,9 +403,25 @@ def _quant_precision(c: dict, quant: dict) -> str | None:
     if quant:
         bits = quant.get("bits") or quant.get("w_bit")
         method = str(quant.get("quant_method") or "")
-        prec = ("fp8" if method == "fp8" else "fp4" if method in ("mxfp4", "nvfp4", "modelopt_fp4") else
+        algo = str(quant.get("quant_algo") or "").upper()  # ModelOpt: quant_method modelopt, quant_algo FP8 / NVFP4
+        prec = ("fp8" if method == "fp8" or (method.startswith("modelopt") and algo.startswith("FP8")) else
+                "fp4" if method in ("mxfp4", "nvfp4", "modelopt_fp4") or algo in ("NVFP4", "MXFP4") else
                 {4: "int4", 8: "int8"}.get(bits))
     return prec
+
+
+def _kv_declared(quant: dict) -> Literal["fp8", "none"]:
+    """What KV dtype a config.json's quantization_config declares, read as vLLM's get_kv_cache_quant_algo_string and
+    SGLang's configure_kv_cache_dtype read it: a ModelOpt checkpoint's kv_cache_quant_algo (or kv_cache_scheme of
+    8-bit floats). Anything else declares none (the engines' auto then keeps the model's dtype)."""
+    if not quant or not str(quant.get("quant_method") or "").startswith("modelopt"):
+        return "none"
+    inner = quant.get("quantization") if isinstance(quant.get("quantization"), dict) else quant
+    kv = (inner.get("kv_cache_scheme") or quant.get("kv_cache_scheme") or inner.get("kv_cache_quant_algo")
+          or quant.get("kv_cache_quant_algo"))
+    if isinstance(kv, dict):
+        kv = "fp8" if kv.get("num_bits") == 8 and kv.get("type") == "float" else None
+    return "fp8" if isinstance(kv, str) and kv.strip().upper().startswith("FP8") else "none"
 
 
 def spec_from_config(c: dict, source: str, architecture: str = "decoder-only", name: str | None = None) -> ModelSpec:
@@ -416,8 +435,9 @@ def spec_from_config(c: dict, source: str, architecture: str = "decoder-only", n
         from advisor.planner.model_files import ModelFileError
         raise ModelFileError("config.json describes a model of under 1,000 weights; not a model")
     spec.params_b, spec.active_params_b = p.total / 1e9, p.active / 1e9
-    spec.file_precision = _quant_precision(c, c.get("quantization_config") if isinstance(
-        c.get("quantization_config"), dict) else {})
+    quant = c.get("quantization_config") if isinstance(c.get("quantization_config"), dict) else {}
+    spec.file_precision = _quant_precision(c, quant)
+    spec.file_kv_dtype = _kv_declared(quant)
     spec.notes.append("parameter count computed from config.json's shapes (no weights read)")
     if spec.moe_experts:
         spec.notes.append(f"MoE: {spec.moe_active_experts} of {spec.moe_experts} experts active per token")
@@ -488,7 +508,8 @@ def _from_hf_dir(path: Path, architecture: str, budget) -> ModelSpec:
     notes = []
     quant = mf.section(c, "quantization_config", "config.json")
     spec = ModelSpec(name=path.name, params_b=1, active_params_b=1, source=str(path / "config.json"),
-                     file_format="hf", file_precision=_quant_precision(c, quant), **shape)
+                     file_format="hf", file_precision=_quant_precision(c, quant),
+                     file_kv_dtype=_kv_declared(quant), **shape)
     implied = shape_params(spec)
     if files and not quant:
         params = mf.safetensors_params(files, budget)

@@ -74,8 +74,21 @@ for argv in jobs:
         "model", "served_model_name", "max_model_len", "max_num_seqs", "gpu_memory_utilization",
         "tensor_parallel_size", "pipeline_parallel_size", "kv_cache_dtype", "enable_prefix_caching",
         "max_num_batched_tokens", "dtype", "quantization")} | {"host": ns.host, "port": ns.port})
+from vllm.utils.torch_utils import get_kv_cache_quant_algo_string
+out["kv_algo"] = [get_kv_cache_quant_algo_string(q) for q in KV_QUANT_CONFIGS]
 print("RESULT:" + json.dumps(out))
 """
+
+# quantization_config blocks whose KV dtype vLLM's own reader and the planner's must agree on (ModelOpt with and
+# without FP8 KV, the scheme form, llm-compressor's FP8 with a kv_cache_scheme that vLLM's auto does not take)
+KV_QUANT_CONFIGS = [
+    {"quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": "FP8"},
+    {"quant_method": "modelopt", "quant_algo": "FP8"},
+    {"quant_method": "modelopt", "quant_algo": "FP8",
+     "kv_cache_scheme": {"dynamic": False, "num_bits": 8, "type": "float"}},
+    {"quant_method": "compressed-tensors", "kv_cache_scheme": {"dynamic": False, "num_bits": 8, "type": "float"}},
+    {"quant_method": "fp8", "activation_scheme": "dynamic"},
+]
 
 
 _VLLM_WRONG = ["/m", "--max-num-seqs", "4", "--no-such-flag", "1"]
@@ -92,7 +105,8 @@ def vllm_parsed():
         assert argv[:2] == ["vllm", "serve"]
         jobs.append(argv[2:])
     jobs.append(_VLLM_WRONG)  # last: a command the parser must refuse
-    r = subprocess.run([str(VLLM_PYTHON), "-c", _VLLM_CHECK], input=json.dumps(jobs), capture_output=True, text=True,
+    script = f"KV_QUANT_CONFIGS = {KV_QUANT_CONFIGS!r}\n" + _VLLM_CHECK.replace("\nimport contextlib", "import contextlib", 1)
+    r = subprocess.run([str(VLLM_PYTHON), "-c", script], input=json.dumps(jobs), capture_output=True, text=True,
                        timeout=300, cwd=ROOT)
     line = next((x for x in r.stdout.splitlines() if x.startswith("RESULT:")), None)
     assert r.returncode == 0 and line, r.stderr[-2000:]
@@ -104,6 +118,17 @@ def vllm_parsed():
 def test_vllm_is_the_version_the_flags_were_read_for(vllm_parsed):
     _, data = vllm_parsed
     assert data["version"] == DEPLOY["vllm"]["version"] == "0.32.0"
+
+
+def test_the_planner_reads_a_checkpoints_kv_dtype_as_vllms_own_code_does(vllm_parsed):
+    """kv_cache_dtype auto on an FP8 checkpoint: the planner's FP8-KV reading of quantization_config matches vLLM's
+    get_kv_cache_quant_algo_string (the function resolve_kv_cache_dtype_string calls) on every form."""
+    from advisor.planner.spec import _kv_declared
+
+    _, data = vllm_parsed
+    theirs = ["fp8" if v and str(v).startswith("fp8") else "none" for v in data["kv_algo"]]
+    assert theirs == [_kv_declared(q) for q in KV_QUANT_CONFIGS]
+    assert theirs[0] == "fp8" and theirs[1] == "none"  # the check can fail: the two ModelOpt forms differ
 
 
 def test_vllm_documents_every_flag_we_may_write(vllm_parsed):

@@ -11,6 +11,7 @@ from advisor.decide.rules import recommend
 from advisor.inputs.answers import parse_answers
 from advisor.knowledge.load import load_knowledge
 from advisor.planner import make_plan
+from advisor.planner.spec import resolve_model
 
 K = load_knowledge()
 GIB = 2**30
@@ -19,7 +20,8 @@ GIB = 2**30
 def plan_for(engine: str, model: dict, hardware: dict | None, concurrency: int = 1, prompt_mix: str = "mixed"):
     a = parse_answers({"concurrency": concurrency, "prompt_mix": prompt_mix, "model": model,
                        **({"hardware": hardware} if hardware else {})})
-    return make_plan(a, None, K).engines[engine]
+    spec = resolve_model(a.model, K) if a.model.path else None  # (the planner reads no file; its callers do)
+    return make_plan(a, None, K, spec=spec).engines[engine]
 
 
 def approx(x: float, rel: float = 2e-3):
@@ -351,6 +353,47 @@ def test_fp8_kv_cache_is_refused_with_the_reason_where_the_engine_does_not_run_i
     t4 = plan_for("tensorrt-llm", model, {"gpu_vendor": "nvidia", "gpu_model": "T4", "gpu_count": 1})
     assert t4.kv_cache_dtype == "fp16" and any("cannot keep the KV cache in fp8" in a for a in t4.assumptions)
     assert plan_for("tensorrt-llm", model, h100).kv_cache_dtype == "fp8"
+
+
+def _fp8_config(tmp_path, kv_algo: str | None):
+    """A Llama-3.1-8B-shaped config.json as NVIDIA's ModelOpt exports it (quant_method modelopt, quant_algo FP8),
+    declaring FP8 KV (kv_cache_quant_algo) or not."""
+    import json
+    quant = {"quant_method": "modelopt", "quant_algo": "FP8", **({"kv_cache_quant_algo": kv_algo} if kv_algo else {})}
+    cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
+           "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256,
+           "max_position_embeddings": 131072, "torch_dtype": "bfloat16", "quantization_config": quant}
+    p = tmp_path / f"kv-{kv_algo}" / "config.json"
+    p.parent.mkdir()
+    p.write_text(json.dumps(cfg))
+    return str(p)
+
+
+def test_an_fp8_checkpoint_gets_the_kv_dtype_the_engines_auto_takes(tmp_path):
+    """kv_cache_dtype auto: vLLM, SGLang and TensorRT-LLM take the FP8 KV a ModelOpt checkpoint declares; without a
+    config.json TensorRT-LLM (served from ModelOpt checkpoints, FP8 KV by default) plans FP8 KV, vLLM and SGLang
+    the model's 16 bits; a checkpoint that declares none keeps 16 bits everywhere; an asked dtype wins."""
+    h100 = {"gpu_vendor": "nvidia", "gpu_model": "H100 SXM", "gpu_count": 1}
+    per_tok16, per_tok8 = 2 * 32 * 8 * 128 * 2, 2 * 32 * 8 * 128
+    model = {"name": "llama-3.1-8b", "precision": "fp8", "context_tokens": 8192}
+    assert plan_for("tensorrt-llm", model, h100).kv_bytes_per_token == per_tok8
+    t = plan_for("tensorrt-llm", model, h100)
+    assert any("ModelOpt" in a and "FP8" in a for a in t.assumptions)
+    for e in ("vllm", "sglang"):
+        assert plan_for(e, model, h100).kv_bytes_per_token == per_tok16
+    declared = {"path": _fp8_config(tmp_path, "FP8"), "precision": "fp8", "context_tokens": 8192}
+    plain = {"path": _fp8_config(tmp_path, None), "precision": "fp8", "context_tokens": 8192}
+    for e in ("vllm", "sglang", "tensorrt-llm"):
+        d = plan_for(e, declared, h100, concurrency=16)
+        assert d.kv_cache_dtype == "fp8" and d.kv_bytes_per_token == per_tok8, e
+        assert any("kv_cache_quant_algo" in a for a in d.assumptions), e
+        assert plan_for(e, plain, h100).kv_bytes_per_token == per_tok16, e
+        assert plan_for(e, {**declared, "kv_cache_dtype": "fp16"}, h100).kv_bytes_per_token == per_tok16, e
+    # an engine that keeps its own KV type whatever the checkpoint says (llama.cpp: f16) is not moved
+    assert plan_for("llama.cpp", declared, h100).kv_cache_dtype == "fp16"
+    # FP8 KV where the GPU cannot hold it: the model's dtype, with no refusal (nothing was asked)
+    t4 = plan_for("tensorrt-llm", model, {"gpu_vendor": "nvidia", "gpu_model": "T4", "gpu_count": 1})
+    assert t4.kv_cache_dtype in ("fp16", "bf16") and not any("cannot keep the KV" in a for a in t4.assumptions)
 
 
 def test_int8_kv_cache_uses_llama_cpps_q8_0_block_size():
