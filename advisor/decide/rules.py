@@ -176,6 +176,16 @@ def recommend(answers: Answers, hardware: Hardware | None, knowledge: Knowledge,
                  "stronger": knowledge.s(stronger, lang)}
             return Reason(rule=rule_id, text=_fmt(sc.support_first_text.get(lang), f, knowledge.strings, lang),
                           delta=round(delta, 2), source=sc.source)
+        if rule_id.startswith(("tie-break/", "tie-kept/")):
+            kind, over = rule_id.split("/", 1)
+            fa, fb = engine_facts[engine], engine_facts[over]
+            mine, theirs = fa["plan_capacity"], fb["plan_capacity"]
+            f = {**facts, "over": knowledge.engines[over].name, "mine": mine, "theirs": theirs,
+                 "pct": round(100 * (mine / theirs - 1)) if theirs else "—",
+                 "band": fa.get("plan_band_pct") or 0, "band_over": fb.get("plan_band_pct") or 0}
+            text = sc.tie_break_text if kind == "tie-break" else sc.tie_kept_text
+            return Reason(rule=rule_id, text=_fmt(text.get(lang), f, knowledge.strings, lang),
+                          delta=round(delta, 2), source=sc.source)
         if rule_id.startswith("support/"):
             _, axis, key = rule_id.split("/", 2)
             v = next(v for v in support_verdicts(engine, facts, engine_facts[engine], knowledge)

@@ -29,7 +29,7 @@ class Scored:
 
 _COMPILED: dict[int, list[tuple[Any, ks.Rule]]] = {}
 SUPPORT_FIRST_FACTS = frozenset({"plan_capacity", "plan_capacity_low", "plan_capacity_high", "plan_rough",
-                                 "plan_band_pct"})
+                                 "plan_band_pct"})  # (the tie-break reads the same facts)
 
 
 def _compiled(knowledge: Knowledge) -> list[tuple[Any, ks.Rule]]:
@@ -94,6 +94,9 @@ def score(facts: dict[str, Any], knowledge: Knowledge, engine_facts: EngineFacts
         # the id carries what the reason says: the engine yielded to, and on which ground
         ground = "experimental" if (e in experimental) != (over in experimental) else "rough"
         contributions[e].append((f"support-first/{over}/{ground}", d))
+    totals_now = {e: sum(d for _, d in parts) for e, parts in contributions.items()}
+    for e, over, d in tie_break(totals_now, set(excluded), engine_facts):
+        contributions[e].append((f"tie-break/{over}" if d else f"tie-kept/{over}", d))
     scores = {}
     for e, parts in contributions.items():
         total = sum(d for _, d in parts)
@@ -161,6 +164,53 @@ def support_first(raw: dict[str, float], pred: dict[str, float], experimental: s
     return out
 
 
+def _beyond_both(a: str, b: str, engine_facts: EngineFacts) -> bool:
+    """a out-serves b beyond both bands on both readings: a's capacity at its slow end clears b's at its fast end,
+    and the central capacities differ by more than both stated bands together. (A capacity held by the KV pool or
+    the batch cap has a narrow range of its own; the stated band still bounds what the prediction can tell.)"""
+    fa, fb = engine_facts[a], engine_facts[b]
+    lo, hi, ca, cb = (fa.get("plan_capacity_low"), fb.get("plan_capacity_high"), fa.get("plan_capacity"),
+                      fb.get("plan_capacity"))
+    if None in (lo, hi, ca, cb):
+        return False
+    factor = (1 + (fa.get("plan_band_pct") or 0) / 100) * (1 + (fb.get("plan_band_pct") or 0) / 100)
+    return lo > hi and ca > cb * factor
+
+
+TIE_BREAK = 0.1  # per engine of the tie beaten beyond both bands: orders a tie, never crosses a whole point
+TIE_SAID = 1.1  # a predicted lead of 10 % or more inside the bands is said (delta 0), not acted on
+
+
+def tie_break(t: dict[str, float], excluded: set[str], engine_facts: EngineFacts | None
+              ) -> list[tuple[str, str, float]]:
+    """(engine, the engine it ties with and out-serves, delta): among engines of the same score, a predicted
+    capacity beyond both bands (_beyond_both) breaks the tie where both predictions are fitted (a rough one weighs
+    nothing); a lead inside them leaves it a tie (listed in the engines' id order), said (delta 0) from 10 %. Every
+    delta is TIE_BREAK, and rule deltas are whole points, so no tie-break lifts an
+    engine over one that scored a point more."""
+    if not engine_facts:
+        return []
+    groups: dict[float, list[str]] = {}
+    for e in ks.ENGINE_IDS:
+        if e not in excluded:
+            groups.setdefault(round(t[e], 2), []).append(e)
+    out = []
+    for tied in groups.values():
+        for a in tied:
+            for b in tied:
+                ca, cb = engine_facts[a].get("plan_capacity"), engine_facts[b].get("plan_capacity")
+                if a == b or ca is None or cb is None or ca <= cb:
+                    continue
+                if engine_facts[a].get("plan_rough") or engine_facts[b].get("plan_rough"):
+                    continue  # a rough prediction (a prior, or a wide pooled band) breaks no tie and is not weighed
+
+                if _beyond_both(a, b, engine_facts):
+                    out.append((a, b, TIE_BREAK))
+                elif ca >= cb * TIE_SAID:  # a lead a reader would see, inside the bands: said, kept a tie
+                    out.append((a, b, 0.0))
+    return out
+
+
 def totals(facts: dict[str, Any], knowledge: Knowledge, engine_facts: EngineFacts | None = None
            ) -> tuple[dict[str, float], set[str]]:
     """Clamped scores and exclusions only — the fast path the flip search calls many times."""
@@ -192,6 +242,8 @@ def totals(facts: dict[str, Any], knowledge: Knowledge, engine_facts: EngineFact
                 if v.status == "experimental":
                     experimental.add(e)
     for e, _, d in support_first(t, pred, experimental, ex, engine_facts):
+        t[e] += d
+    for e, _, d in tie_break(t, ex, engine_facts):
         t[e] += d
     lo, hi = sc.min_score, sc.max_score
     return {e: round(min(hi, max(lo, v)), 2) for e, v in t.items()}, ex

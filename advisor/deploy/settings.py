@@ -134,8 +134,8 @@ class _Builder:
         return _n(gib / max(1, self.p.gpus_used))
 
     def plan_cap(self) -> int | None:
-        """The batch cap the plan used: the answers' load.max_batch, else the engine's default."""
-        return self.asked_cap() or self.k.serving.modes[self.e].max_running
+        """The batch cap the plan used: the answers' load.max_batch, else the engine's default on the target."""
+        return self.asked_cap() or self.p.batch_cap or self.k.serving.modes[self.e].max_running
 
     def asked_cap(self) -> int | None:
         return self.ans.load.max_batch if self.ans.load is not None else None

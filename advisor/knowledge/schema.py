@@ -387,6 +387,9 @@ class Scoring(Strict):
     clamp_text: Text
     # a predicted margin inside the bands does not lift an experimental (or rough) path over a supported (fitted) one
     support_first_text: Text | None = None
+    # a predicted capacity beyond both bands orders engines of the same score
+    tie_break_text: Text | None = None
+    tie_kept_text: Text | None = None  # ... and a lead inside them is said, the tie kept
     convention: Text
     current_source: CurrentSourceStr | None = Field(default=None, alias="source")
     origin: SeedStr | None = None
@@ -1032,11 +1035,25 @@ HwClass = Literal["datacenter-nvidia", "geforce", "amd", "apple", "x86-cpu", "ar
 HW_CLASSES: tuple[str, ...] = HwClass.__args__
 
 
+class TargetDefault(Strict):
+    """An engine default that depends on the target (vLLM's max_num_seqs / max_num_batched_tokens): the first entry
+    of the target's device whose memory floor the GPU reaches (an unknown memory reaches none but 0), and whose id
+    holds none of the excluded names, applies."""
+
+    device: Literal["gpu", "cpu"] = "gpu"
+    min_gpu_gib: float = Field(default=0, ge=0)
+    not_ids_with: list[str] = Field(default_factory=list)
+    max_running: int = Field(ge=1)
+    batched_tokens: int | None = Field(default=None, ge=1)
+
+
 class ServingMode(Sourced):
     """How an engine serves concurrent requests (advisor/planner/serving.py)."""
 
     mode: Literal["continuous", "slots", "sequential"]
     max_running: int | None = Field(default=None, ge=1)  # the engine's default cap on sequences per step
+    target_defaults: list[TargetDefault] = Field(default_factory=list)  # these replace max_running (and the chunk)
+    target_defaults_source: SourceStr | None = None
     version: str
     read: str
     text: Text

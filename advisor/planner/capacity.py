@@ -276,7 +276,8 @@ class _Calc:
                                                self.n, cap.per_extra_gpu_gib)
         else:  # the process baseline, and any second copy of the weights the engine makes at load
             self.runtime_gib = cpu_runtime_gib(cap.cpu_runtime_gib, cap.cpu_weight_copies, self.weights_b / GIB)
-        chunk, prompt = cap.prefill_chunk_tokens, wl.prompt_tokens
+        self.gpu_default = self._gpu_default()
+        chunk, prompt = self.chunk_tokens, wl.prompt_tokens
         if chunk == 0:
             self.act_tokens = prompt
         elif self.device == "gpu":
@@ -638,7 +639,7 @@ class _Calc:
         if not bw:
             return None
         copies = self.kv_copies if self.device == "gpu" else 1.0
-        chunk = self.cap.prefill_chunk_tokens
+        chunk = self.chunk_tokens
         if self.mem_fraction_static is not None:  # SGLang picks its chunk by the GPU's memory
             chunk = self.act_tokens
         ar = 0.0
@@ -657,11 +658,34 @@ class _Calc:
                   kv_per_token=self.kv_typ * copies, matmul_params=self.spec.matmul_params_b * 1e9,
                   chunk_tokens=int(chunk or 0), max_running=self._max_running(), allreduce_s=ar)
 
+    def _gpu_default(self):
+        """The engine's target-dependent defaults (vLLM's max_num_seqs / max_num_batched_tokens by device and GPU
+        memory), or None where it has none."""
+        t = self.target
+        if self.device not in ("gpu", "cpu"):
+            return None
+        mem = (t.gpu_memory_gib or 0) if self.device == "gpu" else 0
+        gid = (t.gpu_id or t.gpu_name or "").lower() if self.device == "gpu" else ""
+        return next((d for d in self.k.serving.modes[self.engine].target_defaults
+                     if d.device == self.device and mem >= d.min_gpu_gib
+                     and not any(x in gid for x in d.not_ids_with)), None)
+
+    @property
+    def chunk_tokens(self) -> int:
+        """The tokens one step prefills by default: the engine's GPU-dependent default, else its fixed one."""
+        g = self.gpu_default
+        return g.batched_tokens if g is not None and g.batched_tokens else self.cap.prefill_chunk_tokens
+
+    def batch_cap(self) -> int | None:
+        """The engine's cap on sequences per step: the answers' load.max_batch where the deployment sets one, else
+        the engine's default on this target."""
+        g = self.gpu_default
+        return self.wl.max_batch or (g.max_running if g is not None else self.k.serving.modes[self.engine].max_running)
+
     def _max_running(self) -> int | None:
-        """Sequences one step may hold: what the KV pool holds at the typical length, at most the engine's batch cap
-        (the answers' load.max_batch where the deployment sets one, else the engine's default)."""
+        """Sequences one step may hold: what the KV pool holds at the typical length, at most the engine's batch cap."""
         pool = self.max_concurrency()
-        cap = self.wl.max_batch or self.k.serving.modes[self.engine].max_running
+        cap = self.batch_cap()
         return pool if cap is None or pool is None else min(pool, cap)
 
     def decode_total_bound(self, one: float | None) -> float | None:
@@ -827,7 +851,8 @@ def _plan(c: _Calc, options: list[PlanOption], detail: bool = True) -> EnginePla
         ttft_ms_lower_bound=_sig3(c.ttft_bound()), prompt_tokens=c.wl.prompt_tokens, options=options,
         typical_tokens=c.typical if c.wl.typical_tokens is not None else None,
         max_running=c._max_running() if c.decodes and c.mode != "sequential" else (1 if c.decodes else None),
-        prefill_chunk_tokens=c.act_tokens if c.mem_fraction_static is not None else c.cap.prefill_chunk_tokens,
+        prefill_chunk_tokens=c.act_tokens if c.mem_fraction_static is not None else c.chunk_tokens,
+        batch_cap=c.batch_cap() if c.decodes and c.mode != "sequential" else None,
         mem_fraction_static=None if c.mem_fraction_static is None else round(c.mem_fraction_static, 3),
         assumptions=_assumptions(c) if detail else [])
 

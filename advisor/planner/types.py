@@ -180,6 +180,7 @@ class EnginePlan(BaseModel):
     # what a deployment of this plan sets (advisor.deploy): the sequences one step may hold (the KV pool at the typical
     # length, at most the engine's cap), the prefill chunk the plan and the prediction assumed, SGLang's static share
     max_running: int | None = None
+    batch_cap: int | None = None  # the engine's cap on sequences per step the plan used (asked, or its default here)
     prefill_chunk_tokens: int | None = None  # 0: the whole prompt at once
     mem_fraction_static: float | None = None
 

@@ -83,3 +83,50 @@ def test_the_reason_names_the_engine_both_capacities_and_the_ground_in_both_lang
         reason = next(x for x in sg.reasons if x.rule.startswith("support-first/vllm/"))
         assert all(w in reason.text for w in words), reason.text
         assert [r.engine for r in rec.ranking].index("sglang") > [r.engine for r in rec.ranking].index("vllm")
+
+
+def test_a_tie_is_broken_only_by_a_fitted_lead_beyond_both_bands_and_a_closer_lead_is_said():
+    """Issue 32, part 5: "a predicted difference beyond both bands breaks a tie, and the reason says by how much"."""
+    from advisor.decide.scoring import TIE_BREAK, tie_break
+
+    t = {e: 30.0 for e in ENGINES} | {"vllm": 62.0, "sglang": 62.0, "tensorrt-llm": 61.0}
+    # SGLang 1,600 users (1,500-1,700) against vLLM's 500 (450-550), bands +-30 %: beyond both (1.3 x 1.3 = 1.69)
+    far = base(sglang=facts(1500, 1700, cap=1600, band_pct=30), vllm=facts(450, 550, cap=500, band_pct=30),
+               **{"tensorrt-llm": facts(5000, 6000, cap=5500, band_pct=30)})
+    assert tie_break(t, set(), far) == [("sglang", "vllm", TIE_BREAK)]  # TensorRT-LLM is a point below: no tie
+    assert 62.0 + TIE_BREAK < 63.0  # never across a whole point
+    # a 30 % lead inside the bands: the tie stays, said with delta 0
+    near = base(sglang=facts(600, 700, cap=650, band_pct=30), vllm=facts(450, 550, cap=500, band_pct=30))
+    assert tie_break(t, set(), near) == [("sglang", "vllm", 0.0)]
+    # a lead under 10 %: nothing to say
+    same = base(sglang=facts(500, 560, cap=530, band_pct=30), vllm=facts(450, 550, cap=500, band_pct=30))
+    assert tie_break(t, set(), same) == []
+    # a rough prediction weighs nothing, however far it leads
+    rough = base(sglang=facts(1500, 1700, rough=True, cap=1600, band_pct=30), vllm=facts(450, 550, cap=500))
+    assert tie_break(t, set(), rough) == []
+    # an excluded engine ties with nobody
+    assert tie_break(t, {"vllm"}, far) == []
+
+
+def test_the_tie_break_reason_says_by_how_much_in_both_languages(monkeypatch):
+    """The reason of a broken tie names the other engine, both capacities, the lead in per cent and both bands."""
+    from advisor.decide import rules as rules_mod
+    from advisor.decide import scoring
+    from advisor.inputs.answers import parse_answers
+    from advisor.knowledge.load import load_knowledge
+
+    k = load_knowledge()
+    a = parse_answers({"concurrency": 8, "hardware": {"gpu_vendor": "nvidia", "gpu_model": "H100 SXM", "gpu_count": 1},
+                       "model": {"name": "llama-3.1-8b", "precision": "bf16"}})
+    real = scoring.tie_break
+
+    def forced(t, excluded, ef):  # the two leaders made to tie, one beyond the other's band (the rest is real)
+        return [("sglang", "vllm", scoring.TIE_BREAK)] if ef else real(t, excluded, ef)
+
+    monkeypatch.setattr(scoring, "tie_break", forced)
+    for lang, words in (("en", ("Tie broken", "vLLM", "% more", "±")), ("zh", ("打破平分", "vLLM", "%", "±"))):
+        rec = rules_mod.recommend(a, None, k, lang=lang, with_flips=False)
+        sg = next(r for r in rec.ranking if r.engine == "sglang")
+        why = next(x for x in sg.reasons if x.rule == "tie-break/vllm")
+        assert why.delta == scoring.TIE_BREAK and all(w in why.text for w in words), why.text
+        assert str(next(r for r in rec.ranking if r.engine == "vllm").plan.serving.capacity) in why.text

@@ -131,6 +131,48 @@ def test_the_planner_reads_a_checkpoints_kv_dtype_as_vllms_own_code_does(vllm_pa
     assert theirs[0] == "fp8" and theirs[1] == "none"  # the check can fail: the two ModelOpt forms differ
 
 
+def test_vllms_gpu_dependent_defaults_are_the_installed_packages():
+    """knowledge/serving.yaml's vLLM max_num_seqs / max_num_batched_tokens by GPU are read from the pinned package's
+    get_batch_defaults: its GPU branches (>= 160 GiB; >= 70 GiB and not an A100; the rest) and its CPU one, with the
+    OpenAI server's values in each, in order."""
+    import ast
+
+    found = sorted(ROOT.glob(".venv-vllm/lib/python*/site-packages/vllm/engine/arg_utils.py"))
+    if not found:
+        pytest.skip("no .venv-vllm here (make test installs it)")
+    tree = ast.parse(found[0].read_text(encoding="utf-8"))
+    fn = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "get_batch_defaults")
+    branch = next(n for n in ast.walk(fn) if isinstance(n, ast.If) and "160 * GiB_bytes" in ast.unparse(n.test))
+    tiers, node = [], branch
+    while True:
+        vals = {}
+        for st in node.body:
+            if isinstance(st, ast.Assign) and isinstance(st.value, ast.Dict):
+                name = st.targets[0].id
+                vals[name] = next(ast.literal_eval(v) for k, v in zip(st.value.keys, st.value.values)
+                                  if "OPENAI_API_SERVER" in ast.unparse(k))
+        tiers.append((ast.unparse(node.test) if isinstance(node, ast.If) else "", vals))
+        if node.orelse and isinstance(node.orelse[0], ast.If):
+            node = node.orelse[0]
+            continue
+        tiers.append(("", {st.targets[0].id: next(ast.literal_eval(v) for k, v in zip(st.value.keys, st.value.values)
+                                                    if "OPENAI_API_SERVER" in ast.unparse(k))
+                           for st in node.orelse if isinstance(st, ast.Assign) and isinstance(st.value, ast.Dict)}))
+        break
+    cpu = next(n for n in ast.walk(fn) if isinstance(n, ast.If) and "is_cpu()" in ast.unparse(n.test))
+    tiers.append(("cpu", {st.targets[0].id: next(ast.literal_eval(v.left) if isinstance(v, ast.BinOp) else
+                                                 ast.literal_eval(v) for k, v in zip(st.value.keys, st.value.values)
+                                                 if "OPENAI_API_SERVER" in ast.unparse(k))
+                          for st in cpu.body if isinstance(st, ast.Assign) and isinstance(st.value, ast.Dict)}))
+    ours = knowledge().serving.modes["vllm"].target_defaults
+    assert len(tiers) == len(ours) == 4 and [o.device for o in ours] == ["gpu", "gpu", "gpu", "cpu"]
+    assert "160 * GiB_bytes" in tiers[0][0] and "70 * GiB_bytes" in tiers[1][0] and "'a100'" in tiers[1][0]
+    assert [o.min_gpu_gib for o in ours] == [160, 70, 0, 0] and ours[1].not_ids_with == ["a100"]
+    for (_, vals), o in zip(tiers, ours):
+        assert (vals["default_max_num_seqs"], vals["default_max_num_batched_tokens"]) == (o.max_running,
+                                                                                          o.batched_tokens)
+
+
 def test_vllm_documents_every_flag_we_may_write(vllm_parsed):
     _, data = vllm_parsed
     options = set(data["options"])

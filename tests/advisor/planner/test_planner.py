@@ -107,7 +107,8 @@ def test_mixtral_moe_on_two_h100_reads_only_active_experts():
                  {"gpu_vendor": "nvidia", "gpu_model": "H100 SXM", "gpu_count": 2}, concurrency=32)
     weights_b = 46.7e9 * 2                                 # every expert resident: 93.4 GB
     runtime = max(1.0, 0.02 * 80) * 2 + 0.25 * (2 - 1)    # per GPU, plus NCCL for the second rank
-    overhead = runtime + 2048 * (4096 + 14336) * 2 * 4 / GIB
+    # activations for vLLM's max_num_batched_tokens on an H100: 8192 (get_batch_defaults, >= 70 GiB, not an A100)
+    overhead = runtime + 8192 * (4096 + 14336) * 2 * 4 / GIB
     # 32 users at the typical 1024 + 256 = 1280 tokens (40,960 tokens), room for one 8192-token request: 5 GiB
     # (TP 2 splits the 8 KV heads, no copies)
     kv = 131_072 * max(32 * 1280, 1 * 8192) / GIB
