@@ -74,6 +74,9 @@ def _r(x: float | None) -> float | None:
     return None if x is None else float(f"{x:.4g}")
 
 
+SILICON_EDGE_BATCH = 128  # the largest batch aiconfigurator-core 0.12.0's SGLang and TensorRT-LLM tables answer for
+
+
 class _Silicon:
     """The measured-silicon predictor (advisor/planner/aic.py) for one engine plan: the decode side (ITL, output
     tok/s) at a concurrency from its measured kernels, with the engine's running cap (the KV pool, the engine's max)
@@ -102,7 +105,33 @@ class _Silicon:
             return None
         ours = self._ours(users)
         r_itl = (ours.itl_ms_p95 / ours.itl_ms_p50) if ours.itl_ms_p50 and ours.itl_ms_p95 else 1.0
-        return ours.ttft_ms_p50, ours.ttft_ms_p95, pt.tpot_ms, pt.tpot_ms * max(1.0, r_itl), pt.output_tps
+        tpot, tps = pt.tpot_ms, pt.output_tps
+        if b > SILICON_EDGE_BATCH:
+            # beyond the batches its tables hold, the library repeats its last step (SGLang's and TensorRT-LLM's
+            # tables end at 128), and its vLLM tok/s turns down while its ITL still rises: a curve must not turn
+            # back. Flat: its edge carried on by our model's throughput growth from the edge to b, the ITL what b
+            # requests in flight then take. Still moving: its ITL, and the tok/s b requests in flight complete at it.
+            edge = aic.point(self.key, wl.prompt_tokens, wl.output_tokens, SILICON_EDGE_BATCH)
+            served = self._ours(b).ttft_ms_p50 or 0.0  # a request's own TTFT with b in flight (no wait for a place)
+            if edge is not None and abs(edge.tpot_ms - pt.tpot_ms) <= 1e-3 * edge.tpot_ms:
+                at_b, at_edge = self._ours(b), self._ours(SILICON_EDGE_BATCH)
+                if at_b.output_tps and at_edge.output_tps:
+                    tps = edge.output_tps * max(1.0, at_b.output_tps / at_edge.output_tps)
+                    tpot = max(edge.tpot_ms, (1000 * b * wl.output_tokens / tps - served) / wl.output_tokens)
+            else:
+                tps = max(edge.output_tps if edge is not None else 0.0,
+                          b * wl.output_tokens / (served / 1000 + wl.output_tokens * tpot / 1000))
+            # and never past what the card computes at our fitted share of its peak: every prompt and output token
+            # costs 2 x matmul params (TensorRT-LLM's published 2,048 users of 128/128 on an H100: 28,310 tok/s)
+            hw, eff = self.hw, self.eff
+            if hw.flops and hw.matmul_params:
+                ceiling = hw.flops * eff.flops_eff * wl.output_tokens / (
+                    2 * hw.matmul_params * (wl.prompt_tokens + wl.output_tokens))
+                floor = edge.output_tps if edge is not None else 0.0
+                if tps > max(ceiling, floor):
+                    tps = max(ceiling, floor)
+                    tpot = max(tpot, (1000 * b * wl.output_tokens / tps - served) / wl.output_tokens)
+        return ours.ttft_ms_p50, ours.ttft_ms_p95, tpot, tpot * max(1.0, r_itl), tps
 
     def level(self, c: int, gpus: int, target_ms: float | None) -> ServingLevel | None:
         f = self.figures(c)
