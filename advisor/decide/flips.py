@@ -154,8 +154,9 @@ def find_flips(answers: Answers, ev, scored) -> tuple[list[Flip], str | None]:
         if not standing:
             return (_Hit(scores, excluded), float("inf")) if scores[second] > 0 else (None, float("-inf"))
         gap = scores[second] - max(scores[e] for e in standing)
-        # it leads when it scores above every standing leader, or ties one that the ranking's own tie-break (the
-        # engines' list order, advisor.decide.scoring) puts after it
+        # it leads when it scores above every standing leader, or ties one that the ranking's own order (the
+        # engines' list order, advisor.decide.scoring; a capacity beyond both bands already moved the scores by
+        # scoring.tie_break) puts after it
         wins = scores[second] > 0 and all(
             scores[second] > scores[e] or (scores[second] == scores[e] and ENGINE_IDS.index(second) < ENGINE_IDS.index(e))
             for e in standing)

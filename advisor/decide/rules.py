@@ -184,7 +184,7 @@ def recommend(answers: Answers, hardware: Hardware | None, knowledge: Knowledge,
                  "pct": round(100 * (mine / theirs - 1)) if theirs else "—",
                  "band": fa.get("plan_band_pct") or 0, "band_over": fb.get("plan_band_pct") or 0}
             text = sc.tie_break_text if kind == "tie-break" else sc.tie_kept_text
-            return Reason(rule=rule_id, text=_fmt(text.get(lang), f, knowledge.strings, lang),
+            return Reason(rule=rule_id, text=_fmt(text.get(lang) if text else "", f, knowledge.strings, lang),
                           delta=round(delta, 2), source=sc.source)
         if rule_id.startswith("support/"):
             _, axis, key = rule_id.split("/", 2)

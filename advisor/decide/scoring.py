@@ -95,7 +95,7 @@ def score(facts: dict[str, Any], knowledge: Knowledge, engine_facts: EngineFacts
         ground = "experimental" if (e in experimental) != (over in experimental) else "rough"
         contributions[e].append((f"support-first/{over}/{ground}", d))
     totals_now = {e: sum(d for _, d in parts) for e, parts in contributions.items()}
-    for e, over, d in tie_break(totals_now, set(excluded), engine_facts):
+    for e, over, d in tie_break(totals_now, set(excluded), engine_facts, sc.min_score, sc.max_score):
         contributions[e].append((f"tie-break/{over}" if d else f"tie-kept/{over}", d))
     scores = {}
     for e, parts in contributions.items():
@@ -181,8 +181,8 @@ TIE_BREAK = 0.1  # per engine of the tie beaten beyond both bands: orders a tie,
 TIE_SAID = 1.1  # a predicted lead of 10 % or more inside the bands is said (delta 0), not acted on
 
 
-def tie_break(t: dict[str, float], excluded: set[str], engine_facts: EngineFacts | None
-              ) -> list[tuple[str, str, float]]:
+def tie_break(t: dict[str, float], excluded: set[str], engine_facts: EngineFacts | None, lo: float = 0.0,
+              hi: float = 100.0) -> list[tuple[str, str, float]]:
     """(engine, the engine it ties with and out-serves, delta): among engines of the same score, a predicted
     capacity beyond both bands (_beyond_both) breaks the tie where both predictions are fitted (a rough one weighs
     nothing); a lead inside them leaves it a tie (listed in the engines' id order), said (delta 0) from 10 %. Every
@@ -192,8 +192,8 @@ def tie_break(t: dict[str, float], excluded: set[str], engine_facts: EngineFacts
         return []
     groups: dict[float, list[str]] = {}
     for e in ks.ENGINE_IDS:
-        if e not in excluded:
-            groups.setdefault(round(t[e], 2), []).append(e)
+        if e not in excluded:  # tied as shown: on the clamped score (at the top bound a +0.1 would be clamped away)
+            groups.setdefault(round(min(hi, max(lo, t[e])), 2), []).append(e)
     out = []
     for tied in groups.values():
         for a in tied:
@@ -205,7 +205,8 @@ def tie_break(t: dict[str, float], excluded: set[str], engine_facts: EngineFacts
                     continue  # a rough prediction (a prior, or a wide pooled band) breaks no tie and is not weighed
 
                 if _beyond_both(a, b, engine_facts):
-                    out.append((a, b, TIE_BREAK))
+                    if t[a] + TIE_BREAK <= hi:  # (at the top bound both stay at 100, a tie as shown)
+                        out.append((a, b, TIE_BREAK))
                 elif ca >= cb * TIE_SAID:  # a lead a reader would see, inside the bands: said, kept a tie
                     out.append((a, b, 0.0))
     return out
@@ -243,7 +244,7 @@ def totals(facts: dict[str, Any], knowledge: Knowledge, engine_facts: EngineFact
                     experimental.add(e)
     for e, _, d in support_first(t, pred, experimental, ex, engine_facts):
         t[e] += d
-    for e, _, d in tie_break(t, ex, engine_facts):
+    for e, _, d in tie_break(t, ex, engine_facts, sc.min_score, sc.max_score):
         t[e] += d
     lo, hi = sc.min_score, sc.max_score
     return {e: round(min(hi, max(lo, v)), 2) for e, v in t.items()}, ex

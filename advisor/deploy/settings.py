@@ -178,7 +178,9 @@ class _Builder:
 
     def kv(self) -> None:
         p = self.p
-        value = self.d.kv_dtype.get(p.kv_cache_dtype, "auto")
+        # FP8 KV that the checkpoint itself declares (or TensorRT-LLM's ModelOpt checkpoints carry): the engine's auto
+        # takes it, so the bundle keeps auto rather than forcing FP8 on whatever checkpoint is brought
+        value = "auto" if p.kv_from_checkpoint else self.d.kv_dtype.get(p.kv_cache_dtype, "auto")
         if self.e == "tensorrt-llm":  # only through the options file: chunked prefill (off by default: a prompt
             # longer than max_num_tokens is refused) and the KV dtype
             body = "enable_chunked_prefill: true\n" if p.prefill_chunk_tokens else ""
@@ -191,8 +193,10 @@ class _Builder:
                         ([self.t("opt_chunked")] if p.prefill_chunk_tokens else [])
                         + ([self.t("opt_kv", dtype=value)] if value != "auto" else []))))
             return
-        self.flag("kv_dtype", value, self.t("kv_dtype", dtype=p.kv_cache_dtype.upper() if value != "auto" else
-                                            f"auto ({p.kv_cache_dtype.upper()})", kv=_n(p.kv_gib)))
+        shown = (p.kv_cache_dtype.upper() if value != "auto" else
+                 self.t("kv_auto_checkpoint", dtype=p.kv_cache_dtype.upper()) if p.kv_from_checkpoint else
+                 f"auto ({p.kv_cache_dtype.upper()})")
+        self.flag("kv_dtype", value, self.t("kv_dtype", dtype=shown, kv=_n(p.kv_gib)))
 
     def quant(self) -> None:
         p = self.p

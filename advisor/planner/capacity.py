@@ -407,7 +407,7 @@ class _Calc:
         cap, spec = self.cap, self.spec
         if self.prec != "fp8" or not cap.fp8_kv_from_checkpoint or self.device != "gpu" or not self.decodes:
             return False
-        if spec.file_kv_dtype is not None:
+        if spec.file_kv_dtype is not None and spec.file_precision == "fp8":  # the FP8 checkpoint itself was read
             return spec.file_kv_dtype == "fp8"
         return cap.fp8_kv_unknown_checkpoint
 
@@ -660,12 +660,13 @@ class _Calc:
 
     def _gpu_default(self):
         """The engine's target-dependent defaults (vLLM's max_num_seqs / max_num_batched_tokens by device and GPU
-        memory), or None where it has none."""
+        memory), or None where it has none. A GPU of unknown memory takes the entries' 0 GiB floor: vLLM's own
+        defaults where it cannot read the memory (the planner cannot either)."""
         t = self.target
         if self.device not in ("gpu", "cpu"):
             return None
         mem = (t.gpu_memory_gib or 0) if self.device == "gpu" else 0
-        gid = (t.gpu_id or t.gpu_name or "").lower() if self.device == "gpu" else ""
+        gid = f"{t.gpu_id or ''} {t.gpu_name or ''}".lower() if self.device == "gpu" else ""
         return next((d for d in self.k.serving.modes[self.engine].target_defaults
                      if d.device == self.device and mem >= d.min_gpu_gib
                      and not any(x in gid for x in d.not_ids_with)), None)
@@ -842,6 +843,7 @@ def _plan(c: _Calc, options: list[PlanOption], detail: bool = True) -> EnginePla
         kv_full_bytes_per_token=int(c.layout.full * c.kv_bytes * c.kv_copies) if c.decodes else 0,
         kv_window_bytes_per_token=int(c.layout.windowed * c.kv_bytes * c.kv_copies) if c.decodes else 0, context_tokens=c.wl.context_tokens, concurrency=c.wl.concurrency,
         weights_gib=_r(c.weights_gib, 3), kv_bytes_per_token=c.kv_tok, kv_cache_dtype=c.kv_dtype,
+        kv_from_checkpoint=c.kv_from_checkpoint,
         kv_gib=_r(c.kv_gib, 3),
         overhead_gib=_r(c.overhead_gib, 3), total_gib=_r(c.total_gib, 3), available_gib=_r(c.available_gib, 3),
         fits=c.fits, loads=c.loads(), headroom_gib=None if c.available_gib is None else _r(c.available_gib - c.total_gib, 3),

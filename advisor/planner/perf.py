@@ -111,26 +111,25 @@ class _Silicon:
             # tables end at 128), and its vLLM tok/s turns down while its ITL still rises: a curve must not turn
             # back. Flat: its edge carried on by our model's throughput growth from the edge to b, the ITL what b
             # requests in flight then take. Still moving: its ITL, and the tok/s b requests in flight complete at it.
+            # Either way at most what the card computes at our fitted share of its peak (every prompt and output
+            # token costs 2 x matmul params; TensorRT-LLM's published 2,048 users of 128/128 on an H100: 28,310
+            # tok/s), and never below the edge's own figure.
+            out = max(1, wl.output_tokens)
             edge = aic.point(self.key, wl.prompt_tokens, wl.output_tokens, SILICON_EDGE_BATCH)
-            served = self._ours(b).ttft_ms_p50 or 0.0  # a request's own TTFT with b in flight (no wait for a place)
+            at_b = self._ours(b)
+            served = at_b.ttft_ms_p50 or 0.0  # a request's own TTFT with b in flight (no wait for a place)
             if edge is not None and abs(edge.tpot_ms - pt.tpot_ms) <= 1e-3 * edge.tpot_ms:
-                at_b, at_edge = self._ours(b), self._ours(SILICON_EDGE_BATCH)
+                at_edge = self._ours(SILICON_EDGE_BATCH)
                 if at_b.output_tps and at_edge.output_tps:
                     tps = edge.output_tps * max(1.0, at_b.output_tps / at_edge.output_tps)
-                    tpot = max(edge.tpot_ms, (1000 * b * wl.output_tokens / tps - served) / wl.output_tokens)
             else:
-                tps = max(edge.output_tps if edge is not None else 0.0,
-                          b * wl.output_tokens / (served / 1000 + wl.output_tokens * tpot / 1000))
-            # and never past what the card computes at our fitted share of its peak: every prompt and output token
-            # costs 2 x matmul params (TensorRT-LLM's published 2,048 users of 128/128 on an H100: 28,310 tok/s)
+                tps = max(tps, b * out / (served / 1000 + out * tpot / 1000))
             hw, eff = self.hw, self.eff
             if hw.flops and hw.matmul_params:
-                ceiling = hw.flops * eff.flops_eff * wl.output_tokens / (
-                    2 * hw.matmul_params * (wl.prompt_tokens + wl.output_tokens))
-                floor = edge.output_tps if edge is not None else 0.0
-                if tps > max(ceiling, floor):
-                    tps = max(ceiling, floor)
-                    tpot = max(tpot, (1000 * b * wl.output_tokens / tps - served) / wl.output_tokens)
+                tps = min(tps, hw.flops * eff.flops_eff * out / (2 * hw.matmul_params * (wl.prompt_tokens + out)))
+            tps = max(tps, edge.output_tps if edge is not None else 0.0)
+            if tps > 0:  # the ITL b requests in flight take at that rate
+                tpot = max(tpot, (1000 * b * out / tps - served) / out)
         return ours.ttft_ms_p50, ours.ttft_ms_p95, tpot, tpot * max(1.0, r_itl), tps
 
     def level(self, c: int, gpus: int, target_ms: float | None) -> ServingLevel | None:

@@ -403,7 +403,8 @@ def _quant_precision(c: dict, quant: dict) -> str | None:
     if quant:
         bits = quant.get("bits") or quant.get("w_bit")
         method = str(quant.get("quant_method") or "")
-        algo = str(quant.get("quant_algo") or "").upper()  # ModelOpt: quant_method modelopt, quant_algo FP8 / NVFP4
+        inner = quant.get("quantization") if isinstance(quant.get("quantization"), dict) else quant
+        algo = str(inner.get("quant_algo") or quant.get("quant_algo") or "").upper()  # ModelOpt: FP8 / NVFP4 ...
         prec = ("fp8" if method == "fp8" or (method.startswith("modelopt") and algo.startswith("FP8")) else
                 "fp4" if method in ("mxfp4", "nvfp4", "modelopt_fp4") or algo in ("NVFP4", "MXFP4") else
                 {4: "int4", 8: "int8"}.get(bits))
@@ -420,8 +421,8 @@ def _kv_declared(quant: dict) -> Literal["fp8", "none"]:
     kv = (inner.get("kv_cache_scheme") or quant.get("kv_cache_scheme") or inner.get("kv_cache_quant_algo")
           or quant.get("kv_cache_quant_algo"))
     if isinstance(kv, dict):
-        kv = "fp8" if kv.get("num_bits") == 8 and kv.get("type") == "float" else None
-    return "fp8" if isinstance(kv, str) and kv.strip().upper().startswith("FP8") else "none"
+        kv = "fp8" if kv.get("dynamic") is False and kv.get("num_bits") == 8 and kv.get("type") == "float" else None
+    return "fp8" if isinstance(kv, str) and kv.lower() == "fp8" else "none"  # (vLLM maps "fp8" alone)
 
 
 def spec_from_config(c: dict, source: str, architecture: str = "decoder-only", name: str | None = None) -> ModelSpec:

@@ -157,7 +157,9 @@ class EnginePlan(BaseModel):
     usd_per_hour: float | None = None  # what the plan uses costs per hour (prices.yaml or the answers' price)
     usd_per_m_tokens_at_least: float | None = None  # cost per 10^6 output tokens at the decode-total upper bound
     cost_basis: str | None = None  # where the hourly price comes from, or why there is none
-    kv_cache_dtype: str = "fp16"  # what the plan assumed: the asked dtype, or the engine's default (fp32/fp16/bf16)
+    kv_cache_dtype: str = "fp16"  # what the plan assumed: the asked dtype, or the engine's default (fp32/fp16/bf16),
+    # or the FP8 an FP8 checkpoint declares (kv_from_checkpoint: the engine's auto takes it; the bundle keeps auto)
+    kv_from_checkpoint: bool = False
     kv_gib: float
     overhead_gib: float
     total_gib: float

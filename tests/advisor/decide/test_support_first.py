@@ -94,7 +94,12 @@ def test_a_tie_is_broken_only_by_a_fitted_lead_beyond_both_bands_and_a_closer_le
     far = base(sglang=facts(1500, 1700, cap=1600, band_pct=30), vllm=facts(450, 550, cap=500, band_pct=30),
                **{"tensorrt-llm": facts(5000, 6000, cap=5500, band_pct=30)})
     assert tie_break(t, set(), far) == [("sglang", "vllm", TIE_BREAK)]  # TensorRT-LLM is a point below: no tie
-    assert 62.0 + TIE_BREAK < 63.0  # never across a whole point
+    from advisor.knowledge.schema import ENGINE_IDS
+
+    assert (len(ENGINE_IDS) - 1) * TIE_BREAK < 1  # one engine beating all the others never crosses a whole point
+    # at the top bound the +0.1 would be clamped away: no "tie broken" there
+    top = {e: 30.0 for e in ENGINE_IDS} | {"vllm": 100.0, "sglang": 100.0}
+    assert tie_break(top, set(), far) == []
     # a 30 % lead inside the bands: the tie stays, said with delta 0
     near = base(sglang=facts(600, 700, cap=650, band_pct=30), vllm=facts(450, 550, cap=500, band_pct=30))
     assert tie_break(t, set(), near) == [("sglang", "vllm", 0.0)]
@@ -120,8 +125,8 @@ def test_the_tie_break_reason_says_by_how_much_in_both_languages(monkeypatch):
                        "model": {"name": "llama-3.1-8b", "precision": "bf16"}})
     real = scoring.tie_break
 
-    def forced(t, excluded, ef):  # the two leaders made to tie, one beyond the other's band (the rest is real)
-        return [("sglang", "vllm", scoring.TIE_BREAK)] if ef else real(t, excluded, ef)
+    def forced(t, excluded, ef, *bounds):  # the two leaders made to tie, one beyond the other's band (the rest real)
+        return [("sglang", "vllm", scoring.TIE_BREAK)] if ef else real(t, excluded, ef, *bounds)
 
     monkeypatch.setattr(scoring, "tie_break", forced)
     for lang, words in (("en", ("Tie broken", "vLLM", "% more", "±")), ("zh", ("打破平分", "vLLM", "%", "±"))):
@@ -130,3 +135,30 @@ def test_the_tie_break_reason_says_by_how_much_in_both_languages(monkeypatch):
         why = next(x for x in sg.reasons if x.rule == "tie-break/vllm")
         assert why.delta == scoring.TIE_BREAK and all(w in why.text for w in words), why.text
         assert str(next(r for r in rec.ranking if r.engine == "vllm").plan.serving.capacity) in why.text
+
+
+
+def test_a_real_tie_renders_both_texts_from_the_scores_own_path():
+    """No mock: score() on facts where two engines tie, one beyond both bands (tie-break) and one inside (tie-kept)."""
+    from advisor.decide.scoring import score
+    from advisor.knowledge.load import load_knowledge
+
+    from advisor.decide.rules import Evaluator
+    from advisor.inputs.answers import parse_answers
+
+    k = load_knowledge()
+    # the expert scenario where vLLM and SGLang tie on the answers (H100, no CUDA expertise, weekly model updates)
+    a = parse_answers({"concurrency": 64, "ttft_p95_ms": 1000, "cuda_expertise": "none", "model_update": "weekly",
+                       "hardware": {"gpu_vendor": "nvidia", "gpu_model": "H100 SXM 80GB", "gpu_count": 2},
+                       "model": {"name": "qwen2.5-7b", "precision": "bf16", "context_tokens": 16384}})
+    facts, ef = Evaluator(None, k, None, None, "en", None).facts(a)
+    for e in ("vllm", "sglang"):
+        ef[e].update(plan_rough=False, plan_band_pct=30)
+    ef["sglang"].update(plan_capacity=1600, plan_capacity_low=1500, plan_capacity_high=1700)
+    ef["vllm"].update(plan_capacity=500, plan_capacity_low=450, plan_capacity_high=550)
+    s = score(facts, k, ef)
+    assert ("tie-break/vllm", 0.1) in s.contributions["sglang"], s.scores
+    assert s.order()[0] == "sglang" and s.scores["sglang"] == s.scores["vllm"] + 0.1
+    ef["sglang"].update(plan_capacity=650, plan_capacity_low=600, plan_capacity_high=700)
+    s = score(facts, k, ef)
+    assert ("tie-kept/vllm", 0.0) in s.contributions["sglang"] and s.order()[:2] == ["vllm", "sglang"]

@@ -560,3 +560,23 @@ def test_a_plan_over_several_nodes_is_refused_with_what_it_needs():
     by = {b.engine: b for b in found}
     for e in ("vllm", "sglang", "tensorrt-llm"):
         assert by[e].status == "refused" and "2 nodes" in by[e].reason and "LeaderWorkerSet" in by[e].reason
+
+
+def test_an_fp8_checkpoints_own_kv_is_left_to_the_engines_auto():
+    """TensorRT-LLM's FP8 plan holds FP8 KV because its ModelOpt checkpoints declare it: the bundle keeps the engine's
+    auto (no kv_cache_config dtype forced onto whatever checkpoint is brought) and says why; an asked FP8 KV is
+    still written out."""
+    from advisor.cli import deploy_bundles
+    from advisor.inputs.answers import parse_answers
+
+    base = {"concurrency": 16, "hardware": {"gpu_vendor": "nvidia", "gpu_model": "H100 SXM", "gpu_count": 1},
+            "model": {"name": "llama-3.1-8b", "precision": "fp8", "context_tokens": 8192}}
+    found, rec = deploy_bundles(parse_answers(base), knowledge(), "en")
+    trt = next(b for b in found if b.engine == "tensorrt-llm")
+    plan = next(r.plan for r in rec.ranking if r.engine == "tensorrt-llm")
+    assert plan.kv_cache_dtype == "fp8" and plan.kv_from_checkpoint
+    assert trt.status == "ok" and "dtype: fp8" not in "".join(trt.extra_files.values())
+    asked = {**base, "model": {**base["model"], "kv_cache_dtype": "fp8"}}
+    found, _ = deploy_bundles(parse_answers(asked), knowledge(), "en")
+    trt = next(b for b in found if b.engine == "tensorrt-llm")
+    assert "dtype: fp8" in "".join(trt.extra_files.values())

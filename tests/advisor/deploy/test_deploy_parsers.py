@@ -88,6 +88,9 @@ KV_QUANT_CONFIGS = [
      "kv_cache_scheme": {"dynamic": False, "num_bits": 8, "type": "float"}},
     {"quant_method": "compressed-tensors", "kv_cache_scheme": {"dynamic": False, "num_bits": 8, "type": "float"}},
     {"quant_method": "fp8", "activation_scheme": "dynamic"},
+    {"quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_scheme": {"num_bits": 8, "type": "float"}},
+    {"quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": "FP8_E5M2"},
+    {"quant_method": "modelopt", "quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}},
 ]
 
 

@@ -5,6 +5,8 @@ a silent change of the knowledge files (or the formulas) fails a test.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from advisor.decide.rules import recommend
@@ -390,6 +392,13 @@ def test_an_fp8_checkpoint_gets_the_kv_dtype_the_engines_auto_takes(tmp_path):
         assert any("kv_cache_quant_algo" in a for a in d.assumptions), e
         assert plan_for(e, plain, h100).kv_bytes_per_token == per_tok16, e
         assert plan_for(e, {**declared, "kv_cache_dtype": "fp16"}, h100).kv_bytes_per_token == per_tok16, e
+    # a config.json that is not the FP8 checkpoint (a bf16 one, planned at fp8) says nothing of the FP8 one's KV
+    bf16 = tmp_path / "bf16" / "config.json"
+    bf16.parent.mkdir()
+    bf16.write_text(Path(declared["path"]).read_text().replace('"quantization_config"', '"unused_config"'))
+    other = {"path": str(bf16), "precision": "fp8", "context_tokens": 8192}
+    assert plan_for("tensorrt-llm", other, h100).kv_bytes_per_token == per_tok8   # its usual ModelOpt checkpoint
+    assert plan_for("vllm", other, h100).kv_bytes_per_token == per_tok16
     # an engine that keeps its own KV type whatever the checkpoint says (llama.cpp: f16) is not moved
     assert plan_for("llama.cpp", declared, h100).kv_cache_dtype == "fp16"
     # FP8 KV where the GPU cannot hold it: the model's dtype, with no refusal (nothing was asked)
