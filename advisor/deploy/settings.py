@@ -213,7 +213,7 @@ class _Builder:
         if p.precision == "fp4":
             return self.t("what_fp4")
         if self.e == "tensorrt-llm" and p.precision in ("fp8", "int8"):
-            return self.t("what_prequant", label=p.precision_label)
+            return self.t("what_prequant_kv" if p.kv_from_checkpoint else "what_prequant", label=p.precision_label)
         return self.t("what_hf")
 
     def cpu_kv_space(self) -> int:

@@ -576,6 +576,7 @@ def test_an_fp8_checkpoints_own_kv_is_left_to_the_engines_auto():
     plan = next(r.plan for r in rec.ranking if r.engine == "tensorrt-llm")
     assert plan.kv_cache_dtype == "fp8" and plan.kv_from_checkpoint
     assert trt.status == "ok" and "dtype: fp8" not in "".join(trt.extra_files.values())
+    assert "kv_cache_quant_algo" in trt.model_what  # the bundle says which checkpoint the plan's FP8 KV counts on
     asked = {**base, "model": {**base["model"], "kv_cache_dtype": "fp8"}}
     found, _ = deploy_bundles(parse_answers(asked), knowledge(), "en")
     trt = next(b for b in found if b.engine == "tensorrt-llm")
