@@ -89,7 +89,7 @@ def test_the_cli_sweeps_llama_cpp_until_the_sla_and_names_a_capacity():
     import json
 
     p = _cli("--engine", "llama.cpp", "--until-sla", "--ttft-target-ms", "1000", "--input-tokens", "64",
-             "--output-tokens", "16")
+             "--output-tokens", "16", "--max-concurrency", "4")
     assert p.returncode == 0, p.stderr[-500:]
     r = json.loads(p.stdout)
     assert r["levels"][0]["concurrency"] == 1 and r["stop_reason"]
