@@ -1142,6 +1142,18 @@ class AiconfiguratorFile(Strict):
     bands: dict[Literal["ttft", "itl", "tps"], AicBand]
     validated: str  # how the bands were earned: the script, the points, the date
     disagree_factor: float = Field(default=1.0, gt=0, le=10)
+    # our engine id -> ms added to every decode step the library predicts: the engine's own per-step host work
+    # (scheduling, sampling, detokenizing) its kernel tables do not hold, earned by source on published runs at
+    # small batches (bench/predict_vs_measured.py)
+    step_overhead_ms: dict[str, float] = Field(default_factory=dict)
+    step_overhead_basis: str = ""  # how it was earned: the rows, the sources, the date
+
+    @field_validator("step_overhead_ms")
+    @classmethod
+    def _bounded_overhead(cls, v: dict[str, float]) -> dict[str, float]:
+        if any(not (0 <= x <= 50) for x in v.values()):
+            raise ValueError("a step overhead lies between 0 and 50 ms")
+        return v
 
 
 class DeployImage(Strict):

@@ -85,8 +85,9 @@ class _Silicon:
     ITL and throughput erred far less (19 % and 4 % against 39 % and 20 %; knowledge/aiconfigurator.yaml). The p95
     of ITL, which it does not give, is its mean times our model's p95/p50 at the same load."""
 
-    def __init__(self, key, mode: str, hw, eff, wl):
+    def __init__(self, key, mode: str, hw, eff, wl, extra_ms: float = 0.0):
         self.key, self.mode, self.hw, self.eff, self.wl = key, mode, hw, eff, wl
+        self.extra_ms = extra_ms  # the engine's per-step host work its tables lack (knowledge: step_overhead_ms)
 
     def _ours(self, c: int):
         wl = self.wl
@@ -131,6 +132,7 @@ class _Silicon:
             tps = max(tps, edge.output_tps if edge is not None else 0.0)
             if tps > 0:  # the ITL b requests in flight take at that rate
                 tpot = max(tpot, (1000 * b * out / tps - served) / out)
+        tpot, tps = with_step_overhead(tpot, tps, self.extra_ms)
         return ours.ttft_ms_p50, ours.ttft_ms_p95, tpot, tpot * max(1.0, r_itl), tps
 
     def level(self, c: int, gpus: int, target_ms: float | None) -> ServingLevel | None:
@@ -142,6 +144,14 @@ class _Silicon:
                             itl_ms_p95=_r(i95), output_tps=_r(tps), output_tps_per_user=_r(1000 / i50),
                             output_tps_per_gpu=_r(tps / gpus if gpus else tps),
                             meets=None if target_ms is None or t95 is None else t95 <= target_ms)
+
+
+def with_step_overhead(tpot_ms: float, tps: float, extra_ms: float) -> tuple[float, float]:
+    """The library's (TPOT, output tok/s) with `extra_ms` of host work added to every decode step: each step takes
+    that much longer, so the same requests in flight complete tokens that much more slowly."""
+    if extra_ms <= 0:
+        return tpot_ms, tps
+    return tpot_ms + extra_ms, tps * tpot_ms / (tpot_ms + extra_ms)
 
 
 def _silicon(c, mode: str, hw, eff, wl, k: Knowledge) -> tuple[_Silicon | None, str | None]:
@@ -156,7 +166,7 @@ def _silicon(c, mode: str, hw, eff, wl, k: Knowledge) -> tuple[_Silicon | None, 
                            bool(c.spec.moe_experts), c.pp, k)
     if key is None:
         return None, why
-    s = _Silicon(key, mode, hw, eff, wl)
+    s = _Silicon(key, mode, hw, eff, wl, k.aiconfigurator.step_overhead_ms.get(c.engine, 0.0))
     if s.figures(1) is None:
         return None, "nodata"
     return s, None

@@ -137,3 +137,38 @@ def test_a_plan_asked_again_reads_no_table_and_says_the_same(tmp_path):
         f.write_text(["{not json", '{"1": [NaN, 1, 1, false]}', '[1, 2]'][stored.index(f) % 3])
     third, loaded = _plan_in_a_process(tmp_path / "cache", answers)
     assert loaded and third == first
+
+
+def test_every_step_carries_the_engines_own_host_work():
+    """The library's TPOT plus the engine's per-step host work (knowledge step_overhead_ms): one user's ITL on an
+    H100 is the library's own step and that overhead, and its tok/s falls by the same ratio."""
+    from advisor.planner.perf import with_step_overhead
+
+    extra = K.aiconfigurator.step_overhead_ms["vllm"]
+    assert 0 < extra < 5
+    answers = {**H100_8B, "concurrency": 1}
+    sv = _sv(answers, "vllm")
+    key, _ = aic.key_for("vllm", "h100-sxm", "llama-3.1-8b", "bf16", 1, 2, False, 1, K)
+    own = aic.point(key, 1000, 1000, 1)
+    assert sv.at_users.itl_ms_p50 == pytest.approx(own.tpot_ms + extra, rel=2e-3)
+    assert sv.at_users.output_tps == pytest.approx(own.output_tps * own.tpot_ms / (own.tpot_ms + extra), rel=2e-3)
+    assert with_step_overhead(10.0, 100.0, 0.0) == (10.0, 100.0)
+    assert with_step_overhead(10.0, 100.0, 2.5) == (12.5, 80.0)
+
+
+def test_the_step_overhead_is_earned_by_source_and_never_negative():
+    """bench/predict_vs_measured.step_overhead: per engine the median of its sources' medians; an engine seen by one
+    source takes the pooled median; a source left out earns nothing; below 0 is 0."""
+    sys.path.insert(0, str(ROOT))
+    from bench.predict_vs_measured import step_overhead
+
+    def rec(engine, source, meas, raw, small=True):
+        return {"engine": engine, "source": source, "small": small, "meas": {"itl": meas}, "raw_itl": raw}
+
+    recs = [rec("vllm", "a", 8, 7), rec("vllm", "a", 9, 7), rec("vllm", "b", 10, 7), rec("sglang", "a", 6, 5),
+            rec("vllm", "c", 100, 10, small=False), rec("tensorrt-llm", "a", 4, 5), rec("tensorrt-llm", "b", 4, 6)]
+    got = step_overhead(recs)
+    assert got["vllm"] == 2.25  # sources a (1.5) and b (3): the large-batch run of c is not used
+    assert got["sglang"] == 1.0  # one source: the pooled median of a's and b's per-engine medians
+    assert got["tensorrt-llm"] == 0.0  # residuals below 0
+    assert step_overhead(recs, leave_out="b")["vllm"] == 1.0  # a's alone (pooled: a's vllm 1.5, sglang 1, trt -1)
