@@ -129,8 +129,12 @@ def _inside_bands(a: str, b: str, engine_facts: EngineFacts) -> bool:
     ca, cb = fa.get("plan_capacity"), fb.get("plan_capacity")
     if ca is None or cb is None:
         return True
-    factor = (1 + (fa.get("plan_band_pct") or 0) / 100) * (1 + (fb.get("plan_band_pct") or 0) / 100)
-    return ca <= cb * factor
+    return ca <= cb * _band_factor(fa, fb)
+
+
+def _band_factor(fa: dict[str, Any], fb: dict[str, Any]) -> float:
+    """How far apart two central capacities may lie and still be one prediction within both stated bands."""
+    return (1 + (fa.get("plan_band_pct") or 0) / 100) * (1 + (fb.get("plan_band_pct") or 0) / 100)
 
 
 def support_first(raw: dict[str, float], pred: dict[str, float], experimental: set[str], excluded: set[str],
@@ -173,8 +177,7 @@ def _beyond_both(a: str, b: str, engine_facts: EngineFacts) -> bool:
                       fb.get("plan_capacity"))
     if None in (lo, hi, ca, cb):
         return False
-    factor = (1 + (fa.get("plan_band_pct") or 0) / 100) * (1 + (fb.get("plan_band_pct") or 0) / 100)
-    return lo > hi and ca > cb * factor
+    return lo > hi and ca > cb * _band_factor(fa, fb)
 
 
 TIE_BREAK = 0.1  # per engine of the tie beaten beyond both bands: orders a tie, never crosses a whole point
@@ -203,7 +206,6 @@ def tie_break(t: dict[str, float], excluded: set[str], engine_facts: EngineFacts
                     continue
                 if engine_facts[a].get("plan_rough") or engine_facts[b].get("plan_rough"):
                     continue  # a rough prediction (a prior, or a wide pooled band) breaks no tie and is not weighed
-
                 if _beyond_both(a, b, engine_facts):
                     if t[a] + TIE_BREAK <= hi:  # (at the top bound both stay at 100, a tie as shown)
                         out.append((a, b, TIE_BREAK))

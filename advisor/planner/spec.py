@@ -403,12 +403,17 @@ def _quant_precision(c: dict, quant: dict) -> str | None:
     if quant:
         bits = quant.get("bits") or quant.get("w_bit")
         method = str(quant.get("quant_method") or "")
-        inner = quant.get("quantization") if isinstance(quant.get("quantization"), dict) else quant
+        inner = _quant_inner(quant)
         algo = str(inner.get("quant_algo") or quant.get("quant_algo") or "").upper()  # ModelOpt: FP8 / NVFP4 ...
         prec = ("fp8" if method == "fp8" or (method.startswith("modelopt") and algo.startswith("FP8")) else
                 "fp4" if method in ("mxfp4", "nvfp4", "modelopt_fp4") or algo in ("NVFP4", "MXFP4") else
                 {4: "int4", 8: "int8"}.get(bits))
     return prec
+
+
+def _quant_inner(quant: dict) -> dict:
+    """ModelOpt's nested form ({"quantization": {...}}) or the flat one: the dict its algorithms are named in."""
+    return quant.get("quantization") if isinstance(quant.get("quantization"), dict) else quant
 
 
 def _kv_declared(quant: dict) -> Literal["fp8", "none"]:
@@ -417,7 +422,7 @@ def _kv_declared(quant: dict) -> Literal["fp8", "none"]:
     8-bit floats). Anything else declares none (the engines' auto then keeps the model's dtype)."""
     if not quant or not str(quant.get("quant_method") or "").startswith("modelopt"):
         return "none"
-    inner = quant.get("quantization") if isinstance(quant.get("quantization"), dict) else quant
+    inner = _quant_inner(quant)
     kv = (inner.get("kv_cache_scheme") or quant.get("kv_cache_scheme") or inner.get("kv_cache_quant_algo")
           or quant.get("kv_cache_quant_algo"))
     if isinstance(kv, dict):
