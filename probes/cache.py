@@ -1,5 +1,5 @@
-"""The user cache dir for generated artefacts (HF folders, ONNX exports, the machine bench), and a careful reader
-for the small files we keep there.
+"""The user cache dir for generated artefacts (HF folders, ONNX exports, the machine bench), where the user data dir
+is, and a careful reader for the small files we keep in either.
 
 Its own module, free of engine imports, so that advisor can share it without reaching an engine.
 Anything in the cache may have been replaced by anyone (a FIFO, a link to /dev/zero, a truncated or hand-edited
@@ -40,6 +40,21 @@ def cache_dir() -> Path:
     except OSError as err:  # a parent that is a file, no permission, a read-only or full disk
         raise CacheDirError(f"{where}: cannot create the folder ({err.strerror or type(err).__name__})") from None
     return d
+
+
+DATA_ENV = "INFERENCE_ADVISOR_DATA"
+
+
+def data_dir() -> tuple[Path, str]:
+    """The user data dir (what the user made here and would miss: the probe history, this machine's recalibration),
+    not created, and how to name it in a one-line error: $INFERENCE_ADVISOR_DATA, else the platform's data dir."""
+    env = os.environ.get(DATA_ENV)
+    if env:
+        return Path(env), f"{DATA_ENV}={env}"
+    from platformdirs import user_data_dir
+
+    d = Path(user_data_dir("inference-advisor"))
+    return d, f"the data dir {d} (set {DATA_ENV} to another folder)"
 
 
 def read_cache_file(path: Path, max_bytes: int) -> bytes | None:

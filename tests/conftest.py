@@ -1,6 +1,8 @@
-"""The whole suite's own folder for the measured-silicon predictor's answers (advisor.planner.aic): every CLI and app
-process the tests start shares it, so the library's tables are read once per run, and nothing goes into the user's
-cache dir."""
+"""The whole suite's own folders, which every CLI and app process the tests start inherits: one for the
+measured-silicon predictor's answers (advisor.planner.aic: the library's tables are read once per run, nothing goes
+into the user's cache dir), and one user data dir, so no test's probe, sweep or recalibration reaches the user's
+history or changes the user's predictions (a test that needs its own data dir sets INFERENCE_ADVISOR_DATA itself).
+The cache dir stays the user's: the engines' builds and exports there are what the real-engine tests run."""
 import os
 
 import pytest
@@ -17,3 +19,16 @@ def _aic_store(tmp_path_factory):
         os.environ.pop(STORE_ENV, None)
     else:
         os.environ[STORE_ENV] = old
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _own_data_dir(tmp_path_factory):
+    from probes.cache import DATA_ENV
+
+    old = os.environ.get(DATA_ENV)
+    os.environ[DATA_ENV] = str(tmp_path_factory.mktemp("user-data"))
+    yield
+    if old is None:
+        os.environ.pop(DATA_ENV, None)
+    else:
+        os.environ[DATA_ENV] = old

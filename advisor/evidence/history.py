@@ -9,7 +9,6 @@ a row that the next server start marks "interrupted".
 """
 from __future__ import annotations
 
-import os
 import sqlite3
 import threading
 import time
@@ -42,13 +41,9 @@ NOTICES: list[str] = []  # what happened to an unusable database, for the UI to 
 
 
 def _data_dir() -> tuple[Path, str]:
-    env = os.environ.get("INFERENCE_ADVISOR_DATA")
-    if env:
-        return Path(env), f"INFERENCE_ADVISOR_DATA={env}"
-    from platformdirs import user_data_dir
+    from probes.cache import data_dir
 
-    d = Path(user_data_dir("inference-advisor"))
-    return d, f"the data dir {d} (set INFERENCE_ADVISOR_DATA to another folder)"
+    return data_dir()
 
 
 def db_path(create: bool = True) -> Path:

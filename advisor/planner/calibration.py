@@ -1,5 +1,7 @@
-"""This machine's recalibrated serving efficiencies, kept in the user cache (one small JSON, at most one entry per
-engine). Read and written only at the edges (CLI, pages); the planner takes the dict as an argument.
+"""This machine's recalibrated serving efficiencies, kept in the user data dir beside the probe history (one small
+JSON, at most one entry per engine): a measurement the user made, not an artefact to rebuild, and a test suite that
+points $INFERENCE_ADVISOR_DATA elsewhere leaves it alone. Read and written only at the edges (CLI, pages); the planner
+takes the dict as an argument.
 
 A sweep measured here (advisor.evidence.sweep_check.recalibrate) replaces its engine's entry; an entry for another
 CPU is ignored (perf.serving_plan checks the CPU model), a file that does not validate is treated as missing.
@@ -17,17 +19,17 @@ from advisor.planner.types import Calibrated
 MAX_FILE_BYTES = 64 * 1024
 
 
-def cache_path() -> Path:
-    from probes.cache import cache_dir
+def file_path() -> Path:
+    from probes.cache import data_dir
 
-    return cache_dir() / "serving_calibration.json"
+    return data_dir()[0] / "serving_calibration.json"
 
 
 def load() -> dict[str, Calibrated]:
     from probes.cache import CacheDirError, read_cache_file
 
     try:
-        raw = read_cache_file(cache_path(), MAX_FILE_BYTES)
+        raw = read_cache_file(file_path(), MAX_FILE_BYTES)
     except (CacheDirError, OSError):
         return {}
     if raw is None:
@@ -53,7 +55,9 @@ def save(cal: Calibrated) -> None:
 
     data = {e: c.model_dump(mode="json") for e, c in load().items()}
     data[cal.engine] = cal.model_dump(mode="json")
+    path = file_path()
     try:
-        write_cache_file(cache_path(), json.dumps(data, indent=2).encode("utf-8"))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_cache_file(path, json.dumps(data, indent=2).encode("utf-8"))
     except OSError:
         pass

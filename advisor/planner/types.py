@@ -70,7 +70,7 @@ class ServingLevel(BaseModel):
 
 
 class Calibrated(BaseModel):
-    """This machine's efficiencies for one engine, refitted from a sweep measured here (kept in the user cache)."""
+    """This machine's efficiencies for one engine, refitted from a sweep measured here (kept in the user data dir)."""
 
     engine: str
     cpu_model: str = Field(max_length=512)

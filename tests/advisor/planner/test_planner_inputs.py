@@ -6,8 +6,10 @@ The last test runs the real llama.cpp probe on the bundled model and holds the p
 from __future__ import annotations
 
 import json
+import os
 import math
 import struct
+from pathlib import Path
 
 import pytest
 
@@ -185,3 +187,25 @@ def test_gguf_by_name_matches_published_file_sizes(name, precision, published):
     """Within 0.5 % of the file sizes Hugging Face lists (decimal GB, rounded), header included in theirs."""
     planned = _by_name(name, precision).weights_gib * 2**30
     assert abs(planned - published) / published < 0.005, (planned, published)
+
+
+
+def test_a_recalibration_is_kept_in_the_data_dir_never_the_cache(tmp_path, monkeypatch):
+    """This machine's recalibration is the user's own measurement: it lives beside the probe history in
+    $INFERENCE_ADVISOR_DATA (which the suite points at its own folder for every process it starts), not in the cache
+    dir, whose engine builds the tests share with the user."""
+    from platformdirs import user_data_dir
+
+    from advisor.planner import calibration
+    from advisor.planner.types import Calibrated
+    from probes.cache import DATA_ENV, ENV
+
+    assert Path(os.environ[DATA_ENV]) != Path(user_data_dir("inference-advisor"))  # the suite's own, not the user's
+    data, cache = tmp_path / "data" / "nested", tmp_path / "cache"
+    monkeypatch.setenv(DATA_ENV, str(data))
+    monkeypatch.setenv(ENV, str(cache))
+    cal = Calibrated(engine="llama.cpp", cpu_model="a CPU", bw_eff=0.3, flops_eff=0.2, step_ms=1.0, band=0.3,
+                     sweep_at="2026-12-04T00:00:00+0000", levels=2)
+    calibration.save(cal)
+    assert (data / "serving_calibration.json").is_file() and not list(cache.glob("**/*calibration*"))
+    assert calibration.load() == {"llama.cpp": cal}
