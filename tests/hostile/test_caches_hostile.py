@@ -80,7 +80,7 @@ def test_a_machine_bench_linked_to_dev_zero_is_not_read(tmp_path):
     bench = _remeasured(tmp_path)
     from advisor.planner.machine_bench import ARRAY_MIB
 
-    # the re-measurement itself holds two ARRAY_MIB arrays per thread: the bound is the suite's, plus those
+    # the re-measurement itself holds one ARRAY_MIB array per thread: the bound is the suite's, plus those (twice)
     assert o.peak_rss_mb < RSS_LIMIT_MB + 2 * ARRAY_MIB * bench.threads, f"peak RSS {o.peak_rss_mb:.0f} MB"
     _measured_target(o.out)
 
