@@ -23,6 +23,7 @@ from advisor.inputs import detect  # noqa: E402
 from advisor.knowledge.load import load_knowledge  # noqa: E402
 from advisor.planner import machine_bench  # noqa: E402
 from advisor.planner.machine_bench import MachineBench  # noqa: E402
+from advisor.planner.serving import burst, spread_lengths, step_curve  # noqa: E402
 from bench.fit_serving import kind_of, leave_one_source_out, load_obs  # noqa: E402
 from probes.models import default_model  # noqa: E402
 from probes.sweep_result import SweepResult  # noqa: E402
@@ -62,6 +63,7 @@ def published(k) -> None:
             print(f"  ours     held-out figures inside the stated {kind} band: {n_in}/{n} = {n_in / n:.0%}")
 
 
+LENGTH_CAP = {"sharegpt": 2048}  # vllm bench's ShareGPT sampling keeps a prompt and its output under 2,048 tokens
 SMALL_BATCH = 8  # the closed-loop levels whose ITL the engine's per-step host work dominates
 
 
@@ -141,6 +143,7 @@ def silicon(k) -> dict[str, list[float]]:
         if f is None:
             continue
         mine = si._ours(users)
+        lengths = burst_lengths(r, hw)
         meas = {"ttft": (r.get("ttft_ms") or {}).get("mean") or (r.get("ttft_ms") or {}).get("p50"),
                 "itl": (r.get("itl_ms") or {}).get("mean") or (r.get("itl_ms") or {}).get("p50"),
                 "tps": r.get("output_tps")}
@@ -149,15 +152,42 @@ def silicon(k) -> dict[str, list[float]]:
         recs.append({"id": r["id"], "engine": r["engine"], "source": r["source"], "users": users, "meas": meas,
                      "small": bool(load.get("concurrency")) and users <= SMALL_BATCH,
                      "raw_itl": f[2], "raw_tps": f[4], "ttft": own.ttft_ms,
-                     "ours": {"ttft": mine.ttft_ms_p50, "itl": mine.itl_ms_p50, "tps": mine.output_tps}})
+                     "ours": {"ttft": mine.ttft_ms_p50, "itl": mine.itl_ms_p50, "tps": mine.output_tps},
+                     "burst": None if lengths is None else (si, lengths, *burst_places(c, len(lengths)), i,
+                                                            prefill_per_token(hw, eff), hw.chunk_tokens or None),
+                     "ttft_burst": (r.get("ttft_ms_burst") or {}).get("mean")})
     loso = {src: step_overhead(recs, src) for src in {r["source"] for r in recs}}
     errs: dict[str, list[float]] = {"ttft": [], "itl": [], "tps": []}
     raw: dict[str, list[float]] = {"ttft": [], "itl": [], "tps": []}
     ours: dict[str, list[float]] = {"ttft": [], "itl": [], "tps": []}
+    bursts: dict[str, list[float]] = {"itl": [], "tps": [], "ttft_burst": []}
+    steady_b: dict[str, list[float]] = {"itl": [], "tps": []}
     for r in recs:
-        itl, tps = with_step_overhead(r["raw_itl"], r["raw_tps"], loso[r["source"]].get(r["engine"], 0.0))
+        extra = loso[r["source"]].get(r["engine"], 0.0)
+        itl, tps = with_step_overhead(r["raw_itl"], r["raw_tps"], extra)
+        steady = {"itl": itl, "tps": tps}
+        b = None
+        if r["burst"] is not None:  # every request at once: served through its places until the last ends
+            si, lengths, slots, pool, prompt, per_token, budget = r["burst"]
+            o_mean = sum(lengths) / len(lengths)
+
+            def decode(n: int, si=si, extra=extra, o_mean=o_mean, prompt=prompt, per_token=per_token) -> float:
+                # its steady state's step, less the share of the prompts it mixes in (n / out of them a step):
+                # the burst prefills them itself, up front
+                s = with_step_overhead(si.figures(n)[2], 1.0, extra)[0] / 1000
+                return max(0.3 * s, s - n / o_mean * prompt * per_token)
+            b = burst(step_curve(decode, slots), lengths, slots, prompt, pool, per_token, budget)
+            if b is not None:
+                itl, tps = b.tpot_ms_mean, b.output_tps
         pred = {"ttft": r["ttft"], "itl": itl, "tps": tps}
         lib = {"ttft": r["ttft"], "itl": r["raw_itl"], "tps": r["raw_tps"]}
+        if b is not None:
+            for m in ("itl", "tps"):
+                if r["meas"][m]:
+                    bursts[m].append(abs(pred[m] / r["meas"][m] - 1))
+                    steady_b[m].append(abs(steady[m] / r["meas"][m] - 1))
+            if r["ttft_burst"]:
+                bursts["ttft_burst"].append(abs(b.ttft_ms_mean / r["ttft_burst"] - 1))
         cells = []
         for m in ("ttft", "itl", "tps"):
             meas = r["meas"][m]
@@ -168,7 +198,10 @@ def silicon(k) -> dict[str, list[float]]:
                 if r["ours"][m]:
                     ours[m].append(abs(r["ours"][m] / meas - 1))
                 cells.append(f"{m} {pred[m]:8.4g}/{meas:<8.4g}({_pct(e):>5})")
-        print(f"{r['id'][:58]:58} users {r['users']:>4}  " + "  ".join(cells))
+        if b is not None and r["ttft_burst"]:
+            cells.append(f"burst ttft {b.ttft_ms_mean:8.4g}/{r['ttft_burst']:<8.4g}"
+                         f"({_pct(b.ttft_ms_mean / r['ttft_burst'] - 1):>5})")
+        print(f"{r['id'][:58]:58} users {r['users']:>4}{' burst' if b is not None else '      '}  " + "  ".join(cells))
     a = k.aiconfigurator
     overall = step_overhead(recs)
     print(f"per-step host work beyond its TPOT, every source (step_overhead_ms): {overall}; "
@@ -182,7 +215,35 @@ def silicon(k) -> dict[str, list[float]]:
               f"{_q(xs, 0.9):.0%}; inside the stated band ±{a.bands[m].band:.0%}: {inside:.0%}"
               f"   (without the step overhead: median {statistics.median(raw[m]):.0%}, p80 {_q(raw[m], 0.8):.0%})"
               + (f"   (ours: median {statistics.median(os_):.0%})" if os_ else ""))
+    for m, xs in bursts.items():
+        if xs:
+            base = f" (as a steady state: median {statistics.median(steady_b[m]):.0%})" if steady_b.get(m) else ""
+            print(f"silicon, the {len(xs)} offline bursts, {m}: median {statistics.median(xs):.0%}, "
+                  f"p80 {_q(xs, 0.8):.0%}{base}")
     return errs
+
+
+def prefill_per_token(hw, eff) -> float:
+    """Seconds one prompt token takes at our fitted share of the card's FLOPS (0 where no FLOPS figure is known)."""
+    return 2 * hw.matmul_params / (hw.flops * eff.flops_eff) if hw.flops else 0.0
+
+
+def burst_places(c, n: int) -> tuple[int, float | None]:
+    """(places, KV pool in tokens) the plan gives the engine: its batch cap (at most the requests), and the pool its
+    typical sequences fill (None: not known)."""
+    cap = c.batch_cap()
+    mc = c.max_concurrency()
+    return min(n, cap or n), (mc * c.typical if mc else None)
+
+
+def burst_lengths(r: dict, hw) -> list[int] | None:
+    """An offline row's requests as burst() serves them: its count and its outputs' spread (length_spread); None
+    when the row is not an offline burst of a known count."""
+    load = r.get("load") or {}
+    if not load.get("offline") or not load.get("requests"):
+        return None
+    cap = LENGTH_CAP.get(r.get("length_spread") or "", 0) - float(r["input_tokens"])
+    return spread_lengths(float(r["output_tokens"]), int(load["requests"]), int(cap), r.get("length_spread") or "")
 
 
 def sweeps(k, files: list[Path], hardware, machine, note: str) -> None:

@@ -393,6 +393,160 @@ def _steady(hw: Hw, eff: Eff, i: int, o: int, input_sd: float, running: int | No
     return ttft, pre95 + TAIL95 * wait + 2 * half + sat, req, itl50, itl95, x, itl, b
 
 
+# ---------------------------------------------------------------- a burst: every request submitted at once
+
+BURST_MAX_STEPS = 400_000  # beyond this many engine steps the burst is not simulated (the steady state stands)
+
+
+@dataclass(frozen=True)
+class Burst:
+    """n requests submitted at once and served through `slots` places until the last one ends (an offline batch,
+    `vllm bench serve --request-rate inf`): what the whole run averages."""
+
+    requests: int
+    makespan_s: float
+    output_tps: float  # every output token over the makespan
+    ttft_ms_mean: float  # from the submission: mostly the wait for a place
+    tpot_ms_mean: float  # per request, its decode time over its tokens after the first, averaged over requests
+    running_mean: float  # sequences decoding per step, averaged over the steps
+
+
+def spread_lengths(mean: float, n: int, cap: int, spread: str) -> list[int]:
+    """n output lengths in the order they are submitted, with the given mean: all equal ("fixed"), or a chat
+    dataset's ("sharegpt": an exponential spread cut at `cap`, the longest a benchmark keeps; its scale set so the
+    mean is `mean`). Quantile by quantile, in a van der Corput order, so long and short requests are mixed through the
+    run as a shuffled dataset mixes them, without a random draw."""
+    n, mean = max(1, int(n)), max(1.0, float(mean))
+    if spread != "sharegpt":
+        return [max(1, round(mean))] * n
+    cap = max(2.0, float(cap), mean * 1.01)
+    lo, hi = 1e-3, 1e6  # the scale whose exponential cut at cap has this mean (bisection: the mean rises with it)
+    for _ in range(80):
+        theta = (lo + hi) / 2
+        e = math.exp(-cap / theta)
+        m = theta - cap * e / (1 - e)
+        lo, hi = (theta, hi) if m < mean else (lo, theta)
+    theta = (lo + hi) / 2
+    mass = 1 - math.exp(-cap / theta)
+
+    def vdc(k: int) -> float:  # the van der Corput sequence in base 2
+        x, f = 0.0, 0.5
+        while k:
+            x, k, f = x + f * (k & 1), k >> 1, f / 2
+        return x
+
+    order = sorted(range(n), key=lambda k: vdc(k))  # request r takes the quantile ranked order.index(r)
+    q = [0.0] * n
+    for rank, r in enumerate(order):
+        q[r] = (rank + 0.5) / n
+    return [max(1, min(int(cap), round(-theta * math.log(1 - x * mass)))) for x in q]
+
+
+def burst(step_s, lengths: list[int], slots: int, prompt_tokens: float = 0.0, kv_tokens: float | None = None,
+          prefill_token_s: float = 0.0, step_tokens: int | None = None) -> Burst | None:
+    """Serve `lengths` (one request each, submitted at once, admitted first come first served) through at most
+    `slots` places, step by step, as vLLM, SGLang and TensorRT-LLM schedule a burst:
+    - an admitted request's prompt is prefilled first, at most `step_tokens` tokens a step (the engine's token budget,
+      shared with the decoding sequences' one token each), each costing prefill_token_s; its first token comes in the
+      step that finishes its prompt;
+    - every decoding sequence makes one token a step, in step_s(b) for b decoding (the predictor's decode step);
+    - kv_tokens, the KV pool in tokens: a request is admitted only while its prompt (and what it made before) fits
+      beside what the admitted ones hold, and when they grow past the pool the last admitted are preempted, as vLLM
+      and SGLang do: back to the head of the queue, to be prefilled again, their tokens kept. A chat dataset's long
+      outputs hold most of the pool (a running sequence is more likely a long one), so fewer run than its typical
+      length says.
+    None when it would take more than BURST_MAX_STEPS steps (the steady state stands for it)."""
+    from collections import deque
+
+    n, slots = len(lengths), max(1, int(slots))
+    if not n or sum(lengths) / min(slots, n) + max(lengths) > BURST_MAX_STEPS:
+        return None
+    budget = float(step_tokens) if step_tokens else float("inf")
+    cache: dict[int, float] = {}
+    pool = float("inf") if kv_tokens is None else max(float(kv_tokens), prompt_tokens + max(lengths) + 1)
+    queue = deque(range(n))
+    made = [0] * n  # output tokens each has made (kept through a preemption)
+    first_at, done_at = [None] * n, [0.0] * n
+    admitted: dict[int, int] = {}  # id -> the step it was admitted at, in admission order (prefilling or decoding)
+    prefilling: dict[int, float] = {}  # id -> prompt tokens still to prefill, in admission order
+    decoding: dict[int, int] = {}  # id -> the step its decode ends at
+    ends: dict[int, list[int]] = {}  # step -> the ids whose last token it makes (checked against `decoding`)
+    held, now, t, decoded, steps = 0.0, 0.0, 0, 0, 0
+    while queue or admitted:
+        while queue and len(admitted) < slots and held + prompt_tokens + made[queue[0]] + 1 <= pool:
+            j = queue.popleft()
+            admitted[j] = t
+            prefilling[j] = max(1.0, prompt_tokens + made[j])
+            held += prompt_tokens + made[j]
+        b = len(decoding)
+        room, ptoks, ready = budget - b, 0.0, []
+        for j, rest in prefilling.items():  # first come first served within the step's token budget
+            if room <= 0:
+                break
+            take = rest if rest <= room else room
+            room -= take
+            ptoks += take
+            if take >= rest:
+                ready.append(j)
+            else:
+                prefilling[j] = rest - take
+        if b not in cache:
+            cache[b] = float(step_s(b)) if b else 0.0
+        now += cache[b] + ptoks * prefill_token_s
+        decoded += b
+        steps += 1
+        held += b
+        for j in ends.pop(t, ()):
+            if decoding.get(j) != t:
+                continue  # preempted since
+            del decoding[j], admitted[j]
+            made[j] = lengths[j]
+            done_at[j] = now
+            held -= prompt_tokens + lengths[j]
+        for j in ready:  # its prompt is in: its first (or next) token comes now
+            del prefilling[j]
+            made[j] += 1
+            held += 1
+            if first_at[j] is None:
+                first_at[j] = now
+            if made[j] >= lengths[j]:
+                del admitted[j]
+                done_at[j] = now
+                held -= prompt_tokens + made[j]
+            else:
+                decoding[j] = t + lengths[j] - made[j]
+                ends.setdefault(decoding[j], []).append(j)
+        while held > pool and len(admitted) > 1:  # the pool is full: the last admitted go back to the queue
+            j, _ = admitted.popitem()
+            if j in decoding:
+                made[j] = lengths[j] - (decoding.pop(j) - t)
+            prefilling.pop(j, None)
+            held -= prompt_tokens + made[j]
+            queue.appendleft(j)
+        t += 1
+    tpots = [(done_at[j] - first_at[j]) / (lengths[j] - 1) for j in range(n) if lengths[j] > 1]
+    return Burst(requests=n, makespan_s=now, output_tps=sum(lengths) / now,
+                 ttft_ms_mean=1000 * sum(first_at) / n,
+                 tpot_ms_mean=1000 * sum(tpots) / len(tpots) if tpots else 1000 * now / max(1, steps),
+                 running_mean=decoded / max(1, steps))
+
+
+def step_curve(at, top: int):
+    """step_s for burst(): the predictor's ITL (seconds) at b in flight, asked at about 30 batches from 1 to `top`
+    (each 1.25 times the last) and read linearly between them (a predictor can take a second per batch)."""
+    grid = sorted({1, top, *(round(1.25 ** k) for k in range(0, 200) if 1.25 ** k < top)})
+    vals = [at(b) for b in grid]
+
+    def step_s(b: int) -> float:
+        b = max(1, min(top, b))
+        for k in range(1, len(grid)):
+            if b <= grid[k]:
+                lo, hi = grid[k - 1], grid[k]
+                return vals[k - 1] + (vals[k] - vals[k - 1]) * (b - lo) / (hi - lo)
+        return vals[-1]
+    return step_s
+
+
 def _ms(s: float | None) -> float | None:
     return None if s is None else s * 1000
 
@@ -490,5 +644,5 @@ def replicas_for(users: int, per_replica: int) -> int | None:
     return None if per_replica <= 0 else max(1, math.ceil(users / per_replica))
 
 
-__all__ = ["Eff", "Hw", "Load", "Point", "capacity", "capacity_reaches", "decode_step_s", "mdl_wait_s", "predict", "prefill_s",
-           "replace", "replicas_for", "with_band"]
+__all__ = ["Burst", "Eff", "Hw", "Load", "Point", "burst", "capacity", "capacity_reaches", "decode_step_s", "mdl_wait_s", "predict", "prefill_s",
+           "replace", "replicas_for", "spread_lengths", "step_curve", "with_band"]
