@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Sequence
 
@@ -562,16 +563,12 @@ def cmd_deploy(args, knowledge) -> int:
         text = ("\n---\n" if args.format in ("k8s", "kserve", "compose") else "\n").join(parts)
     if out is not None:
         try:
+            out.mkdir(parents=True, exist_ok=True)
             for b in found:
-                if not b.files:
-                    continue
-                d = out / b.engine
-                d.mkdir(parents=True, exist_ok=True)
-                for name, body in b.files.items():
-                    (d / name).write_text(body, encoding="utf-8")
-                    if name.endswith(".sh"):
-                        (d / name).chmod(0o755)
-                (d / "bundle.json").write_text(b.model_dump_json(indent=2), encoding="utf-8")
+                if b.files:
+                    _write_bundle_folder(out, b.engine, {**b.files, "bundle.json": b.model_dump_json(indent=2)})
+                else:  # refused here: an earlier run's bundle for it must not stay beside this run's
+                    _remove_stale_bundle(out / b.engine)
         except OSError as err:
             raise UsageError(f"--out: cannot write there: {err.strerror or err}") from None
         print("\n".join(f"{b.engine}: " + (str(out / b.engine) if b.files else f"{b.status}: {b.reason or ''}")
@@ -582,6 +579,51 @@ def cmd_deploy(args, knowledge) -> int:
         print(f"error: {found[0].reason}", file=sys.stderr)
         return 1
     return 0
+
+
+def _remove_stale_bundle(target: Path) -> None:
+    """An engine folder of an earlier run (it holds our bundle.json), or a link in its place: removed; anything
+    else of that name is left alone."""
+    import shutil
+
+    if target.is_symlink():
+        target.unlink()
+    elif target.is_dir() and (target / "bundle.json").is_file():
+        shutil.rmtree(target)
+
+
+def _write_bundle_folder(out: Path, engine: str, files: dict[str, str]) -> None:
+    """One engine's folder under --out, whole or not at all: written into a fresh temp folder beside it (files created
+    new, never through a link), then renamed into place. Whatever held the name before (an earlier run's folder with
+    its stale files, a link to a folder or file elsewhere) is moved aside and removed, never written through, so a
+    link planted at DIR/llama.cpp/launch.sh cannot turn a file elsewhere into our script."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    mask = os.umask(0)
+    os.umask(mask)
+    tmp = Path(tempfile.mkdtemp(dir=out, prefix=f".{engine}.tmp-"))
+    try:
+        for name, body in files.items():
+            mode = 0o755 if name.endswith(".sh") else 0o644
+            fd = os.open(tmp / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode & ~mask)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(body)
+            os.chmod(tmp / name, mode & ~mask)  # (the umask may have taken the executable bit the script needs)
+        os.chmod(tmp, 0o755 & ~mask)
+        target, old = out / engine, None
+        if target.is_symlink() or (target.exists() and not target.is_dir()):
+            target.unlink()
+        elif target.exists():
+            old = Path(tempfile.mkdtemp(dir=out, prefix=f".{engine}.old-"))
+            os.rename(target, old / engine)
+        os.rename(tmp, target)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
 
 
 COMMANDS = {"deploy": cmd_deploy, "knowledge": cmd_knowledge, "detect": cmd_detect, "recommend": cmd_recommend, "plan": cmd_plan, "report": cmd_report}

@@ -266,7 +266,9 @@ def recalibrate(sweep: SweepResult, knowledge: Knowledge, hardware: Hardware | N
             and lv.measured_ttft_ms_p95]
 
     def gmean(pairs):
-        return round(math.exp(statistics.fmean(math.log(m / p) for p, m in pairs)), 3) if pairs else None
+        if not pairs:
+            return None  # (held within what Calibrated keeps: a factor beyond a thousand is no calibration)
+        return min(1e3, max(1e-3, round(math.exp(statistics.fmean(math.log(m / p) for p, m in pairs)), 3)))
 
     return Calibrated(engine=check.engine, cpu_model=(machine.cpu_model or "")[:512], bw_eff=best.bw_eff,
                       flops_eff=best.flops_eff, step_ms=best.step_ms, request_ms=best.request_ms,

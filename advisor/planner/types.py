@@ -69,20 +69,28 @@ class ServingLevel(BaseModel):
     meets: bool | None = None  # p95 TTFT within Q2
 
 
+CAL_BOUNDS = {"bw_eff": (0.05, 1.0), "flops_eff": (0.02, 0.8), "step_ms": (0.0, 170.0), "request_ms": (0.0, 300.0)}
+
+
 class Calibrated(BaseModel):
     """This machine's efficiencies for one engine, refitted from a sweep measured here (kept in the user data dir)."""
 
+    # Each figure within what the recalibration can make (its grid, advisor/evidence/sweep_check.py: BW, FL, STEP,
+    # REQ): a file holding anything else was not written by it, and is ignored (an efficiency of 1e-300 overflowed
+    # every plan for this machine; one above 1 would claim more than the roofline)
     engine: str
     cpu_model: str = Field(max_length=512)
-    bw_eff: float = Field(gt=0, le=1.5)
-    flops_eff: float = Field(gt=0, le=1.5)
-    step_ms: float = Field(ge=0, le=10_000)
-    request_ms: float = Field(default=0.0, ge=0, le=100_000)
-    band: float = Field(gt=0, le=10)
+    bw_eff: float = Field(ge=CAL_BOUNDS["bw_eff"][0], le=CAL_BOUNDS["bw_eff"][1], allow_inf_nan=False)
+    flops_eff: float = Field(ge=CAL_BOUNDS["flops_eff"][0], le=CAL_BOUNDS["flops_eff"][1], allow_inf_nan=False)
+    step_ms: float = Field(ge=CAL_BOUNDS["step_ms"][0], le=CAL_BOUNDS["step_ms"][1], allow_inf_nan=False)
+    request_ms: float = Field(default=0.0, ge=CAL_BOUNDS["request_ms"][0], le=CAL_BOUNDS["request_ms"][1],
+                              allow_inf_nan=False)
+    band: float = Field(gt=0, le=10, allow_inf_nan=False)
     sweep_at: str = Field(max_length=64)
     levels: int = Field(ge=1, le=64)
-    change_tps: float | None = None  # measured / predicted output tok/s before the recalibration (geometric mean)
-    change_ttft: float | None = None  # measured / predicted p95 TTFT before it
+    # measured / predicted output tok/s (and p95 TTFT) before the recalibration, geometric means over its levels
+    change_tps: float | None = Field(default=None, ge=1e-3, le=1e3, allow_inf_nan=False)
+    change_ttft: float | None = Field(default=None, ge=1e-3, le=1e3, allow_inf_nan=False)
 
 
 class ServingPlan(BaseModel):
