@@ -61,10 +61,27 @@ def _size(n: int) -> str:
     return f"{n // MiB} MiB" if n >= MiB and n % MiB == 0 else f"{n:,} bytes"
 
 
+def _encoding(r: httpx.Response) -> str | None:
+    """The Content-Encoding a server applied although every request asks for identity, or None. httpx would inflate
+    it before any cap of ours could look (10 KB of `gzip, gzip` inflate to gigabytes in one chunk), so such a body is
+    never decoded: the raw bytes are read, or none."""
+    enc = ",".join(r.headers.get_list("content-encoding")).strip().lower()
+    return None if enc in ("", "identity") else " ".join(enc.split())[:60]
+
+
+def _raw(r: httpx.Response, what: str):
+    """The body's bytes as they came (never inflated); a compressed body is refused before a byte of it is read."""
+    enc = _encoding(r)
+    if enc is not None:
+        raise ModelError(f"{what}: the server compressed its answer ({excerpt(enc)}) although asked for identity; "
+                         f"not inflated")
+    return r.iter_raw()
+
+
 def _read_capped(r: httpx.Response, cap: int, what: str) -> bytes:
     """A JSON answer's body, read as it streams and refused past `cap` bytes (the server is not trusted)."""
     body = bytearray()
-    for chunk in r.iter_bytes():
+    for chunk in _raw(r, what):
         body += chunk
         if len(body) > cap:
             raise ModelError(f"{what} answered more than {_size(cap)}")
@@ -781,8 +798,10 @@ class EndpointBackend(Backend):
         if where_to:
             return f"HTTP {r.status_code}: a redirect to {excerpt(where_to)}, not followed"
         head = bytearray()
+        if _encoding(r) is not None:
+            return f"HTTP {r.status_code} (a compressed body, not read)"
         try:
-            for chunk in r.iter_bytes():
+            for chunk in r.iter_raw():
                 head += chunk
                 if len(head) >= MAX_ERROR_BYTES:
                     break
@@ -797,7 +816,10 @@ class EndpointBackend(Backend):
 
         The deadline is checked here too, in case the cutter could not reach the socket."""
         clock = time.perf_counter
-        for raw in bounded_lines(r.iter_bytes()):
+        enc = _encoding(r)
+        if enc is not None:
+            raise _Fail(f"the server compressed its stream ({excerpt(enc)}) although asked for identity; not read")
+        for raw in bounded_lines(r.iter_raw()):
             if time.monotonic() >= deadline:
                 raise _DeadlineHit
             if raw.startswith(b":"):

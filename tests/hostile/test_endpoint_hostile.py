@@ -7,6 +7,7 @@ probe's process tree, and that no probe process is left behind.
 """
 from __future__ import annotations
 
+import functools
 import json
 import socket
 import threading
@@ -144,6 +145,29 @@ def gzip_bomb(conn, n, stop):
     while not stop.is_set():
         out = z.compress(block) + z.flush(zlib.Z_SYNC_FLUSH)
         conn.sendall(out)
+
+
+@functools.cache
+def _double_gzip_zeros(mib: int) -> bytes:
+    """`mib` MiB of zeros, gzipped twice: a few KB on the wire (the audit's bomb: 10 KB that inflate to 6 GiB; 512
+    MiB is enough to pass the probe's 1 GiB RSS bound here once inflated, and is built in about a second)."""
+    inner = zlib.compressobj(9, zlib.DEFLATED, 31)
+    block = bytes(1 << 20)
+    once = b"".join(inner.compress(block) for _ in range(mib)) + inner.flush()
+    outer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    return outer.compress(once) + outer.flush()
+
+
+def models_double_gzip(conn, n, stop):
+    BOMB = _double_gzip_zeros(512)
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip, gzip\r\n"
+                 b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(BOMB), BOMB))
+
+
+def stream_double_gzip(conn, n, stop):
+    BOMB = _double_gzip_zeros(512)
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip, gzip\r\n"
+                 b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(BOMB), BOMB))
 
 
 def full(conn, n, stop, tokens=16):
@@ -292,7 +316,15 @@ CASES = [
     Case("models-not-a-list", get=models_not_a_list, reason="did not return an OpenAI model list"),
     Case("models-redirect", get=redirect,
          reason="HTTP 307 (a redirect to 'http://127.0.0.1:9/elsewhere', not followed)"),
-    Case("gzip-bomb-of-keepalives", gzip_bomb, statuses=ERROR2, causes=["the stream exceeded 64 MiB"] * 2),
+    Case("gzip-bomb-of-keepalives", gzip_bomb, statuses=ERROR2,
+         causes=["the server compressed its stream ('gzip') although asked for identity; not read"] * 2),
+    # the audit's compression bomb: a body of a few KB declared `gzip, gzip` that inflates to 2 GiB, on the model
+    # list and on the chat stream; it is refused before a byte is inflated (before: 4.1 and 6.2 GB peak RSS and 18 and
+    # 25 s for the 2 GiB version)
+    Case("double-gzip-models-bomb", get=models_double_gzip,
+         reason="/v1/models: the server compressed its answer ('gzip, gzip') although asked for identity"),
+    Case("double-gzip-stream-bomb", stream_double_gzip, statuses=ERROR2,
+         causes=["the server compressed its stream ('gzip, gzip') although asked for identity"] * 2),
     Case("early-close-after-3-tokens", early_close, statuses=["incomplete"] * 2,
          causes=["incomplete: the stream closed after 3 of 16 tokens without [DONE] or finish_reason"] * 2,
          reason="incomplete: the stream closed after 3 of 16", check=_tokens_kept),
@@ -386,6 +418,8 @@ def hostile():
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_hostile_server(hostile, case):
+    if "double-gzip" in case.id:
+        _double_gzip_zeros(512)  # built before the server answers (about a second), not while the probe waits
     res = _run(hostile(case.post, case.get).url, case)
     assert res.status == case.run_status, res.reason
     assert "timed out" not in (res.reason or "")
