@@ -86,9 +86,28 @@ def _day(text: str):
     import datetime as dt
 
     try:
-        return dt.date.fromisoformat(text.strip())
+        day = dt.date.fromisoformat(text.strip())
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a date (YYYY-MM-DD): {text[:40]!r}") from None
+    if not 1900 <= day.year <= 2999:  # (the age is counted back up to 36,500 days from it: year 1 overflowed)
+        raise argparse.ArgumentTypeError(f"the day must be in the years 1900 to 2999, got {day.isoformat()}")
+    return day
+
+
+def _user_path(text: str, flag: str = "--out"):
+    """A path the user gave, ~ expanded: one usage error (never a traceback) for a name this system cannot hold
+    (too long, a NUL) or a ~user that does not exist."""
+    from pathlib import Path
+
+    if "\0" in text:
+        raise UsageError(f"{flag}: a path cannot hold a NUL character")
+    try:
+        out = Path(text).expanduser()
+        out.exists()  # a name too long for this file system fails here, before any work
+    except (RuntimeError, OSError) as err:  # RuntimeError: ~nosuchuser has no home folder
+        why = err.strerror if isinstance(err, OSError) and err.strerror else str(err) or type(err).__name__
+        raise UsageError(f"{flag} {text[:80]!r}{'…' if len(text) > 80 else ''}: {why}") from None
+    return out
 
 
 def cmd_knowledge(args, knowledge) -> int:
@@ -212,7 +231,7 @@ def _out_path(text: str):
     import os
     from pathlib import Path
 
-    out = Path(text).expanduser()
+    out = _user_path(text)
     if out.is_dir():
         raise UsageError(f"--out {text!r} is a directory; give a file name ending in .md or .pdf")
     if out.suffix.lower() not in (".md", ".pdf"):
@@ -541,7 +560,7 @@ def cmd_deploy(args, knowledge) -> int:
         answers = answers.model_copy(update={"hardware": None})
     out = None
     if args.out is not None:
-        out = Path(args.out).expanduser()
+        out = _user_path(args.out)
         if out.exists() and not out.is_dir():
             raise UsageError(f"--out {args.out!r} exists and is not a folder")
     found, _ = deploy_bundles(answers, knowledge, args.lang, args.engine)

@@ -1,0 +1,26 @@
+"""Path and date arguments this system cannot hold end in one line and exit 2, never a traceback (audit: a
+300-character or 5,000-character --out, --out '~nosuchuser/x', knowledge --today 0001-01-01)."""
+from __future__ import annotations
+
+import pytest
+
+from tests.hostile.kit import bounded
+
+ANSWERS = "examples/cpu-only-box.yaml"
+CASES = {
+    "deploy-out-300-chars": ["deploy", "--answers", ANSWERS, "--out", "x" * 300],
+    "deploy-out-5000-chars": ["deploy", "--answers", ANSWERS, "--out", "y/" * 2500],
+    "deploy-out-no-such-user": ["deploy", "--answers", ANSWERS, "--out", "~nosuchuser-of-this-test/x"],
+    "report-out-300-chars": ["report", "--answers", ANSWERS, "--out", "z" * 300 + ".md"],
+    "report-out-no-such-user": ["report", "--answers", ANSWERS, "--out", "~nosuchuser-of-this-test/r.md"],
+    "knowledge-today-year-1": ["knowledge", "--check", "--today", "0001-01-01"],
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_path_or_day_this_system_cannot_hold_is_one_line(case):
+    o = bounded(["-m", "advisor", *CASES[case]], hard_limit_s=60)
+    assert o.rc == 2, (o.rc, o.err[-1500:])
+    lines = o.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and "Traceback" not in o.err, o.err[-1500:]
+    assert len(lines[0]) < 300
