@@ -629,7 +629,6 @@ def _write_bundle_folder(out: Path, engine: str, files: dict[str, str]) -> None:
             fd = os.open(tmp / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode & ~mask)
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write(body)
-            os.chmod(tmp / name, mode & ~mask)  # (the umask may have taken the executable bit the script needs)
         os.chmod(tmp, 0o755 & ~mask)
         target, old = out / engine, None
         if target.is_symlink() or (target.exists() and not target.is_dir()):

@@ -3,32 +3,15 @@ measured-silicon predictor's answers (advisor.planner.aic: the library's tables 
 into the user's cache dir), and one user data dir, so no test's probe, sweep or recalibration reaches the user's
 history or changes the user's predictions (a test that needs its own data dir sets INFERENCE_ADVISOR_DATA itself).
 The cache dir stays the user's: the engines' builds and exports there are what the real-engine tests run."""
-import os
-
 import pytest
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _aic_store(tmp_path_factory):
+def _own_folders(tmp_path_factory):
     from advisor.planner.aic import STORE_ENV
-
-    old = os.environ.get(STORE_ENV)
-    os.environ[STORE_ENV] = str(tmp_path_factory.mktemp("aic-store"))
-    yield
-    if old is None:
-        os.environ.pop(STORE_ENV, None)
-    else:
-        os.environ[STORE_ENV] = old
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _own_data_dir(tmp_path_factory):
     from probes.cache import DATA_ENV
 
-    old = os.environ.get(DATA_ENV)
-    os.environ[DATA_ENV] = str(tmp_path_factory.mktemp("user-data"))
-    yield
-    if old is None:
-        os.environ.pop(DATA_ENV, None)
-    else:
-        os.environ[DATA_ENV] = old
+    with pytest.MonkeyPatch.context() as mp:  # restored as they were when the session ends
+        mp.setenv(STORE_ENV, str(tmp_path_factory.mktemp("aic-store")))
+        mp.setenv(DATA_ENV, str(tmp_path_factory.mktemp("user-data")))
+        yield

@@ -40,15 +40,11 @@ class _Foreign(sqlite3.DatabaseError):
 NOTICES: list[str] = []  # what happened to an unusable database, for the UI to show once
 
 
-def _data_dir() -> tuple[Path, str]:
-    from probes.cache import data_dir
-
-    return data_dir()
-
-
 def db_path(create: bool = True) -> Path:
     """The database file; HistoryError (one line, naming the variable) when its folder cannot be one."""
-    d, named = _data_dir()
+    from probes.cache import data_dir
+
+    d, named = data_dir()
     if d.exists() and not d.is_dir():
         raise HistoryError(f"{named} is a file, not a directory")
     if create:

@@ -72,6 +72,11 @@ class ServingLevel(BaseModel):
 CAL_BOUNDS = {"bw_eff": (0.05, 1.0), "flops_eff": (0.02, 0.8), "step_ms": (0.0, 170.0), "request_ms": (0.0, 300.0)}
 
 
+def _within(name: str, **kw):
+    lo, hi = CAL_BOUNDS[name]
+    return Field(ge=lo, le=hi, allow_inf_nan=False, **kw)
+
+
 class Calibrated(BaseModel):
     """This machine's efficiencies for one engine, refitted from a sweep measured here (kept in the user data dir)."""
 
@@ -80,11 +85,10 @@ class Calibrated(BaseModel):
     # every plan for this machine; one above 1 would claim more than the roofline)
     engine: str
     cpu_model: str = Field(max_length=512)
-    bw_eff: float = Field(ge=CAL_BOUNDS["bw_eff"][0], le=CAL_BOUNDS["bw_eff"][1], allow_inf_nan=False)
-    flops_eff: float = Field(ge=CAL_BOUNDS["flops_eff"][0], le=CAL_BOUNDS["flops_eff"][1], allow_inf_nan=False)
-    step_ms: float = Field(ge=CAL_BOUNDS["step_ms"][0], le=CAL_BOUNDS["step_ms"][1], allow_inf_nan=False)
-    request_ms: float = Field(default=0.0, ge=CAL_BOUNDS["request_ms"][0], le=CAL_BOUNDS["request_ms"][1],
-                              allow_inf_nan=False)
+    bw_eff: float = _within("bw_eff")
+    flops_eff: float = _within("flops_eff")
+    step_ms: float = _within("step_ms")
+    request_ms: float = _within("request_ms", default=0.0)
     band: float = Field(gt=0, le=10, allow_inf_nan=False)
     sweep_at: str = Field(max_length=64)
     levels: int = Field(ge=1, le=64)
