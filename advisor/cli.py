@@ -544,8 +544,12 @@ def deploy_bundles(answers, knowledge, lang: str, engine: str | None = None):
     order = [engine] if engine else [r.engine for r in rec.ranking] + [x.engine for x in rec.excluded]
     why_out = {x.engine: knowledge.s("deploy_excluded", lang, why="; ".join(y.text for y in x.reasons)[:600])
                for x in rec.excluded}
-    return [bundle_for(e, rec.plan, answers, knowledge, lang, cores, [why_out[e]] if e in why_out else None)
-            for e in order], rec
+    # an engine whose pinned version does not implement the model's architecture gets no bundle at all: it would
+    # not load the model, whatever its flags
+    cannot = {x.engine: "; ".join(y.text for y in x.reasons if y.rule.startswith("support/model_class/"))[:600]
+              for x in rec.excluded if any(y.rule.startswith("support/model_class/") for y in x.reasons)}
+    return [bundle_for(e, rec.plan, answers, knowledge, lang, cores, [why_out[e]] if e in why_out else None,
+                       refuse=cannot.get(e)) for e in order], rec
 
 
 def cmd_deploy(args, knowledge) -> int:

@@ -20,6 +20,7 @@ from probes.result import ProbeResult, ProbeSettings, SystemLoad
 
 Event = dict
 BUSY_OTHER_CPU_PERCENT = 25.0
+MAX_PROCESSES = 20_000
 
 
 class _Sampler(threading.Thread):
@@ -142,6 +143,29 @@ def _tree_cpu_s(procs: list) -> float:
     return total
 
 
+def _processes_cpu() -> dict[tuple[int, float], float]:
+    """Every process's CPU seconds so far, keyed by (pid, start time) so a reused pid is not mistaken for the same
+    process. Bounded: at most MAX_PROCESSES are read (a machine with more is busy by any measure)."""
+    import psutil
+
+    out: dict[tuple[int, float], float] = {}
+    for p in psutil.process_iter(["create_time", "cpu_times"]):
+        t = p.info.get("cpu_times")
+        if t is not None:
+            out[(p.pid, p.info.get("create_time") or 0.0)] = t.user + t.system
+        if len(out) >= MAX_PROCESSES:
+            break
+    return out
+
+
+def _others_cpu_s(before: dict[tuple[int, float], float], after: dict[tuple[int, float], float],
+                  mine: set[int]) -> float:
+    """CPU seconds that processes outside the probe's tree (and the server under test) used between the two
+    snapshots: other engines, other probes' children and their servers included, whoever their parent is. It counts
+    what the processes themselves report, so it holds where the machine-wide counters miss time (a VM's steal)."""
+    return sum(max(0.0, cpu - before.get(key, 0.0)) for key, cpu in after.items() if key[0] not in mine)
+
+
 def _machine_cpu_s() -> float:
     import psutil
 
@@ -226,6 +250,7 @@ def run_probe(settings: ProbeSettings, on_event: Callable[[Event], None] | None 
     server_cpu_before = _tree_cpu_s(server)
     load_before = os.getloadavg()[0]
     started_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    procs_before = _processes_cpu()
     cpu_before, wall_before = _machine_cpu_s(), time.monotonic()
     proc = subprocess.Popen([python_for(settings.engine), "-m", "probes.child", settings.model_dump_json()],
                             cwd=str(ROOT), env=env, pass_fds=(write_fd,), stdin=subprocess.DEVNULL,
@@ -287,6 +312,8 @@ def run_probe(settings: ProbeSettings, on_event: Callable[[Event], None] | None 
     ncpu = psutil.cpu_count() or 1
     served_s = max(0.0, _tree_cpu_s(server) - server_cpu_before) if server else 0.0
     other = max(0.0, (_machine_cpu_s() - cpu_before - sampler.tree_cpu_s - served_s) / (wall * ncpu) * 100)
+    mine = set(sampler._seen_cpu) | {proc.pid, os.getpid()} | {p.pid for p in server}
+    other = max(other, _others_cpu_s(procs_before, _processes_cpu(), mine) / (wall * ncpu) * 100)
     load = SystemLoad(loadavg_1m_before=round(load_before, 2), loadavg_1m_after=round(os.getloadavg()[0], 2),
                       cpu_count=ncpu, other_processes_cpu_percent=round(other, 1))
     load.busy = other > BUSY_OTHER_CPU_PERCENT

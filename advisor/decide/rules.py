@@ -136,6 +136,9 @@ class Evaluator:
         facts["gpu_arch"] = plan.target.gpu_arch or ""  # Gaudi is an Intel accelerator of its own (support matrix)
         facts["modality"] = plan.model.modality
         facts["mla"] = bool(plan.model.kv_lora_rank)
+        facts["hf_architectures"] = tuple(plan.model.hf_architectures)  # for the support matrix's model_class row
+        facts["model_type"] = plan.model.model_type
+        facts["gguf_architecture"] = plan.model.gguf_architecture
         facts["sliding_window"] = plan.model.sliding_window if plan.model.sliding_layers else None
         facts["serving_predicted"] = any(f.get("plan_predicted") for f in engine_facts.values())
         # each engine's fleet against the smallest fleet predicted with a fitted band (else the smallest of all)

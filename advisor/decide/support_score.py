@@ -23,7 +23,7 @@ def effects(facts: dict[str, Any], engine_facts: dict[str, dict[str, Any]] | Non
     the flip search asks again for every variant of the answers, most of which keep all three."""
     needs = needed_features(facts, knowledge)
     cc = cc_value(facts.get("gpu_cc")) if facts.get("gpu_vendor") == "nvidia" else None
-    key = (id(knowledge.support), cc, tuple(needs),
+    key = (id(knowledge.support), cc, tuple(needs), facts.get("model_type"),
            tuple(tuple(rows(facts, engine_facts.get(e, {}) if engine_facts else {}).items()) for e in ks.ENGINE_IDS))
     out = _EFFECTS.get(key)
     if out is None:

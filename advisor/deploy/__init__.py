@@ -16,10 +16,13 @@ __all__ = ["Arg", "Bundle", "EnvVar", "HOST", "MODEL", "PORT", "bundle_for", "bu
 
 
 def bundle_for(engine: str, plan: Plan, answers: Answers, knowledge: Knowledge, lang: str = "en",
-               cpu_cores: int | None = None, notes: list[str] | None = None) -> Bundle:
+               cpu_cores: int | None = None, notes: list[str] | None = None, refuse: str | None = None) -> Bundle:
     """One engine's bundle, its files rendered (none when refused or without a server). `notes` go first among its
-    warnings and into every file's header (e.g. why the ranking excluded the engine)."""
+    warnings and into every file's header (e.g. why the ranking excluded the engine); `refuse`: why no bundle can
+    be written at all (the engine's pinned version does not implement the model's architecture)."""
     b = build_settings(engine, plan, answers, knowledge, lang, cpu_cores)
+    if refuse:
+        return b.model_copy(update={"status": "refused", "reason": refuse, "args": [], "env": [], "files": {}})
     if notes:
         b = b.model_copy(update={"warnings": [*notes, *b.warnings]})
     return render(b, knowledge)

@@ -4,6 +4,7 @@ Every key is optional; the defaults below are the documented ones (README "Answe
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -94,6 +95,29 @@ class TargetHardware(_Strict):
 Modality = Literal["text", "vision-language", "speech", "embedding", "vision"]
 
 
+_GGUF_TYPES = {"q2_k", "q3_k_m", "q4_0", "q4_1", "iq4_xs", "q4_k_s", "q4_k_m", "q5_k_s", "q5_k_m", "q6_k", "q8_0"}
+
+
+def name_hints(name: str) -> tuple[float | None, str | None]:
+    """What a model's name says about it, as hubs and Ollama spell it: its size in billions (`-8B`, `:8b`, `-135M`;
+    an MoE's `8x7B` is not a total and says nothing) and the precision its quantization tag names (`-AWQ`, `-GPTQ-Int4`
+    and `-bnb-4bit` int4, `-GPTQ-Int8` int8, `-FP8`, `-NVFP4`/`-MXFP4` fp4, `:q4_K_M` and other GGUF types)."""
+    s = name[:300].lower()
+    words = re.split(r"[-_:/\s.]+", s)
+    size = None
+    m = re.search(r"(?<![\dx.])(\d+(?:\.\d+)?)([bm])(?![a-z\d])", s)
+    if m and not re.search(r"\d+x\d", s):
+        size = float(m.group(1)) / (1000 if m.group(2) == "m" else 1)
+    gguf = next((t for t in _GGUF_TYPES if re.search(rf"(?<![a-z\d]){t}(?![a-z\d])", s)), None)
+    precision = (gguf if gguf else
+                 "int8" if ("gptq" in words or "w8a16" in words) and ("int8" in words or "8bit" in words) else
+                 "int4" if {"awq", "gptq", "w4a16", "int4"} & set(words) or ("bnb" in words and "4bit" in words) else
+                 "int8" if "int8" in words or "w8a8" in words else
+                 "fp8" if "fp8" in words else
+                 "fp4" if {"nvfp4", "mxfp4", "fp4"} & set(words) else None)
+    return (size if size and 0.001 <= size <= 2000 else None), precision
+
+
 class ModelBlock(_Strict):
     name: str | None = None  # a knowledge/models.yaml id or Hugging Face name; unknown names plan from params_b
     path: str | None = None  # the user's own model: GGUF file, HF/ONNX directory, or a config.json alone
@@ -106,6 +130,26 @@ class ModelBlock(_Strict):
     # the typical request, in tokens (None = from the prompt mix): the planner's TTFT bound and the probe use them
     input_tokens: int | None = Field(default=None, ge=1, le=1_048_576)
     output_tokens: int | None = Field(default=None, ge=1, le=65_536)
+
+    @model_validator(mode="after")
+    def _from_the_name(self) -> "ModelBlock":
+        """A size or precision the answers leave out is read from the model's name where it says one (a name's
+        `-AWQ` is the checkpoint's precision); what the answers give always wins. fields_set still says what was
+        given, so the planner can ask for a size neither gave (advisor.planner.spec.resolve_model)."""
+        if self.name:
+            size, precision = name_hints(self.name)
+            given = set(self.model_fields_set)
+            if size is not None and "params_b" not in given:
+                self.params_b = size
+            if precision is not None and "precision" not in given:
+                self.precision = precision
+            self.__pydantic_fields_set__ = given
+        return self
+
+    @property
+    def size_known(self) -> bool:
+        """Whether the answers or the name give the model's size (else params_b is only the default 7 B)."""
+        return "params_b" in self.model_fields_set or (bool(self.name) and name_hints(self.name)[0] is not None)
 
 
 class LoadBlock(_Strict):

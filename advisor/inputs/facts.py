@@ -78,9 +78,12 @@ def serving_facts(plan) -> dict[str, Any]:
         "plan_ttft_one_ms": g(sv.ttft_ms_p95_one) if sv is not None else None,
         "plan_miss_x": (round(sv.ttft_ms_p95_one / sv.ttft_target_ms, 1)
                         if known and sv.ttft_ms_p95_one and sv.ttft_target_ms else None),
-        "plan_fleet_gpus": sv.fleet_gpus if known else None,
+        # the engine's leanest fleet that meets Q2 (smaller replicas than the plan's own where they do): what the
+        # ranking compares engines by; the plan's row and bundle keep the plan's own layout
+        "plan_fleet_gpus": (sv.leaner.fleet_gpus if sv.leaner else sv.fleet_gpus) if known else None,
         # GPUs of the fleet, or machines for a CPU fleet: what the relative rules compare
-        "plan_fleet_size": (sv.fleet_gpus or sv.replicas) if known and sv.replicas else None,
+        "plan_fleet_size": ((sv.leaner.fleet_gpus if sv.leaner else sv.fleet_gpus) or sv.replicas)
+        if known and sv.replicas else None,
         "plan_fleet_ratio": None,  # set by the rules' Evaluator, which sees every engine
         "plan_mode": sv.mode if sv is not None else None,
     }

@@ -75,6 +75,7 @@ class Knowledge:
     serving_fit: ks.ServingFit
     deploy: ks.DeployFile
     aiconfigurator: ks.AiconfiguratorFile
+    architectures: ks.ArchitecturesFile
 
     def s(self, key: str, lang: str = "en", **kw: object) -> str:
         """A UI/report string in the chosen language."""
@@ -139,4 +140,5 @@ def _cached(d: Path) -> Knowledge:
         serving_fit=_load(d / "serving_fit.yaml", ks.ServingFit),
         deploy=_load(d / "deploy.yaml", ks.DeployFile),
         aiconfigurator=_load(d / "aiconfigurator.yaml", ks.AiconfiguratorFile),
+        architectures=_load(d / "architectures.yaml", ks.ArchitecturesFile),
     )

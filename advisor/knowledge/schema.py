@@ -693,6 +693,7 @@ class ModelArch(Sourced):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]*$")
     name: str
     aliases: list[str] = Field(default_factory=list)
+    hf_architecture: str | None = Field(default=None, pattern=r"^[A-Za-z][A-Za-z0-9_]{1,80}$")  # config.json architectures[0]
     params_b: float = Field(gt=0)  # total parameters, billions
     active_params_b: float | None = None  # MoE: parameters one token passes through
     architecture: Arch
@@ -1219,4 +1220,43 @@ class DeployFile(Strict):
         missing = [e for e in ENGINE_IDS if e not in self.engines]
         if missing:
             raise ValueError(f"engines: missing {', '.join(missing)}")
+        return self
+
+
+# ---------------------------------------------------------------- architectures.yaml (bench/read_architectures.py)
+
+class ArchEngine(Strict):
+    """The model architectures one engine's pinned version implements, as its own code lists them."""
+
+    version: VersionStr
+    package: str = Field(min_length=1, max_length=40)  # what `version` is the version of
+    source: SourceStr
+    where: str = Field(min_length=1, max_length=200)
+    read: DateStr
+    fallback: Literal["transformers"] | None = None  # what loads a class it does not implement itself
+    fallback_kinds: list[Literal["decoder-only", "encoder-decoder", "encoder", "cnn"]] = Field(default_factory=list)
+    # the kinds of model this list judges (empty: all); another kind reaches the engine by a path it does not cover
+    applies_kinds: list[Literal["decoder-only", "encoder-decoder", "encoder", "cnn"]] = Field(default_factory=list)
+    native: list[str]
+    via_transformers: list[str] = Field(default_factory=list)  # classes it routes to its Transformers backend
+    removed: dict[str, str] = Field(default_factory=dict)  # class -> the version it was removed in
+    plugins: dict[str, str] = Field(default_factory=dict)  # class -> the out-of-tree plugin that now holds it
+    later: dict[str, str] = Field(default_factory=dict)  # class -> when a release after the pinned one added it
+    gguf: list[str] = Field(default_factory=list)  # llama.cpp: the GGUF general.architecture values it loads
+    model_types: list[str] = Field(default_factory=list)  # transformers: the config.json model_type values it knows
+    note: str | None = None
+
+
+class ArchitecturesFile(Strict):
+    engines: dict[EngineId, ArchEngine]
+    texts: dict[str, Text]
+
+    @model_validator(mode="after")
+    def _whole(self) -> "ArchitecturesFile":
+        missing = set(ENGINE_IDS) - set(self.engines)
+        if missing:
+            raise ValueError(f"no architecture list for {sorted(missing)} (bench/read_architectures.py)")
+        need = {"native_missing", "transformers", "removed", "plugin", "gguf_missing", "no_fallback_type"}
+        if need - set(self.texts):
+            raise ValueError(f"texts: missing {sorted(need - set(self.texts))}")
         return self

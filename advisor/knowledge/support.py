@@ -91,6 +91,11 @@ def rows(facts: dict[str, Any], engine_facts: dict[str, Any]) -> dict[str, str]:
         out["architecture"] = "moe" if facts.get("moe") and arch == "decoder-only" else _ARCH_KEY[arch]
     if modality in _MODALITY_KEY:
         out["modality"] = _MODALITY_KEY[modality]
+    classes, gguf = facts.get("hf_architectures") or (), facts.get("gguf_architecture")
+    if classes:  # the class names the model's config.json (or its catalogue entry) gives
+        out["model_class"] = ", ".join(classes)
+    elif gguf:
+        out["model_class"] = f"GGUF {gguf}"
     return out
 
 
@@ -101,12 +106,87 @@ def verdicts(engine: str, facts: dict[str, Any], engine_facts: dict[str, Any], k
     cc = cc_value(facts.get("gpu_cc")) if facts.get("gpu_vendor") == "nvidia" else None
     out = []
     for axis, key in rows(facts, engine_facts).items():
+        if axis == "model_class":
+            cell = class_cell(engine, tuple(facts.get("hf_architectures") or ()), facts.get("model_type"),
+                              facts.get("gguf_architecture"), knowledge, facts.get("architecture"))
+            out.append(Verdict(engine, axis, key, cell.status, cell, cell.note))
+            continue
         cell = getattr(table, axis)[key]
         status, note = effective(cell, cc if axis in ("accelerator", "precision", "kv_cache_dtype") else None)
         out.append(Verdict(engine, axis, key, status, cell, note))
     for feature in needs if needs is not None else needed_features(facts, knowledge):
         cell = table.serving[feature]
         out.append(Verdict(engine, "serving", feature, cell.status, cell, cell.note))
+    return out
+
+
+_CLASS_CELLS: dict[tuple, ks.SupportCell] = {}
+_SETS: dict[tuple[int, str], tuple[frozenset[str], ...]] = {}
+
+
+def _sets(knowledge: Knowledge, engine: str) -> tuple[frozenset[str], ...]:
+    """native, routed to transformers, GGUF architectures, model types; and native again in lower case (transformers
+    spells some classes otherwise than their configs do: PhimoeForCausalLM for a config's PhiMoEForCausalLM)."""
+    key = (id(knowledge.architectures), engine)
+    if key not in _SETS:
+        a = knowledge.architectures.engines[engine]
+        _SETS[key] = (frozenset(a.native), frozenset(a.via_transformers), frozenset(a.gguf), frozenset(a.model_types),
+                      frozenset(c.lower() for c in a.native))
+    return _SETS[key]
+
+
+def class_cell(engine: str, classes: tuple[str, ...], model_type: str | None, gguf: str | None,
+               knowledge: Knowledge, kind: str | None = None) -> ks.SupportCell:
+    """Can this engine's pinned version load a model of these architecture classes (config.json `architectures`)
+    or this GGUF architecture? Judged from the lists its own code holds (knowledge/architectures.yaml, read by
+    bench/read_architectures.py): supported (it implements the class), experimental (only through its Transformers
+    backend), unsupported (not implemented, removed, or moved to a plugin), unknown (nothing to judge by)."""
+    memo = (id(knowledge.architectures), engine, classes, model_type, gguf, kind)
+    if memo in _CLASS_CELLS:
+        return _CLASS_CELLS[memo]
+    a = knowledge.architectures.engines[engine]
+    texts = knowledge.architectures.texts
+    native, routed, ggufs, _, _ = _sets(knowledge, engine)
+    _, _, _, tf_types, tf_lower = _sets(knowledge, "pytorch")
+    in_transformers = any(c.lower() in tf_lower for c in classes) or model_type in tf_types
+    name = knowledge.engines[engine].name
+    first = classes[0] if classes else (gguf or "")
+
+    def cell(status: ks.SupportStatus, text: str | None = None, **kw: str) -> ks.SupportCell:
+        note = None
+        if text is not None:
+            t = texts[text]
+            fill = dict(engine=name, package=a.package, version=a.version, arch=first, where=a.where, model_type=model_type or "—", **kw)
+            note = ks.Text(en=t.en.format(**fill), zh=t.zh.format(**fill))
+        return ks.SupportCell(status=status, source=a.source, read=a.read, doc=f"{a.package} {a.version}", note=note)
+
+    if gguf and not classes:
+        out = (cell("supported") if gguf in ggufs else cell("unsupported", "gguf_missing")) \
+            if engine == "llama.cpp" else ks.SupportCell(status="unknown")
+    elif not classes or (a.applies_kinds and kind is not None and kind not in a.applies_kinds):
+        out = ks.SupportCell(status="unknown")
+    elif any(c in native for c in classes) or (engine == "pytorch" and in_transformers):
+        out = cell("supported")
+    elif any(c in routed for c in classes):
+        out = cell("experimental", "transformers")
+    elif any(c in a.removed for c in classes):
+        c = next(c for c in classes if c in a.removed)
+        out = cell("unsupported", "removed", removed=a.removed[c])
+    elif any(c in a.plugins for c in classes):
+        c = next(c for c in classes if c in a.plugins)
+        out = cell("unsupported", "plugin", url=a.plugins[c])
+    elif any(c in a.later for c in classes):  # a newer release implements it: the pin must move, not the engine
+        c = next(c for c in classes if c in a.later)
+        out = cell("experimental", "later", later=a.later[c])
+    elif a.fallback == "transformers" and in_transformers and (kind is None or kind in a.fallback_kinds):
+        out = cell("experimental", "transformers")
+    elif engine == "pytorch":
+        out = cell("unsupported", "no_fallback_type")
+    else:
+        out = cell("unsupported", "native_missing")
+    if len(_CLASS_CELLS) > 4096:
+        _CLASS_CELLS.clear()
+    _CLASS_CELLS[memo] = out
     return out
 
 

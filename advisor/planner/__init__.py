@@ -75,6 +75,8 @@ def _price(plans, answers: Answers, hardware: Hardware | None, target, knowledge
         sv.fleet_usd_per_hour = round(per_gpu * (sv.fleet_gpus or 0) if per_gpu is not None else usd * sv.replicas, 4)
         m = usd_per_million_tokens(sv.fleet_usd_per_hour, sv.fleet_output_tps)
         sv.usd_per_m_output_tokens = None if m is None else round(m, 4)
+        if sv.leaner is not None and per_gpu is not None:
+            sv.leaner.fleet_usd_per_hour = round(per_gpu * sv.leaner.fleet_gpus, 4)
 
 
 def make_plan(answers: Answers, hardware: Hardware | None, knowledge: Knowledge, spec: ModelSpec | None = None,

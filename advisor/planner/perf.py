@@ -15,7 +15,7 @@ from typing import Callable
 from advisor.knowledge.load import Knowledge
 from advisor.planner.serving import Eff, Load, capacity, capacity_reaches, predict, replicas_for, with_band
 from advisor.planner.aic import predictor_name as aic_name
-from advisor.planner.types import Calibrated, ServingLevel, ServingPlan, Target
+from advisor.planner.types import Calibrated, LeanerFleet, ServingLevel, ServingPlan, Target
 
 Calibration = dict[str, Calibrated]
 MAX_USERS = 100_000
@@ -277,9 +277,16 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
             if r is not None and (best[0] is None or r * n < best[0] * max(best[1], 1)):
                 best = (r, n, acap, ahw, alt.tp, alt)
     replicas, n, bcap, bhw, tp, balt = best
+    lean = None
+    own = replicas_for(users, cap)
+    if n != gpus and own is not None:  # the row stays the plan's own layout, which the bundle deploys; the leaner
+        lean, (replicas, n, bcap, bhw, tp, balt) = best, (own, gpus, cap, hw, out.tensor_parallel, None)  # one aside
     if replicas is None:
         return out
     out.replicas, out.fleet_gpus = replicas, replicas * n if n else None
+    if lean is not None:
+        out.leaner = LeanerFleet(gpus_per_replica=lean[1], tensor_parallel=max(1, lean[4]), replicas=lean[0],
+                                 fleet_gpus=lean[0] * lean[1], capacity=lean[2])
     if n != gpus:
         out.gpus_per_replica, out.tensor_parallel = n, max(1, tp)
     if "band" in skip:
@@ -295,6 +302,10 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
     bsi = si if balt is None or si is None else _silicon(balt, mode, bhw, eff, wl, k)[0]
     lv = level_at(each, n, bhw, bsi)
     out.fleet_output_tps = _r(lv.output_tps * users / each) if lv.output_tps else None
+    if lean is not None and out.leaner is not None:  # its TTFT at Q1's users spread over its replicas
+        lr, ln, _, lhw, _, lalt = lean
+        lsi = None if si is None or lalt is None else _silicon(lalt, mode, lhw, eff, wl, k)[0]
+        out.leaner.ttft_ms_p95 = level_at(max(1, -(-users // lr)), ln, lhw, lsi).ttft_ms_p95
     return out
 
 

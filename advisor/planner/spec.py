@@ -8,6 +8,7 @@ from __future__ import annotations
 import difflib
 import functools
 import math
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -64,6 +65,11 @@ class ModelSpec(BaseModel):
     notes: list[str] = Field(default_factory=list)
     unknown_name: bool = False  # model.name was not in the catalogue: planned as a generic model of params_b
     suggestions: list[str] = Field(default_factory=list)  # catalogue ids close to that name
+    # what the engines' registries are keyed by: config.json `architectures` (or the catalogue's), its model_type,
+    # and a GGUF file's general.architecture (advisor.knowledge.support.class_cell)
+    hf_architectures: list[str] = Field(default_factory=list)
+    model_type: str | None = None
+    gguf_architecture: str | None = None
 
     @property
     def embedding_params_b(self) -> float:
@@ -90,11 +96,60 @@ class ModelSpec(BaseModel):
         return "mha" if self.kv_heads == self.attention_heads else ("mqa" if self.kv_heads == 1 else "gqa")
 
 
+_NAMES: dict[int, dict[str, str]] = {}
+# what people append to a model's name that does not change its shape: chat/instruct tunes, the hub's format and
+# quantization tags (the precision they name is read by advisor.inputs.answers.name_hints)
+_DECORATION = re.compile(r"^(instruct|chat|it|hf|base|pt|gguf|awq|gptq|int4|int8|w4a16|w8a8|w8a16|fp8|fp16|bf16|fp4|"
+                         r"nvfp4|mxfp4|dynamic|bnb|4bit|8bit|mlx|exl2|q\d[\w-]*|iq\d\w*|k|m|s|l|xs|0|1)$")
+_VERSION = re.compile(r"^v\d+(\.\d+)*$")
+_SIZE = re.compile(r"^(\d+(\.\d+)?[bm]|\d+x\d+(\.\d+)?b|e\d+b|a\d+(\.\d+)?b)$")
+
+
+def _norm(s: str) -> str:
+    return re.sub(r"-{2,}", "-", re.sub(r"[\s_]+", "-", s.strip().lower())).strip("-")
+
+
+def _names(knowledge: Knowledge) -> dict[str, str]:
+    key = id(knowledge.models)
+    if key not in _NAMES:
+        table: dict[str, str] = {}
+        for m in knowledge.models.models:
+            for x in (m.id, m.name, *m.aliases):
+                table.setdefault(_norm(x), m.id)
+                table.setdefault(_norm(x).rsplit("/", 1)[-1], m.id)
+        _NAMES[key] = table
+    return _NAMES[key]
+
+
+def name_forms(name: str) -> list[str]:
+    """The forms a typed name is looked up under, surest first: as typed; without its org; an Ollama `family:tag`
+    as family-size; then without the tags that do not change the model's shape (-Instruct, -AWQ, -GPTQ-Int4, -FP8,
+    -GGUF, :q4_K_M ...); and last without a version suffix (-v0.1). `llama3.1` is also tried as `llama-3.1`."""
+    s = _norm(name[:300])
+    tail = s.rsplit("/", 1)[-1]
+    base, _, tag = tail.partition(":")
+    forms = [s, tail]
+    if tag:
+        size = next((t for t in tag.split("-") if _SIZE.match(t)), None)
+        forms += [f"{base}-{size}" if size else base]
+        tail = forms[-1]
+    words = tail.split("-")
+    plain = [w for w in words if not _DECORATION.match(w)]
+    forms.append("-".join(plain))
+    forms.append("-".join(w for w in plain if not _VERSION.match(w)))
+    forms += [f[len("meta-"):] for f in forms if f.startswith("meta-")]
+    forms += [re.sub(r"^([a-z]+)(\d)", r"\1-\2", f) for f in forms]
+    return list(dict.fromkeys(f for f in forms if f))
+
+
 def find_known(name: str, knowledge: Knowledge):
-    want = name.strip().lower()
-    for m in knowledge.models.models:
-        if want == m.id or want in (a.lower() for a in m.aliases) or want == m.name.lower():
-            return m
+    """The catalogue entry a name means, as people type it: an id, a name or alias, a Hugging Face repo name with or
+    without its org and with its tags, or an Ollama tag (name_forms). None when no form matches exactly: a close
+    match is offered as a suggestion, never assumed."""
+    table = _names(knowledge)
+    for form in name_forms(name):
+        if form in table:
+            return next(m for m in knowledge.models.models if m.id == table[form])
     return None
 
 
@@ -111,6 +166,7 @@ def known_spec(m) -> ModelSpec:
                      architecture=m.architecture, layers=m.layers, hidden_size=m.hidden_size,
                      attention_heads=m.attention_heads, kv_heads=m.kv_heads, head_dim=m.head_dim,
                      intermediate_size=inter, vocab_size=m.vocab_size, max_context=m.max_context, source=m.source,
+                     hf_architectures=[m.hf_architecture] if m.hf_architecture else [],
                      **{f: getattr(m, f) for f in _SHAPE_FIELDS})
 
 
@@ -150,6 +206,12 @@ def resolve_model(block: ModelBlock, knowledge: Knowledge, read_files: bool = Tr
         known = find_known(block.name, knowledge)
         if known is not None:
             return _with_modality(known_spec(known), block)
+        if not block.size_known:  # neither the answers nor the name give a size: ask, never plan 7 B unasked
+            close = suggestions(block.name, knowledge)
+            raise ModelSpecError(
+                f"model.name {printable(block.name, 80)!r} is not in the catalogue and its size is not known: give "
+                "model.params_b (billions) or model.path (its config.json)"
+                + (f"; did you mean: {', '.join(close)}?" if close else ""))
         spec = generic(block.params_b, block.architecture, knowledge, name=block.name.strip()[:200])
         spec.unknown_name = True  # make_plan says so, in the page's language
         spec.suggestions = suggestions(block.name, knowledge)
@@ -292,6 +354,7 @@ def _from_gguf(path: Path, architecture: str) -> ModelSpec:
         attention_heads=heads, kv_heads=kv, head_dim=head_dim, intermediate_size=inter, vocab_size=vocab,
         max_context=need("context_length", _CONTEXT, 4096), source=str(path), weights_bytes=path.stat().st_size,
         file_precision=FILE_TYPES.get(m.get("general.file_type"), "gguf_file"), file_format="gguf",
+        gguf_architecture=class_name(a, 60),
         tied_embeddings=bool(m["__tied__"]), notes=notes)
 
 
@@ -316,6 +379,12 @@ def printable(name: str, limit: int = 200) -> str:
     return "".join(ch if ch.isprintable() else " " for ch in name).strip()[:limit]
 
 
+def class_name(value: str, limit: int = 100) -> str:
+    """An architecture class or type name from a model's own files, kept to the characters such names use (letters,
+    digits, `_`, `-`, `.`), so that it can be shown and looked up without escaping surprises."""
+    return "".join(ch for ch in value[:limit * 2] if ch.isascii() and (ch.isalnum() or ch in "_-."))[:limit]
+
+
 def config_shape(c: dict, architecture: str) -> dict:
     """ModelSpec fields from a Hugging Face config.json object: the transformer's shape, MoE, MLA, sliding-window
     layers and the modality. Every number is checked (finite, whole, in a plausible range) and every failure is one
@@ -324,7 +393,7 @@ def config_shape(c: dict, architecture: str) -> dict:
 
     model_type = str(c.get("model_type") or "")[:40]
     archs = c.get("architectures") if isinstance(c.get("architectures"), list) else []
-    archs = [a for a in archs[:8] if isinstance(a, str)]
+    archs = [class_name(a) for a in archs[:8] if isinstance(a, str) and class_name(a)]
     vision = isinstance(c.get("vision_config"), dict)
     if "num_hidden_layers" not in c and "encoder_layers" not in c:
         c = {**mf.section(c, "text_config", "config.json"), **c}
@@ -335,7 +404,7 @@ def config_shape(c: dict, architecture: str) -> dict:
     kv = _pick(c, ("num_key_value_heads", "multi_query_group_num"), "KV heads", _HEADS, heads)
     inter = _pick(c, ("intermediate_size", "d_ff", "ffn_hidden_size", "encoder_ffn_dim"), "MLP width", 1 << 24, hidden * 4)
     vocab = _pick(c, ("vocab_size", "padded_vocab_size"), "vocabulary", _VOCAB, 32000)
-    out: dict = dict(layers=layers, hidden_size=hidden, attention_heads=heads, kv_heads=kv, intermediate_size=inter,
+    out: dict = dict(hf_architectures=archs, model_type=class_name(model_type, 40) or None, layers=layers, hidden_size=hidden, attention_heads=heads, kv_heads=kv, intermediate_size=inter,
                      vocab_size=vocab, tied_embeddings=bool(c.get("tie_word_embeddings", True)),
                      max_context=_pick(c, ("max_position_embeddings", "seq_length", "n_positions",
                                            "max_target_positions"), "context", _CONTEXT, 4096))

@@ -97,6 +97,19 @@ class Calibrated(BaseModel):
     change_ttft: float | None = Field(default=None, ge=1e-3, le=1e3, allow_inf_nan=False)
 
 
+class LeanerFleet(BaseModel):
+    """A fleet of smaller replicas than the plan's own (which the bundle deploys) that also meets Q2 for Q1's users
+    with fewer GPUs: said on its own line, never mixed into the plan's row."""
+
+    gpus_per_replica: int
+    tensor_parallel: int = 1
+    replicas: int
+    fleet_gpus: int
+    capacity: int | None = None
+    ttft_ms_p95: float | None = None  # Q1's users spread over its replicas
+    fleet_usd_per_hour: float | None = None
+
+
 class ServingPlan(BaseModel):
     """Predicted serving performance of one engine on the target (advisor/planner/serving.py), with its band."""
 
@@ -129,6 +142,7 @@ class ServingPlan(BaseModel):
     fleet_output_tps: float | None = None  # Q1's users spread over the replicas
     fleet_usd_per_hour: float | None = None
     usd_per_m_output_tokens: float | None = None
+    leaner: LeanerFleet | None = None
     ttft_ms_p95_one: float | None = None  # one user alone: the floor of TTFT on this replica
     measured_change: str | None = None  # calibrated: how far the fitted prediction was from the sweep
     # which predictor made the figures: "serving-model" (ours) or the measured-silicon one's name

@@ -88,6 +88,24 @@ def rate_lines(plan: Plan, knowledge: Knowledge, lang: str) -> list[str]:
     return out
 
 
+def leaner_lines(plan: Plan, knowledge: Knowledge, lang: str) -> list[str]:
+    """Where smaller replicas than the row's (the plan's own layout, which the bundle deploys) also meet the target
+    with fewer GPUs: one line per engine saying so, with its TTFT and cost (plain text)."""
+    s = knowledge.s
+    out = []
+    for e, sv in predicted(plan).items():
+        f = sv.leaner
+        if f is None:
+            continue
+        name = knowledge.engines[e].name if e in knowledge.engines else e
+        fleet = (s("srv_fleet_gpu", lang, r=f"{f.replicas:,}") if f.gpus_per_replica == 1
+                 else s("srv_fleet_gpus", lang, r=f"{f.replicas:,}", g=f.gpus_per_replica))
+        fleet += s("srv_fleet_tp", lang, tp=f.tensor_parallel) if f.tensor_parallel > 1 else ""
+        out.append(s("srv_leaner", lang, engine=name, fleet=fleet, gpus=f"{f.fleet_gpus:,}",
+                     ttft=_f(f.ttft_ms_p95, 0), usd=_f(f.fleet_usd_per_hour, 2), row=f"{sv.fleet_gpus or 0:,}"))
+    return out
+
+
 def predictor_lines(plan: Plan, knowledge: Knowledge, lang: str) -> list[str]:
     """Which predictor made each engine's figures, and where the measured-silicon one and our model disagree
     beyond their bands: one line per engine with a prediction (plain text: the caller escapes it)."""
@@ -246,7 +264,8 @@ def serving_markdown(plan: Plan, knowledge: Knowledge, lang: str, heading: str =
     out.append("|" + "---|" * len(header))
     out += ["| " + " | ".join(md_escape(fold(c)) for c in r) + " |" for r in rows]
     out.append("")
-    out += [f"- {md_escape(x)}" for x in rate_lines(plan, knowledge, lang) + predictor_lines(plan, knowledge, lang)]
+    out += [f"- {md_escape(x)}" for x in rate_lines(plan, knowledge, lang) + leaner_lines(plan, knowledge, lang)
+                                              + predictor_lines(plan, knowledge, lang)]
     out.append("")
     mem = memory_markdown(plan, knowledge, lang)
     if mem:
@@ -265,7 +284,8 @@ def serving_text(plan: Plan, knowledge: Knowledge, lang: str = "en") -> list[str
     widths = [max(_width(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     for r in [header, *rows]:
         out.append(("  " + "  ".join(_pad(str(c), w) for c, w in zip(r, widths))).rstrip())
-    out += [f"  - {x}" for x in rate_lines(plan, knowledge, lang) + predictor_lines(plan, knowledge, lang)]
+    out += [f"  - {x}" for x in rate_lines(plan, knowledge, lang) + leaner_lines(plan, knowledge, lang)
+                                              + predictor_lines(plan, knowledge, lang)]
     lines = memory_lines(plan, knowledge, lang)
     if lines:
         out.append(s("srv_memory_title", lang) + s("colon", lang).rstrip())

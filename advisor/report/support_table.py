@@ -32,8 +32,11 @@ class Row:
     cells: dict[str, Cell]
 
 
+TABLE_AXES = (*ks.CAN_RUN_AXES, "model_class", "serving")  # model_class: knowledge/architectures.yaml, not the matrix
+
+
 def rows(facts: dict[str, Any], engine_facts: dict[str, dict[str, Any]], knowledge: Knowledge,
-         axes: tuple[str, ...] = (*ks.CAN_RUN_AXES, "serving")) -> list[Row]:
+         axes: tuple[str, ...] = TABLE_AXES) -> list[Row]:
     per_engine = {e: support.verdicts(e, facts, engine_facts.get(e, {}), knowledge) for e in ks.ENGINE_IDS}
     out: list[Row] = []
     seen: list[tuple[str, str]] = []
@@ -106,7 +109,7 @@ def read_date(knowledge: Knowledge) -> str:
     return max(dates) if dates else "–"
 
 
-def from_recommendation(rec, knowledge: Knowledge, axes: tuple[str, ...] = (*ks.CAN_RUN_AXES, "serving")) -> list[Row]:
+def from_recommendation(rec, knowledge: Knowledge, axes: tuple[str, ...] = TABLE_AXES) -> list[Row]:
     """The table for a Recommendation: its facts, and each engine's plan (the precision and device it assumed)."""
     from advisor.inputs.facts import plan_facts
 

@@ -235,6 +235,7 @@ def test_user_and_model_strings_are_escaped():
     sources = {c.source for t in K.support.engines.values() for axis in ("os", "accelerator", "precision",
                "kv_cache_dtype", "architecture", "serving") for c in getattr(t, axis).values() if c.source}
     cited = {p for p in K.sources.pages if p.startswith("http")} | {a.url for a in K.sources.seeds.values() if a.url}
+    cited |= {a.source for a in K.architectures.engines.values()}  # the "architecture class" row's cells
     links = re.findall(r'<a href="([^"]*)"', page)
     assert links and set(links) <= sources | cited  # the knowledge's own sources, nothing from the user's strings
 
