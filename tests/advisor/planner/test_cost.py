@@ -61,3 +61,35 @@ def test_the_typical_input_length_drives_the_ttft_bound():
                      with_flips=False).plan.engines["vllm"]
     assert short.prompt_tokens == 256 and long.prompt_tokens == 4096
     assert long.ttft_ms_lower_bound > short.ttft_ms_lower_bound
+
+
+def test_the_rows_fleet_is_the_deployment_the_bundle_makes_and_a_leaner_one_is_said_apart():
+    """Qwen3-32B FP8, 50 users, 2 x H100 (walk-3 H3): the row once priced one GPU beside TP-2 latencies while the
+    bundle deployed two. The row, its cost and the bundle now describe one deployment; one GPU meeting the target
+    too is its own line."""
+    from advisor.cli import deploy_bundles
+    from advisor.decide import recommend
+    from advisor.inputs.answers import parse_answers
+    from advisor.knowledge.load import load_knowledge
+    from advisor.report.serving import leaner_lines
+
+    k = load_knowledge()
+    a = parse_answers({"concurrency": 50, "ttft_p95_ms": 1000,
+                       "hardware": {"gpu_vendor": "nvidia", "gpu_model": "h100-sxm", "gpu_count": 2},
+                       "model": {"name": "qwen3-32b", "precision": "fp8"}})
+    rec = recommend(a, None, k, with_flips=False)
+    bundles, _ = deploy_bundles(a, k, "en")
+    by = {b.engine: b for b in bundles}
+    for e in ("vllm", "sglang", "tensorrt-llm"):
+        p = rec.plan.engines[e]
+        sv, b = p.serving, by[e]
+        assert b.status == "ok"
+        assert sv.fleet_gpus == b.gpus_per_replica * b.replicas, e
+        assert sv.gpus_per_replica == b.gpus_per_replica and sv.tensor_parallel == p.tensor_parallel
+        assert abs(sv.fleet_usd_per_hour - p.usd_per_hour / p.gpus_used * b.gpus_per_replica * b.replicas) < 0.01
+    lines = leaner_lines(rec.plan, k, "en")
+    leaner = [e for e in ("vllm", "sglang", "tensorrt-llm") if rec.plan.engines[e].serving.leaner is not None]
+    assert len(lines) == len(leaner)
+    for e in leaner:
+        f = rec.plan.engines[e].serving.leaner
+        assert f.fleet_gpus < rec.plan.engines[e].serving.fleet_gpus and f.fleet_usd_per_hour is not None
