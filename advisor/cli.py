@@ -346,11 +346,12 @@ def _report_runs(paths: list[str], knowledge, lang: str) -> tuple[list, list]:
                     print("measuring this machine's memory bandwidth once (cached for next time)…", file=sys.stderr)
                     bench = machine_bench.get()
                 local.update(hw=detect(knowledge), machine=bench)
-            from advisor.evidence import check_probe
+            from advisor.evidence import check_probe, hold_collapsed
 
             c = check_probe(r, knowledge, local["hw"], local["machine"], lang)
             if c is not None:
                 checks.append(c)
+                r = hold_collapsed(r, c, knowledge)  # collapsed against this machine's roofline: held, as busy
         if i < MAX_RUNS_SHOWN and r.ok and len(drawn) < MAX_RUNS_CHARTED:
             drawn.append(len(results))
             results.append(r)

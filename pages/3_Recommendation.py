@@ -47,6 +47,10 @@ if short:  # say it first: no engine fits as asked, and what would make each fit
 
         st.number_input(T("ui_ask_ram"), min_value=1, max_value=65536, value=None, step=16, key="ask_ram",
                         on_change=take_ram, placeholder=T("ui_ask_ram_placeholder"))
+none = rec.none_meets() if not short else None
+if none:  # a headline: every engine is predicted to miss the target here, and which comes closest
+    st.warning(md_escape(T("none_meets", best=none[0], target=f"{none[2]:,.0f}",
+                           one="—" if none[1] is None else f"{none[1]:,.0f}")))
 st.plotly_chart(ranking_chart(rec, lang), key="ranking_chart", config={"displayModeBar": False})
 for i, r in enumerate(rec.ranking, 1):
     with st.expander(f"{i}. {r.name} — {r.score:g}", expanded=i == 1):

@@ -11,7 +11,7 @@ import time
 import streamlit as st
 
 from advisor.decide import recommend
-from advisor.evidence import check_capacity, check_probe, history, not_measured, revisit, target_device
+from advisor.evidence import check_capacity, check_probe, history, hold_collapsed, not_measured, revisit, target_device
 from advisor.evidence.sweep_check import check_sweep, recalibrate_all
 from advisor.planner import calibration
 from advisor.report.sweep_check import check_markdown, recalibrated_text
@@ -435,7 +435,9 @@ if by_id:
                 st.plotly_chart(roofline_chart(None, checks, {e.id: e.name for e in k.engines.values()}, L),
                                 key="probe_roofline_chart", config=CHART)
         if job is None:
-            judged = [by_id[rid] for rid in chosen]
+            # a run that collapsed against this machine's roofline is held like a busy one (hold_collapsed)
+            held = {id(r): hold_collapsed(r, c, k) for r, c in ((r, check_probe(r, k, hw, machine(), L)) for r in ok)}
+            judged = [held.get(id(by_id[rid]), by_id[rid]) for rid in chosen]
             v = revisit(rec, judged, float(a.ttft_p95_ms), L, labels=[run_label(rid, by_id[rid].engine) for rid in chosen],
                         target=target_device(a, hw, k, L), knowledge=k)
             st.subheader(T("ui_verdict"))

@@ -3,7 +3,7 @@ probe result as JSON, and the CLI line that reproduces it."""
 import streamlit as st
 
 from advisor.decide import recommend
-from advisor.evidence import check_probe, history
+from advisor.evidence import check_probe, history, hold_collapsed
 from advisor.evidence.sweep_check import check_sweep
 from advisor.inputs import dump_answers
 from advisor.planner import calibration
@@ -34,7 +34,9 @@ for sw in sweeps:  # a sweep the server stopped during, or one still running, ha
         st.warning(T(f"ui_sweep_{sw.status}", engine=sw.engine, n=len(sw.levels)))
 run_ids = [rid for rid in picked if rid in by_id]
 results = [by_id[rid] for rid in run_ids]
-checks = [c for c in (check_probe(r, k, hardware(), machine(), L) for r in results) if c is not None]
+found = [(r, check_probe(r, k, hardware(), machine(), L)) for r in results]
+checks = [c for _, c in found if c is not None]
+results = [hold_collapsed(r, c, k) for r, c in found]  # a run collapsed against the roofline is held, as if busy
 grp = tuple(groups)
 cores = hardware().cpu.usable_cores
 sweep_files = [f"sweep-{i}.json" for i in range(1, len(sweeps) + 1)]

@@ -75,6 +75,9 @@ class SystemLoad(BaseModel):
     other_processes_cpu_percent: float | None = None  # CPU used by processes outside the probe, during the run
     busy: bool = False
     note: str | None = None
+    # the run's own decode throughput as a share of this machine's memory-bandwidth roofline, where that share says
+    # the run collapsed (advisor.evidence.probe_check.hold_collapsed): busy for a reason the counters missed
+    collapsed_roofline_pct: float | None = None
 
 
 class ProbeSettings(BaseModel):

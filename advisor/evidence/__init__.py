@@ -6,8 +6,8 @@ May import: advisor.decide, advisor.planner, advisor.inputs, advisor.knowledge, 
 """
 from advisor.evidence import history
 from advisor.evidence.capacity_check import CapacityVerdict, check_capacity
-from advisor.evidence.probe_check import ProbeCheck, check_probe
+from advisor.evidence.probe_check import ProbeCheck, check_probe, hold_collapsed
 from advisor.evidence.verdict import TargetDevice, Verdict, measured_on, not_measured, revisit, target_device
 
-__all__ = ["CapacityVerdict", "ProbeCheck", "TargetDevice", "Verdict", "check_capacity", "check_probe", "history",
+__all__ = ["CapacityVerdict", "ProbeCheck", "TargetDevice", "Verdict", "check_capacity", "check_probe", "history", "hold_collapsed",
            "measured_on", "not_measured", "revisit", "target_device"]

@@ -171,3 +171,20 @@ def _serving(res: ProbeResult, knowledge: Knowledge, hardware: Hardware | None, 
     except (ValueError, KeyError, ZeroDivisionError):  # a comparison that cannot be made must not hide the memory check
         return None
     return chk if chk is not None and chk.levels else None
+
+
+def hold_collapsed(res: ProbeResult, check: ProbeCheck | None, knowledge: Knowledge) -> ProbeResult:
+    """The run as the verdict must read it: one whose decode throughput, all its sequences together, reached only a
+    sliver of this machine's roofline was contended, whatever the CPU counters saw (other engines' children, a VM's
+    steal), so it is held like a busy run: shown, never a verdict. Unchanged otherwise; never changes the stored
+    result."""
+    if check is None or check.roofline_pct is None or res.system_load.busy:
+        return res
+    conc = res.settings.concurrency if res.settings else 1
+    share = check.roofline_pct * max(1, conc)
+    if share >= knowledge.planner.collapsed_roofline_pct:
+        return res
+    note = (f"the run decoded at {share:.1f}% of this machine's memory-bandwidth roofline (a quiet run here reaches "
+            f"far more): the machine was contended")
+    return res.model_copy(update={"system_load": res.system_load.model_copy(
+        update={"busy": True, "note": note, "collapsed_roofline_pct": round(share, 1)})})

@@ -207,8 +207,13 @@ def _judge_one(res: ProbeResult, target_ms: float, lang: str) -> tuple[bool | No
     if good is not None and not (meets is False and p95 is not None and p95 <= target_ms):
         text += _t(lang, f"; goodput {good:.0%}", f"；达标率 {good:.0%}")
     held = None
-    if res.system_load.busy:
-        pct = res.system_load.other_processes_cpu_percent
+    if res.system_load.busy and res.system_load.collapsed_roofline_pct is not None:
+        pct = res.system_load.collapsed_roofline_pct
+        held = _t(lang, f"decoded at only {pct:g}% of this machine's memory-bandwidth roofline, so the machine was "
+                        "contended during the run: shown, but it cannot change the advice; rerun on an idle machine",
+                  f"解码速度仅为本机内存带宽上限的 {pct:g}%，说明运行期间机器被占用：仅供参考，不改变建议；请在空闲时重测")
+    elif res.system_load.busy:
+        pct = res.system_load.other_processes_cpu_percent or 0
         held = _t(lang, f"measured on a busy machine (other processes used {pct:.0f}% of the CPU): shown, but it "
                         "cannot change the advice; rerun on an idle machine",
                   f"测量时机器繁忙（其他进程占用 {pct:.0f}% 的 CPU）：仅供参考，不改变建议；请在空闲时重测")

@@ -1006,6 +1006,9 @@ class PlannerFile(Strict):
     gguf_fallback: dict[GgufTypeId, GgufTypeId]  # tensor_type_fallback: a row length the block does not divide
     gguf_reference: GgufReference
     gguf_source: SourceStr
+    # a probe whose decode throughput (all its sequences) is below this share of the machine's roofline is held
+    collapsed_roofline_pct: float = Field(gt=0, lt=100)
+    collapsed_roofline_source: SourceStr
 
     @model_validator(mode="after")
     def _complete(self) -> "PlannerFile":

@@ -233,6 +233,9 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
     out.append("")
     # ranking
     out += [f"## {s('report_ranking')}", ""]
+    none = rec.none_meets()
+    if none:  # the headline the Recommendation page leads with: every engine is predicted to miss the target
+        out += [f"> **{_txt(s('none_meets', best=none[0], target=f'{none[2]:,.0f}', one='—' if none[1] is None else f'{none[1]:,.0f}'))}**", ""]
     out += _table(["#", s("report_engine"), s("score")],
                   [[str(i), _cell(r.name), _num(r.score)] for i, r in enumerate(rec.ranking, 1)])
     out += _figure(images, "ranking")
@@ -298,10 +301,16 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
         out.append("")
         if len(results) > MAX_RUNS_SHOWN:
             out += [_more_runs(labels[MAX_RUNS_SHOWN:], results[MAX_RUNS_SHOWN:], knowledge, lang), ""]
-        if busy:
-            pct = max((r.system_load.other_processes_cpu_percent or 0) for _, r in busy)
-            runs = _txt(_some([lab for lab, _ in busy], knowledge, lang))
+        counted = [(lab, r) for lab, r in busy if r.system_load.collapsed_roofline_pct is None]
+        collapsed = [(lab, r) for lab, r in busy if r.system_load.collapsed_roofline_pct is not None]
+        if counted:
+            pct = max((r.system_load.other_processes_cpu_percent or 0) for _, r in counted)
+            runs = _txt(_some([lab for lab, _ in counted], knowledge, lang))
             out += [f"> {s('report_busy', runs=runs, pct=f'{pct:.0f}')}", ""]
+        if collapsed:  # the counters saw little, the run's own speed says otherwise (hold_collapsed)
+            pct = max(r.system_load.collapsed_roofline_pct for _, r in collapsed)
+            runs = _txt(_some([lab for lab, _ in collapsed], knowledge, lang))
+            out += [f"> {s('report_collapsed', runs=runs, pct=f'{pct:g}')}", ""]
         for key in ("ttft", "itl", "throughput"):
             out += _figure(images, key)
         n_ok, n_drawn = sum(r.status == "ok" for r in results), len(_charted(results))

@@ -111,3 +111,22 @@ def test_unknown_engine_lists_known():
 
     with pytest.raises(UnknownBackend, match="known: "):
         run_probe(_settings(engine="mlc-llm"))
+
+
+def test_a_run_beside_two_cpu_hogs_is_held_with_why():
+    """Two busy loops started and stopped here (not children of the probe, as other engines' processes are not):
+    the run is marked busy with the share other processes used, whatever the machine-wide counters say."""
+    import subprocess
+    import sys
+
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        res = run_probe(_settings(requests=3, max_tokens=8))
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+    load = res.system_load
+    assert res.status == "ok"
+    assert load.busy and load.other_processes_cpu_percent > 25, load
+    assert "other processes used" in load.note

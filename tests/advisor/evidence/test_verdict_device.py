@@ -81,3 +81,55 @@ def test_the_report_and_the_cli_carry_the_mismatch(tmp_path):
                         "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     assert "measured on this machine's CPU; your target is 2 × L40S" in out.read_text(encoding="utf-8")
+
+
+def test_a_run_that_collapsed_against_the_roofline_is_held_and_gives_no_verdict():
+    """Walk-3 H1, as recorded: llama.cpp on the bundled model at c=4 decoded at 1.9 tok/s per sequence while other
+    probes loaded both cores, and the CPU counters saw only 17.7 %. Against this machine's roofline (from its
+    measured bandwidth) the run is held like a busy one: its verdict says why and never 'revisit the hardware'."""
+    from advisor.evidence import check_probe, hold_collapsed
+    from advisor.inputs import detect
+    from advisor.planner.machine_bench import MachineBench
+    from probes.models import default_model
+    from probes.result import ProbeSettings, SystemLoad
+
+    res = ProbeResult(engine="llama.cpp", status="ok", device="cpu", model=str(default_model()), goodput=0.0,
+                      output_tps_total=6.2, ttft_ms=Percentiles(p50=5000.0, p95=8117.0, p99=8200.0),
+                      decode_tps_per_request=Percentiles(p50=1.9, p95=2.1, p99=2.2), serving="test",
+                      settings=ProbeSettings(engine="llama.cpp", concurrency=4, requests=8),
+                      system_load=SystemLoad(loadavg_1m_before=2.83, loadavg_1m_after=3.48, cpu_count=2,
+                                             other_processes_cpu_percent=17.7, busy=False))
+    machine = MachineBench(cpu_model="this", threads=2, memory_bandwidth_gb_s=25.0, fp32_gflops=100.0,
+                           measured_at="2026-12-05")
+    check = check_probe(res, K, detect(K), machine)
+    assert check is not None and check.roofline_pct < 5
+    held = hold_collapsed(res, check, K)
+    assert held.system_load.busy and held.system_load.collapsed_roofline_pct < 5
+    assert not res.system_load.busy  # the stored result is unchanged
+    a = parse_answers({"concurrency": 4, "ttft_p95_ms": 1000, "model": {"name": "smollm2-135m"}})
+    rec = recommend(a, None, K, with_flips=False)
+    v = revisit(rec, [held], 1000.0, "en", knowledge=K)
+    assert "revisit the hardware" not in v.summary
+    line = next(e for e in v.engines if e.engine == "llama.cpp")
+    assert line.held and "roofline" in line.held and not v.changes_advice
+    # a quiet run at the same settings is not held
+    quiet = res.model_copy(update={"decode_tps_per_request": Percentiles(p50=38.5, p95=40.0, p99=41.0)})
+    assert not hold_collapsed(quiet, check_probe(quiet, K, detect(K), machine), K).system_load.busy
+
+
+def test_when_every_engine_is_predicted_to_miss_the_page_and_report_lead_with_it():
+    """Walk-3 M8: the ranking put an engine first whose own reason says it misses the target 8x, and no line said
+    that nothing meets it. An 8B model for 4 users within 1 s on a 2-core CPU that reads 25 GB/s."""
+    from advisor.inputs import detect
+    from advisor.planner.machine_bench import MachineBench
+
+    machine = MachineBench(cpu_model="this", threads=2, memory_bandwidth_gb_s=25.0, fp32_gflops=100.0,
+                           measured_at="2026-12-05")
+    a = parse_answers({"concurrency": 4, "ttft_p95_ms": 1000, "model": {"name": "llama-3.1-8b", "precision": "q4_k_m"}})
+    rec = recommend(a, detect(K), K, with_flips=False, machine=machine)
+    none = rec.none_meets()
+    assert none is not None and none[0] == rec.ranking[0].name and none[1] > 1000 and none[2] == 1000
+    for lang, words in (("en", "No engine is predicted to meet p95 TTFT ≤ 1,000 ms"), ("zh", "没有任何引擎被预测能")):
+        assert words in build_markdown(a, detect(K), rec, [], K, lang)
+    ok = parse_answers({"concurrency": 4, "ttft_p95_ms": 60000, "model": {"name": "smollm2-135m"}})
+    assert recommend(ok, detect(K), K, with_flips=False, machine=machine).none_meets() is None
