@@ -205,7 +205,9 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
                       output_tokens=wl.output_tokens, input_sd=wl.input_sd, typical_tokens=c.typical,
                       ttft_target_ms=target_ms, users=users, gpus_per_replica=gpus,
                       tensor_parallel=max(1, c.tp) if c.cap.multi_gpu == "tensor" and c.device == "gpu" else 1,
-                      measured_change=_change(cal))
+                      measured_change=_change(cal),
+                      measured_sweep_at=cal.sweep_at if cal is not None and basis == "measured" else None,
+                      measured_levels=cal.levels if cal is not None and basis == "measured" else None)
     # the silicon predictor gives ITL and tok/s only, which no score reads: the flip search (detail=False) skips it
     si, why = _silicon(c, mode, hw, eff, wl, k) if detail and basis != "measured" else (None, None)
     out.predictor = "serving-model"

@@ -145,6 +145,8 @@ class ServingPlan(BaseModel):
     leaner: LeanerFleet | None = None
     ttft_ms_p95_one: float | None = None  # one user alone: the floor of TTFT on this replica
     measured_change: str | None = None  # calibrated: how far the fitted prediction was from the sweep
+    measured_sweep_at: str | None = None  # calibrated: when the sweep that made it ran, and its levels
+    measured_levels: int | None = None
     # which predictor made the figures: "serving-model" (ours) or the measured-silicon one's name
     # ("aiconfigurator-core 0.12.0 (vllm 0.24.0 data, h100_sxm)"); why ours predicts alone where it does
     predictor: str = "serving-model"

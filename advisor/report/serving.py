@@ -123,6 +123,9 @@ def predictor_lines(plan: Plan, knowledge: Knowledge, lang: str) -> list[str]:
                           which=names(s(f"srv_fig_{x}", lang) for x in sv.disagree))
             elif cc is not None:
                 line += s("srv_pred_agree", lang)
+        elif sv.label == "measured" and sv.measured_sweep_at:  # the sweep that made "measured" is named
+            line = s("srv_pred_measured", lang, engine=name, at=sv.measured_sweep_at[:25],
+                     n=sv.measured_levels or "—", change=sv.measured_change or "—")
         else:
             line = s("srv_pred_ours", lang, engine=name)
             if sv.predictor_note:

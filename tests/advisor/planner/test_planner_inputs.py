@@ -193,7 +193,7 @@ def test_gguf_by_name_matches_published_file_sizes(name, precision, published):
 def test_a_recalibration_is_kept_in_the_data_dir_never_the_cache(tmp_path, monkeypatch):
     """This machine's recalibration is the user's own measurement: it lives beside the probe history in
     $INFERENCE_ADVISOR_DATA (which the suite points at its own folder for every process it starts), not in the cache
-    dir, whose engine builds the tests share with the user."""
+    dir (the suite's own too: tests/conftest.py)."""
     from platformdirs import user_data_dir
 
     from advisor.planner import calibration
@@ -209,3 +209,31 @@ def test_a_recalibration_is_kept_in_the_data_dir_never_the_cache(tmp_path, monke
     calibration.save(cal)
     assert (data / "serving_calibration.json").is_file() and not list(cache.glob("**/*calibration*"))
     assert calibration.load() == {"llama.cpp": cal}
+
+
+def test_a_measured_label_names_the_sweep_that_made_it():
+    """Walk-3 M7: "measured ±24 %" for an engine the user never swept, with nothing naming the sweep. The line
+    beside the table now names the sweep's date and levels, in both languages."""
+    from advisor.decide import recommend
+    from advisor.inputs import detect
+    from advisor.inputs.answers import parse_answers
+    from advisor.knowledge.load import load_knowledge
+    from advisor.planner.machine_bench import MachineBench
+    from advisor.planner.types import Calibrated
+    from advisor.report.serving import predictor_lines
+
+    k = load_knowledge()
+    hw = detect(k)
+    machine = MachineBench(cpu_model=hw.cpu.model, threads=2, memory_bandwidth_gb_s=25.0, fp32_gflops=100.0,
+                           measured_at="2026-12-05")
+    cal = {"llama.cpp": Calibrated(engine="llama.cpp", cpu_model=hw.cpu.model, bw_eff=0.3, flops_eff=0.2, step_ms=1.0,
+                                   band=0.3, sweep_at="2026-12-04T10:00:00+0000", levels=3, change_tps=1.4)}
+    a = parse_answers({"concurrency": 4, "ttft_p95_ms": 60000, "model": {"name": "smollm2-135m"}})
+    rec = recommend(a, hw, k, with_flips=False, machine=machine, calibration=cal)
+    assert rec.plan.engines["llama.cpp"].serving.label == "measured"
+    en = next(x for x in predictor_lines(rec.plan, k, "en") if x.startswith("llama.cpp"))
+    assert "2026-12-04T10:00:00" in en and "3 levels" in en and "tok/s x1.40" in en
+    zh = next(x for x in predictor_lines(rec.plan, k, "zh") if x.startswith("llama.cpp"))
+    assert "2026-12-04T10:00:00" in zh and "3 个级别" in zh
+    others = [x for x in predictor_lines(rec.plan, k, "en") if not x.startswith("llama.cpp")]
+    assert not any("calibrated on this machine" in x for x in others)  # only the engine that was swept
