@@ -46,7 +46,8 @@ PROSE_EXCLUDE = re.compile(
     r"|\b\d+(\.\d+)+(rc|post|a|b)\d+\b|\bb\d{4,}\b"  # pre-release versions (1.4.0rc1), llama.cpp builds (b12464)
     r"|:[a-z]+(-background)?\["  # Streamlit colour directives (:green[●])
     r"|\b[A-Za-z][\w]*(-[\w.]+)*-\d+(\.\d+)?[BbMm]\b(-[A-Za-z]+)?"  # model names: Llama-3.1-8B, SmolLM2-135M
-    r"|\b[a-z0-9]+(-[a-z0-9.]+)+\b")  # ids: rule ids, model ids, engine ids, commands (trtllm-build)
+    r"|\b[a-z0-9]+(-[a-z0-9.]+)+\b"  # ids: rule ids, model ids, engine ids, commands (trtllm-build)
+    r"|\b[A-Z][A-Za-z0-9_]*(For[A-Z][A-Za-z]+|Model)\b")  # architecture classes (LlamaForCausalLM, BertModel)
 LANGUAGE_SWITCHES = ("_lang_pick", "_lang_top")
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.+-]*[A-Za-z0-9]|[A-Za-z]")
 

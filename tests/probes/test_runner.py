@@ -119,9 +119,10 @@ def test_a_run_beside_two_cpu_hogs_is_held_with_why():
     import subprocess
     import sys
 
-    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    hogs = [subprocess.Popen([sys.executable, "-c", "import time; t = time.time() + 120\nwhile time.time() < t: pass"])
+            for _ in range(2)]  # each ends by itself, should the test be killed
     try:
-        res = run_probe(_settings(requests=3, max_tokens=8))
+        res = run_probe(_settings(requests=2, max_tokens=4, warmup=0, threads=1))
     finally:
         for h in hogs:
             h.kill()
