@@ -229,7 +229,7 @@ class _Builder:
             f = self.k.planner.engines["vllm"].memory_budget_fraction
             self.flag("memory_fraction", f"{f:.2f}", self.t(
                 "util_vllm", f=f"{f:.2f}", mem=_n(self.gpu_mem or 0.0), w=self.per_gpu(p.weights_gib),
-                o=self.per_gpu(p.overhead_gib), kv=_n(p.kv_gib)))
+                o=self.per_gpu(p.overhead_gib), kvg=self.per_gpu(p.kv_gib), kv=_n(p.kv_gib)))
         self.parallel()
         if p.device == "cpu":  # the KV pool is VLLM_CPU_KVCACHE_SPACE (whole GiB): the sequences are what it holds
             g = self.cpu_kv_space()

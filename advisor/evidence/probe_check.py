@@ -143,7 +143,9 @@ def check_probe(res: ProbeResult, knowledge: Knowledge, hardware: Hardware | Non
             return "—" if x is None else f"{x:,.{nd}f}"
 
         def pc(x):
-            return "—" if x is None else f"{x:+.0%}"
+            from advisor.evidence.sweep_check import error_text
+
+            return error_text(x, knowledge, lang)
         parts.append(s("check_serving", lang, c=lv.concurrency, ttft_m=f(lv.measured_ttft_ms_p95),
                        ttft_p=f(lv.predicted_ttft_ms_p95), ttft_e=pc(e["ttft_p95"]), itl_m=f(lv.measured_itl_ms_p50, 1),
                        itl_p=f(lv.predicted_itl_ms_p50, 1), itl_e=pc(e["itl_p50"]),

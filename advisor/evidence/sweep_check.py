@@ -49,6 +49,18 @@ class LevelCheck(BaseModel):
                 "output_tps": e(self.predicted_output_tps, self.measured_output_tps)}
 
 
+def error_text(e: float | None, knowledge, lang: str) -> str:
+    """A relative error (predicted - measured) / measured as a reader takes it in: "+24%" within a factor of two,
+    else the factor ("predicted 5.3× low", never "-81%"; "predicted 11× high", never a "+999%" cap)."""
+    if e is None:
+        return "—"
+    if e <= -0.5:
+        return knowledge.s("err_low_x", lang, x=f"{1 / (1 + e):.1f}" if e > -1 else "∞")
+    if e >= 1:
+        return knowledge.s("err_high_x", lang, x=f"{1 + e:.1f}")
+    return f"{e:+.0%}"
+
+
 class SweepCheck(BaseModel):
     engine: str
     label: str  # fitted | rough | measured (the efficiencies the prediction used)

@@ -1,7 +1,7 @@
 """Predicted vs measured for a sweep, as rows, text and Markdown (advisor.evidence.sweep_check makes the figures)."""
 from __future__ import annotations
 
-from advisor.evidence.sweep_check import SweepCheck
+from advisor.evidence.sweep_check import SweepCheck, error_text
 from advisor.knowledge.load import Knowledge
 from advisor.planner.types import Calibrated
 from advisor.report.mdtext import md_escape
@@ -17,6 +17,10 @@ def _e(x: float | None) -> str:
 
 def check_rows(c: SweepCheck, knowledge: Knowledge, lang: str) -> tuple[list[str], list[list[str]]]:
     s = knowledge.s
+
+    def _e(x: float | None) -> str:
+        return error_text(x, knowledge, lang)
+
     head = [s("svc_col_level", lang), s("svc_col_ttft", lang), s("svc_col_itl", lang), s("svc_col_tps", lang)]
     rows = []
     for lv in c.levels:

@@ -133,3 +133,12 @@ def test_when_every_engine_is_predicted_to_miss_the_page_and_report_lead_with_it
         assert words in build_markdown(a, detect(K), rec, [], K, lang)
     ok = parse_answers({"concurrency": 4, "ttft_p95_ms": 60000, "model": {"name": "smollm2-135m"}})
     assert recommend(ok, detect(K), K, with_flips=False, machine=machine).none_meets() is None
+
+
+def test_an_error_of_2x_or_more_reads_as_the_factor():
+    """Walk-3 L4: a 5x under-prediction read "-81 %", an 11x over-prediction a capped "+999 %"."""
+    from advisor.evidence.sweep_check import error_text
+
+    assert error_text(-0.81, K, "en") == "predicted 5.3× low" and error_text(10.0, K, "en") == "predicted 11.0× high"
+    assert error_text(0.24, K, "en") == "+24%" and error_text(-0.4, K, "zh") == "-40%"
+    assert error_text(-0.81, K, "zh") == "预测偏低 5.3 倍" and error_text(None, K, "en") == "—"
