@@ -113,7 +113,9 @@ with st.expander(T("plan_assumptions_for", engine=rec.top.name if rec.top else "
 st.subheader(T("srv_title"))
 st.caption(md_escape(srv.workload_line(plan, k, lang) or T("srv_none_predicted")))
 cols, rows = serving_rows(plan, k, lang)
-st.dataframe([dict(zip(cols, r)) for r in rows], hide_index=True, key="serving_table")
+# a Markdown table wraps its cells at any width (a dataframe cut off "$ per M" and the prediction's label at 1300 px,
+# and showed 3 of 10 columns on a phone): every figure stays beside the label that says how far to trust it
+st.markdown(md_table(cols, [[md_escape(c) for c in r] for r in rows], align="llrrrrrrrl"))
 st.caption(md_escape(srv.caption(k, lang)))
 st.markdown("\n".join(f"- {md_escape(x)}" for x in srv.rate_lines(plan, k, lang) + srv.leaner_lines(plan, k, lang)
                                             + srv.predictor_lines(plan, k, lang)))

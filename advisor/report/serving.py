@@ -200,7 +200,12 @@ def memory_line(p: EnginePlan, knowledge: Knowledge, lang: str) -> str | None:
         return s("srv_memory_unknown", lang)
     if p.loads is False or p.max_concurrency <= 0:
         return s("srv_memory_none", lang, tokens=tokens)
-    if p.concurrency <= p.max_concurrency:
+    mode = knowledge.serving.modes[p.engine].mode if p.engine in knowledge.serving.modes else None
+    if mode == "sequential":  # it holds one request at a time: how many users "fit" says nothing (walk-3 L11)
+        text = s("srv_memory_sequential", lang, tokens=tokens,
+                 max=f"{p.max_context_tokens or p.context_tokens:,}")
+        return text + ("。" if lang == "zh" else ".")
+    elif p.concurrency <= p.max_concurrency:
         text = s("srv_memory_fit", lang, users=f"{p.concurrency:,}", tokens=tokens, most=f"{p.max_concurrency:,}")
     else:
         text = s("srv_memory_short", lang, users=f"{p.concurrency:,}", tokens=tokens, most=f"{p.max_concurrency:,}")
