@@ -94,6 +94,16 @@ def check_capacity(sweeps, asked: int, top: str | None, knowledge: Knowledge, la
         their_asked = sw.asked_concurrency or asked
         if sw.status in ("interrupted", "running"):  # its finished levels stand; it has no capacity yet
             line = s("cap_line_interrupted", engine=name, why=stop_text(sw, knowledge, lang) or sw.status)
+        elif sw.status == "cancelled":  # what finished before the cancel stands (walk-3 M6), said in the page's words
+            kept = [lv for lv in sw.levels if lv.status == "ok"]
+            cut = next((lv for lv in sw.levels if lv.status != "ok"), None)
+            where = s("cap_cancel_at", n=len(kept) + 1, c=cut.concurrency if cut else "—",
+                      done=cut.requests_total if cut else 0)
+            line = (s("cap_line_cancelled_kept", engine=name, where=where, levels=", ".join(
+                str(lv.concurrency) for lv in kept), n=len(kept)) if kept else
+                    s("cap_line_cancelled_none", engine=name, where=where))
+            if kept and sw.capacity:
+                line += " " + s("cap_line_cancelled_capacity", c=sw.capacity, ms=target_txt)
         elif sw.status != "ok":
             line = s("cap_line_failed", engine=name, why=sw.reason or sw.status)
         elif sw.capacity is None and sw.inconclusive_at:

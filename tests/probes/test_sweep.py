@@ -181,3 +181,23 @@ def test_a_sweep_for_other_answers_or_another_device_cannot_change_the_advice():
     gpu = TargetDevice(kind="gpu", gpu_name="NVIDIA L40S", gpu_id="l40s", label="1 × NVIDIA L40S")
     v = check_capacity([sw], 4, "llama.cpp", k, "zh", target=gpu)
     assert not v.changes_advice and "不改变建议" in " ".join(v.lines)
+
+
+def test_a_sweep_cancelled_during_level_2_keeps_level_1_in_the_pages_words():
+    """Walk-3 M6: cancelled during level 2, the page said "the sweep did not run (cancelled by the user after 14 of
+    20 requests ...)" in English on the zh page, though level 1 finished and was plotted."""
+    from advisor.evidence import check_capacity
+    from advisor.knowledge.load import load_knowledge
+
+    def runner(s, on_event=None, cancel=None):
+        status = "ok" if s.concurrency == 1 else "cancelled"
+        return ProbeResult(engine=s.engine, status=status, goodput=1.0, ttft_ms=Percentiles(p95=10.0),
+                           requests_total=20 if status == "ok" else 14, requests_ok=20 if status == "ok" else 14,
+                           reason=None if status == "ok" else "cancelled by the user after 14 of 20 requests")
+    sw = run_sweep(BASE, [1, 2, 4], runner=runner)
+    k = load_knowledge()
+    for lang, words in (("en", ["cancelled by you during level 2", "14 of its requests", "concurrency 1",
+                                "meets p95 TTFT"]), ("zh", ["第 2 级", "已完成 14 个请求", "并发 1"])):
+        text = " ".join(check_capacity([sw], 4, None, k, lang).lines)
+        assert all(w in text for w in words), text
+        assert "did not run" not in text and "cancelled by the user after" not in text
