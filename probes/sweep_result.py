@@ -2,6 +2,9 @@
 engine or runner import, so that advisor may read it."""
 from __future__ import annotations
 
+import hashlib
+import hmac
+import os
 from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
@@ -110,6 +113,8 @@ class SweepResult(BaseModel):
     deployed: DeployedRun | None = None
     results: list[ProbeResult] = Field(default_factory=list)  # every level's full result (raw timestamps)
     run_ids: list[int | None] = Field(default_factory=list)  # where the UI saved each level's result (history)
+    #: made and signed here (made_here): an HMAC of what it measured, with this installation's key
+    signature: str | None = Field(default=None, max_length=128)
 
     @field_validator("levels", "results", "run_ids", mode="before")
     @classmethod
@@ -140,3 +145,54 @@ class SweepResult(BaseModel):
 
 #: the most levels a sweep may hold (probes.cli refuses concurrency levels above 1,024)
 MAX_LEVELS = 1_024
+
+
+# ---------------------------------------------------------------- made here: only this installation's sweeps recalibrate
+
+KEY_FILE = "machine.key"
+SIGNED = {"engine", "status", "device", "model", "ttft_target_ms", "levels", "results", "started_at",
+          "first_settings", "first_backend_settings", "first_tokens", "busy", "deployed", "serving"}
+
+
+def _machine_key(create: bool) -> bytes | None:
+    """A random key kept in the user data dir (0600), made on first use: it signs the sweeps measured here, so that
+    a sweep file from elsewhere (a colleague's, or one edited after its run) cannot pass for one."""
+    from probes.cache import data_dir
+
+    path = data_dir()[0] / KEY_FILE
+    try:
+        if not path.is_symlink():
+            raw = path.read_bytes()[:64]
+            if len(raw) == 32:
+                return raw
+    except OSError:
+        pass
+    if not create:
+        return None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        key = os.urandom(32)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(key)
+        return key
+    except FileExistsError:
+        return _machine_key(False)
+    except OSError:
+        return None
+
+
+def _digest(sweep: SweepResult, key: bytes) -> str:
+    return hmac.new(key, sweep.model_dump_json(include=SIGNED).encode(), hashlib.sha256).hexdigest()
+
+
+def sign(sweep: SweepResult) -> SweepResult:
+    """The sweep with this installation's signature over what it measured (unchanged where no key can be kept)."""
+    key = _machine_key(True)
+    return sweep if key is None else sweep.model_copy(update={"signature": _digest(sweep, key)})
+
+
+def made_here(sweep: SweepResult) -> bool:
+    """Whether this installation measured the sweep as it now reads: its signature checks with this machine's key."""
+    key = _machine_key(False)
+    return bool(key and sweep.signature and hmac.compare_digest(sweep.signature, _digest(sweep, key)))

@@ -241,8 +241,13 @@ def recalibrate(sweep: SweepResult, knowledge: Knowledge, hardware: Hardware | N
     """This machine's efficiencies for the sweep's engine, refitted on its levels (TTFT p95, ITL p50, output tok/s).
     None for a sweep that cannot speak for this machine: an endpoint, a busy or failed run, fewer than 2 levels, a GPU
     run (the recalibration is for this machine's CPU), no machine bench, or a served sweep (a deployment bundle's
-    server: its slots and batch are the bundle's, not the ones the serving model assumes at each level)."""
-    if sweep.engine == "endpoint" or sweep.busy or machine is None or sweep.deployed is not None:
+    server: its slots and batch are the bundle's, not the ones the serving model assumes at each level), or a sweep
+    this installation did not make (made_here: a colleague's file naming this checkout's model and `device: cpu`
+    rewrote this machine's calibration x80; it is shown beside the prediction, and recalibrates nothing)."""
+    from probes.sweep_result import made_here
+
+    if sweep.engine == "endpoint" or sweep.busy or machine is None or sweep.deployed is not None \
+            or not made_here(sweep):
         return None
     check = check_sweep(sweep, knowledge, hardware, machine, None, None)
     if check is None or check.hw_class not in ("x86-cpu", "arm-cpu"):

@@ -86,3 +86,50 @@ def test_every_figure_the_recalibration_can_make_is_one_the_file_keeps():
     for name, grid in (("bw_eff", BW), ("flops_eff", FL), ("step_ms", STEP), ("request_ms", REQ)):
         lo, hi = CAL_BOUNDS[name]
         assert lo <= min(grid) and max(grid) <= hi, name
+
+
+def _sweep_here(levels=((1, 900.0, 20.0, 45.0), (2, 1400.0, 24.0, 80.0), (4, 2600.0, 30.0, 120.0))):
+    """A sweep of llama.cpp on this checkout's bundled model on this CPU, as `probes sweep` writes it (3 quiet
+    levels): what the audit's colleague.json looked like."""
+    from probes.models import default_model
+    from probes.result import Percentiles
+    from probes.sweep_result import SweepLevel, SweepResult
+
+    lv = [SweepLevel(concurrency=c, status="ok", requests_total=20, requests_ok=20, goodput=1.0,
+                     ttft_ms=Percentiles(p50=t * 0.7, p95=t, p99=t), itl_ms=Percentiles(p50=i, p95=i, p99=i),
+                     output_tps_total=tps) for c, t, i, tps in levels]
+    return SweepResult(engine="llama.cpp", status="ok", device="cpu", model=str(default_model()),
+                       ttft_target_ms=10000, levels=lv, started_at="2026-12-05T00:00:00+0000",
+                       first_settings={"engine": "llama.cpp", "input_tokens": 64, "output_tokens": 32},
+                       first_tokens=[64, 32])
+
+
+def test_a_sweep_this_installation_did_not_make_recalibrates_nothing(tmp_path, monkeypatch):
+    """Audit finding 6: `advisor plan --sweep colleague.json` (this checkout's model path, `device: cpu`, three quiet
+    levels) rewrote this machine's llama.cpp calibration (x80 on tok/s) and every later plan changed. Only a sweep
+    signed with this installation's key (made here: probes.sweep signs what it measures) recalibrates; the same
+    sweep signed here does, so the test can fail."""
+    from probes.sweep_result import made_here, sign
+
+    data = tmp_path / "data"
+    data.mkdir()
+    monkeypatch.setenv("INFERENCE_ADVISOR_DATA", str(data))
+    foreign = _sweep_here()
+    (tmp_path / "colleague.json").write_text(foreign.model_dump_json())
+    forged = foreign.model_copy(update={"signature": "0" * 64})
+    (tmp_path / "forged.json").write_text(forged.model_dump_json())
+    for name in ("colleague.json", "forged.json"):
+        o = bounded(["-m", "advisor", "plan", "--answers", THIS_MACHINE, "--sweep", str(tmp_path / name)],
+                    hard_limit_s=120, env={"INFERENCE_ADVISOR_DATA": str(data)})
+        assert o.rc == 0, o.err[-1500:]
+        assert not (data / "serving_calibration.json").exists(), name
+    mine = sign(foreign)
+    assert made_here(mine) and not made_here(foreign) and not made_here(forged)
+    edited = mine.model_copy(update={"levels": [lv.model_copy(update={"output_tps_total": 9000.0})
+                                                for lv in mine.levels]})
+    assert not made_here(edited)  # changed after its run: no longer what was measured here
+    (tmp_path / "mine.json").write_text(mine.model_dump_json())
+    o = bounded(["-m", "advisor", "plan", "--answers", THIS_MACHINE, "--sweep", str(tmp_path / "mine.json")],
+                hard_limit_s=120, env={"INFERENCE_ADVISOR_DATA": str(data)})
+    assert o.rc == 0, o.err[-1500:]
+    assert (data / "serving_calibration.json").exists()
