@@ -170,6 +170,7 @@ def _child(argv: list[str]) -> int:
     parent = int(os.environ.get("PROBE_PARENT_PID", os.getppid()))
     if os.getppid() != parent:
         os._exit(137)
+    _subreaper()  # whatever the server forks and detaches is reparented to this process, not to init
     job = json.loads(argv[0])
     spec = ServeSpec.model_validate(job["spec"])
     base = ProbeSettings.model_validate(job["base"])
@@ -206,9 +207,11 @@ def _child(argv: list[str]) -> int:
                                      *(shlex.quote(c) for c in cmd)])
         emit({"type": "progress", "phase": "load",
               "message": f"starting {spec.engine}'s server: {run.command_line}"[:300]})
-        log = tempfile.TemporaryFile(mode="w+b")
-        server = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                  cwd=tempfile.gettempdir(), preexec_fn=dies_with_this_process())  # noqa: PLW1509
+        log = _RingLog()  # a pipe into a bounded buffer: a server that prints without end fills neither disk nor RAM
+        server = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log.write_fd, stderr=subprocess.STDOUT,
+                                  env=env, cwd=tempfile.gettempdir(),
+                                  preexec_fn=dies_with_this_process())  # noqa: PLW1509
+        log.start()
         url = f"http://127.0.0.1:{port}"
         _wait_healthy(server, url + spec.health, spec.start_s, cancel, log)
         run.ready_s = round(time.monotonic() - t0, 1)
@@ -230,6 +233,8 @@ def _child(argv: list[str]) -> int:
     finally:
         if server is not None:
             run.stopped, run.exit_code = _stop_server(server)
+            left = _reap_rest()  # a server that detached (setsid + double fork) reparented here, or carries the token
+            run.stopped = bool(run.stopped) and not left
         if log is not None:
             run.log_tail = _tail(log)
             log.close()
@@ -243,15 +248,56 @@ class _Failed(Exception):
     pass
 
 
-def _tail(log) -> str:
-    try:
-        log.flush()
-        log.seek(0, os.SEEK_END)
-        log.seek(max(0, log.tell() - 16000))
-        lines = [ln.strip() for ln in log.read().decode("utf-8", "replace").splitlines() if ln.strip()]
+class _RingLog:
+    """The server's output, read through a pipe: only the last KEEP bytes are held (in memory, never on disk), so a
+    server that prints without end costs neither disk nor memory; `tail()` is what `log_tail` and the errors quote."""
+
+    KEEP = 64 * 1024
+
+    def __init__(self) -> None:
+        self.read_fd, self.write_fd = os.pipe()
+        self.buf = bytearray()
+        self.total = 0
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._drain, daemon=True)
+
+    def start(self) -> None:
+        os.close(self.write_fd)  # the server holds the write end now
+        self.write_fd = -1
+        self.thread.start()
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self.read_fd, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            with self.lock:
+                self.total += len(chunk)
+                self.buf += chunk
+                if len(self.buf) > 2 * self.KEEP:
+                    del self.buf[:-self.KEEP]
+
+    def tail(self) -> str:
+        with self.lock:
+            data = bytes(self.buf[-16000:])
+        lines = [ln.strip() for ln in data.decode("utf-8", "replace").splitlines() if ln.strip()]
         return "\n".join(lines[-6:])[-LOG_TAIL_CHARS:] or "no output"
-    except (OSError, ValueError):
-        return "no output"
+
+    def close(self) -> None:
+        self.thread.join(timeout=2)
+        for fd in (self.read_fd, self.write_fd):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+
+
+def _tail(log: _RingLog) -> str:
+    return log.tail()
 
 
 def _wait_healthy(server: subprocess.Popen, url: str, start_s: float, cancel: threading.Event, log) -> None:
@@ -304,6 +350,38 @@ def _stop_server(server: subprocess.Popen, grace_s: float = 20.0) -> tuple[bool,
     return server.poll() is not None and not alive, server.returncode
 
 
+def _subreaper() -> None:
+    """PR_SET_CHILD_SUBREAPER (Linux): orphaned descendants are reparented to this supervisor, so the stop finds a
+    server's detached children among its own. Elsewhere nothing happens; the run's token still finds them."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        pass
+
+
+def _reap_rest() -> int:
+    """After the server stopped: kill every process still below this supervisor (reparented here as its subreaper)
+    and every process carrying this run's token, wherever it lives. How many were left."""
+    import psutil
+
+    from probes.reaper import TOKEN_ENV, kill_marked
+
+    try:
+        rest = psutil.Process().children(recursive=True)
+    except psutil.Error:
+        rest = []
+    for p in rest:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(rest, timeout=5)
+    token = os.environ.get(TOKEN_ENV)
+    return len(rest) + (kill_marked(token) if token else 0)
+
+
 # ---------------------------------------------------------------------------------------------- the parent side
 def run_served(spec: ServeSpec, base: ProbeSettings, levels: list[int], until_sla: bool = False,
                goodput_share: float = 0.9, on_event: Callable[[dict], None] | None = None,
@@ -323,13 +401,19 @@ def run_served(spec: ServeSpec, base: ProbeSettings, levels: list[int], until_sl
     read_fd, write_fd = os.pipe()
     job = {"spec": spec.model_dump(), "base": json.loads(base.model_dump_json()), "levels": levels,
            "until_sla": until_sla, "goodput_share": goodput_share, "deadline_s": deadline}
+    from probes.reaper import TOKEN_ENV, kill_marked, new_token, start_sentinel
+
+    token = new_token()  # every process of this run carries it: found and killed wherever it is reparented
     env = dict(os.environ, PROBE_EVENT_FD=str(write_fd), PROBE_PARENT_PID=str(os.getpid()), PYTHONPATH=str(ROOT),
-               HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONUNBUFFERED="1")
+               HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONUNBUFFERED="1", **{TOKEN_ENV: token})
     stderr = tempfile.TemporaryFile(mode="w+b")
     proc = subprocess.Popen([sys.executable, "-m", "probes.served", json.dumps(job)], cwd=str(ROOT), env=env,
                             pass_fds=(write_fd,), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
                             start_new_session=True)
     os.close(write_fd)
+    # a sentinel in its own session kills the run's processes should this process die, even while the supervisor is
+    # stopped (SIGSTOP) and can never be scheduled to do it itself
+    sentinel = start_sentinel(os.getpid(), token)
     on_event({"type": "started", "pid": proc.pid, "phase": "start"})
     got: dict = {}
 
@@ -362,6 +446,9 @@ def run_served(spec: ServeSpec, base: ProbeSettings, levels: list[int], until_sl
         from probes.runner import _kill_tree
 
         _kill_tree(proc)
+        kill_marked(token)  # the server, the probe child and anything they detached, wherever they are now
+        sentinel.kill()
+        sentinel.wait(timeout=5)
         rt.join(timeout=5)
     if "r" in got:
         return SweepResult.model_validate(got["r"])
