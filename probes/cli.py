@@ -26,6 +26,18 @@ class UsageError(Exception):
     pass
 
 
+def user_path(text: str, flag: str) -> Path:
+    """A path argument as the user typed it (~ expanded), or one clear line: a `~user` the system does not know, a
+    name too long for it, a NUL byte."""
+    try:
+        path = Path(text).expanduser().resolve()
+        path.exists()  # a name too long for the system fails here, once, rather than at each later use
+        return path
+    except (RuntimeError, OSError, ValueError) as err:
+        raise UsageError(f"{flag} {text[:120]!r}: not a path this system can use "
+                         f"({str(err) or type(err).__name__})"[:300]) from None
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:
         raise UsageError(f"{self.prog}: {message}")
@@ -405,7 +417,7 @@ def bundle_from_plan(answers: str, engine: str) -> dict:
     RAM) is not one to start here."""
     from probes.registry import ROOT
 
-    path = Path(answers).expanduser().resolve()  # the advisor runs from the project's folder
+    path = user_path(answers, "--from-plan")  # the advisor runs from the project's folder
     if not path.is_file():
         raise UsageError(f"--from-plan: no such file: {answers[:200]!r}")
     try:
@@ -447,7 +459,7 @@ def cmd_serve(args) -> int:
     import yaml
 
     try:
-        answers = yaml.safe_load(Path(args.from_plan).expanduser().read_text(encoding="utf-8")) or {}
+        answers = yaml.safe_load(user_path(args.from_plan, "--from-plan").read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError):
         answers = {}
     model_path = args.model or ((answers.get("model") or {}).get("path") if isinstance(answers, dict) else None)
@@ -463,7 +475,7 @@ def cmd_serve(args) -> int:
     env = {e["name"]: e["value"] for e in bundle.get("env", [])}
     spec = ServeSpec(engine=args.engine, program=bundle["program"], args=bundle["template_args"], env=env,
                      health=bundle.get("health") or "/health", bundle_command=bundle.get("command", ""),
-                     model=str(Path(model_path).expanduser().resolve()) if model_path else None,
+                     model=str(user_path(str(model_path), "--model")) if model_path else None,
                      start_s=args.start_timeout or 900.0)
     base = ProbeSettings(engine="endpoint", endpoint="http://127.0.0.1:1", requests=args.requests, concurrency=levels[0],
                          max_tokens=args.max_tokens, ttft_target_ms=target, timeout_s=args.timeout, warmup=1,

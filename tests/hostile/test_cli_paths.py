@@ -24,3 +24,19 @@ def test_a_path_or_day_this_system_cannot_hold_is_one_line(case):
     lines = o.err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error:") and "Traceback" not in o.err, o.err[-1500:]
     assert len(lines[0]) < 300
+
+
+SERVE = {
+    "serve-from-plan-no-such-user": ["serve", "--engine", "llama.cpp", "--from-plan", "~nosuchuser-of-this-test/a.yaml"],
+    "serve-from-plan-5000-chars": ["serve", "--engine", "llama.cpp", "--from-plan", "a" * 5000],
+    "serve-model-no-such-user": ["serve", "--engine", "llama.cpp", "--from-plan", ANSWERS, "--model",
+                                 "~nosuchuser-of-this-test/m.gguf"],
+}
+
+
+@pytest.mark.parametrize("case", sorted(SERVE))
+def test_a_served_runs_path_this_system_cannot_hold_is_one_line(case):
+    o = bounded(["-m", "probes", *SERVE[case]], hard_limit_s=120)
+    assert o.rc == 2, (o.rc, o.err[-1500:])
+    lines = o.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and "Traceback" not in o.err, o.err[-1500:]
