@@ -13,6 +13,7 @@ are bounded (no nested quantifiers) and run in linear time.
 """
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Iterable
 from urllib.parse import unquote
@@ -26,11 +27,21 @@ ENV_URL = "PROBE_ENDPOINT_URL"  # the endpoint with its credentials, for the eng
 ENV_KEY = "PROBE_API_KEY"  # the bearer key, for the engine child only
 MIN_SECRET_CHARS = 4  # a shorter "secret" would mask ordinary words
 
-_NAMES = "|".join(sorted({re.escape(n) for n in CREDENTIAL_PARAMS} | {re.escape(n.replace("_", "-"))
-                                                                     for n in CREDENTIAL_PARAMS}, key=len,
-                          reverse=True))
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]{0,30}://)[^/\s@?#'\"<>]{1,2048}@")
-_PARAM = re.compile(rf"(?i)([?&#;](?:{_NAMES})=)[^&#;\s'\"<>]+")
+# ... and any name one of whose words is one of these (hf_token, X-Amz-Signature, private_token, access_key,
+# auth_token, client-credential, accessKey): masked by what the name says, not by a fixed list; "monkey" and
+# "keyboard" are words of their own
+_WORDS = frozenset({"token", "key", "secret", "signature", "credential", "credentials", "password", "passwd", "pwd",
+                    "auth", "session", "jwt", "sig", "apikey"})
+_FIXED = frozenset(n.lower().replace("-", "_") for n in CREDENTIAL_PARAMS)
+_PARAM = re.compile(r"([?&#;])([\w.\-]{1,128})=([^&#;\s'\"<>]+)")
+
+
+def _is_credential(name: str) -> bool:
+    if name.lower().replace("-", "_") in _FIXED:
+        return True
+    words = re.findall(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])", name)
+    return any(w.lower() in _WORDS for w in words)
 _BEARER = re.compile(r"(?i)\b(bearer|basic)(\s+)[A-Za-z0-9._~+/=\-]{4,}")
 
 
@@ -40,12 +51,17 @@ def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
     if not isinstance(text, str) or not text:
         return text
     for s in secrets:
-        if isinstance(s, str) and len(s) >= MIN_SECRET_CHARS and s in text:
-            text = text.replace(s, MASK)
+        if not isinstance(s, str) or len(s) < MIN_SECRET_CHARS:
+            continue
+        # as given, and as a server echoes it inside JSON (a key with `"` or `\` arrives escaped)
+        for form in dict.fromkeys((s, json.dumps(s)[1:-1], json.dumps(s, ensure_ascii=False)[1:-1])):
+            if form in text:
+                text = text.replace(form, MASK)
     if "@" in text:
         text = _USERINFO.sub(lambda m: f"{m.group(1)}{MASK}@", text)
     if "=" in text:
-        text = _PARAM.sub(lambda m: f"{m.group(1)}{MASK}", text)
+        text = _PARAM.sub(lambda m: f"{m.group(1)}{m.group(2)}={MASK}" if _is_credential(m.group(2)) else m.group(0),
+                          text)
     if "earer" in text or "asic" in text:
         text = _BEARER.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
     return text
@@ -85,6 +101,7 @@ def secrets_of(url: str | None, api_key: str | None = None) -> list[str]:
             if ":" in info:
                 out.append(info.split(":", 1)[1])
         for m in _PARAM.finditer(url):
-            out.append(url[m.end(1):m.end()])
+            if _is_credential(m.group(2)):
+                out.append(m.group(3))
     out += [unquote(s) for s in out if unquote(s) != s]
     return [s for s in out if len(s) >= MIN_SECRET_CHARS]

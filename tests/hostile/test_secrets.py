@@ -175,3 +175,29 @@ def test_stored_rows_with_a_secret_are_shown_redacted(tmp_path):
     assert _leaks(r.model_dump_json()) == []
     # the real URL is kept only privately, for the request, and never serialised
     assert r.settings.endpoint_url == _url(1) and PASSWORD not in r.settings.model_dump_json()
+
+
+@pytest.mark.parametrize("name", ["hf_token", "X-Amz-Signature", "private_token", "access_key", "auth_token",
+                                  "client-credential", "Session-Id"])
+def test_a_credential_is_masked_by_what_its_name_says_not_by_a_list(name):
+    """Audit: ?hf_token=, ?X-Amz-Signature=, ?private_token=, ?access_key=, ?auth_token= were stored in clear (the mask
+    knew a fixed list of names). Any parameter whose name holds token, key, secret, signature, credential, password,
+    auth or session is masked, in the stored settings and in any text."""
+    from probes.redact import redact_text
+    from probes.result import ProbeSettings
+
+    url = f"http://10.0.0.2:8000/v1?{name}=s3cr3tValue42&model=llama"
+    assert "s3cr3tValue42" not in redact_text(url) and "model=llama" in redact_text(url)
+    s = ProbeSettings(engine="endpoint", endpoint=url)
+    assert "s3cr3tValue42" not in s.model_dump_json()
+
+
+def test_a_key_a_server_echoes_inside_json_is_masked_too():
+    """A key holding `"` or `\\` comes back JSON-escaped in an echoed model id: the escaped form is masked as well."""
+    import json
+
+    from probes.redact import redact_text
+
+    key = 'ab"cd\\\\ef-9876'
+    echoed = json.dumps({"id": f"served-with-{key}"})
+    assert key not in redact_text(echoed, [key]) and json.dumps(key)[1:-1] not in redact_text(echoed, [key])
