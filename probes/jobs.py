@@ -159,13 +159,35 @@ class ProbeJob:
         """The bundle's server, started by a supervisor that owns its process group; its levels are endpoint probes
         (they are in the sweep's results; the history keeps the sweep, whose `deployed` says what ran)."""
         from probes.served import run_served
+        from probes.sweep_result import DeployedRun
 
         sw = self.sweep or {}
         self.current = self.served.engine
+        share = float(sw.get("goodput_share", 0.9))
+        # saved as running at its start and as each level starts, like a plain sweep: a server killed mid-run leaves
+        # its trace (the history marks it "interrupted" at the next start), never nothing
+        partial = SweepResult(engine=self.served.engine, status="running", ttft_target_ms=s.ttft_target_ms,
+                              goodput_share=share, started_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                              answers_id=s.answers_id, asked_concurrency=s.asked_concurrency,
+                              deployed=DeployedRun(engine=self.served.engine,
+                                                   bundle_command=self.served.bundle_command))
+
+        def save_running() -> None:
+            if self.on_sweep is not None:
+                try:
+                    self.on_sweep(partial, self.group, status="running")
+                except Exception:  # noqa: BLE001 (the end's save says what failed)
+                    pass
+
+        def event(ev: dict) -> None:
+            if ev.get("type") == "sweep":
+                save_running()
+            self._event(ev)
+
+        save_running()
         try:
             out = run_served(self.served, s, [int(c) for c in sw.get("levels") or [1, 2, 4]],
-                             until_sla=bool(sw.get("until_sla", False)),
-                             goodput_share=float(sw.get("goodput_share", 0.9)), on_event=self._event,
+                             until_sla=bool(sw.get("until_sla", False)), goodput_share=share, on_event=event,
                              cancel=self.cancel)
         except Exception as err:  # noqa: BLE001 (a job must always end and say why)
             out = SweepResult(engine=self.served.engine, status="error", reason=f"{type(err).__name__}: {err}"[:500])

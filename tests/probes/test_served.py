@@ -197,3 +197,23 @@ def test_only_the_engines_own_settings_reach_the_server_environment(spec):
     for env in ({"LD_PRELOAD": "/tmp/x.so"}, {"PATH": "/tmp"}, {"VLLM_X": "a\nb"}):
         with pytest.raises(ValidationError):
             ServeSpec(engine="vllm", program=["vllm", "serve"], args=[], env=env)
+
+
+@needs_server
+def test_a_served_job_is_saved_as_running_from_its_start(spec):
+    """Audit (medium): a served sweep SIGKILLed mid-run left no trace in the history (it was saved once, at its end).
+    Like a plain sweep it is now saved as running when it starts and as each level starts, then done."""
+    from probes.jobs import JobBoard
+
+    calls: list[tuple[str, str, int]] = []
+
+    def on_sweep(sw, group, status="done"):
+        calls.append((status, sw.status, len(sw.levels)))
+        return len(calls)
+
+    board = JobBoard()
+    job = board.start([_base(requests=2)], sweep={"levels": [1, 2]}, on_sweep=on_sweep, served=spec)
+    assert job is not None and job.finished.wait(240)
+    statuses = [c[0] for c in calls]
+    assert statuses[0] == "running" and statuses[-1] == "done" and statuses.count("running") >= 3  # start + 2 levels
+    assert calls[0][1] == "running" and calls[-1][1] == "ok"
