@@ -151,8 +151,19 @@ class _Flight:
     def __init__(self, deadline: float) -> None:
         self.deadline = deadline
         self.response: httpx.Response | None = None
+        self.stream = None  # the connection's network stream, from httpcore's trace, before any header arrives
         self.cut = False
         self.done = False
+
+    def trace(self, name: str, info: dict) -> None:
+        """httpcore's trace hook: keep the connection's stream as soon as it is made, so the cutter can end a
+        server that drips its headers (a byte a second never trips a per-read timeout) at the same deadline."""
+        if name in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
+            self.stream = info.get("return_value")
+
+    @property
+    def extensions(self) -> dict:
+        return {"trace": self.trace}
 
 
 class _Cutter:
@@ -189,10 +200,11 @@ class _Cutter:
 
     def _cut_now(self, flight: _Flight) -> None:
         with self._lock:
-            if flight.done or flight.cut or flight.response is None:
+            if flight.done or flight.cut or (flight.response is None and flight.stream is None):
                 return
             flight.cut = True
-            stream = flight.response.extensions.get("network_stream")
+            stream = flight.response.extensions.get("network_stream") if flight.response is not None \
+                else flight.stream
             sock = stream.get_extra_info("socket") if stream is not None else None
             if sock is not None:
                 try:  # the plain socket's shutdown, also under TLS: it only wakes the reader
@@ -204,7 +216,8 @@ class _Cutter:
         while not self._stop.wait(0.05):
             now = time.monotonic()
             with self._lock:
-                due = [f for f in self._flights if not f.cut and f.response is not None and now >= f.deadline]
+                due = [f for f in self._flights if not f.cut and (f.response is not None or f.stream is not None)
+                       and now >= f.deadline]
             for f in due:
                 self._cut_now(f)
 
@@ -385,7 +398,8 @@ class EndpointBackend(Backend):
         try:
             with self._client(1) as client, client.stream(
                     "GET", f"{self.origin}{self.base}/v1/models",
-                    headers={"Accept": "application/json", "Accept-Encoding": "identity"}) as r:
+                    headers={"Accept": "application/json", "Accept-Encoding": "identity"},
+                    extensions=flight.extensions) as r:
                 self.cutter.attach(flight, r)
                 if r.status_code != 200:
                     where_to = r.headers.get("location")
@@ -539,7 +553,7 @@ class EndpointBackend(Backend):
             with client.stream("GET", f"{self.origin}{base}{path}",
                                headers={"Accept": "application/json", "Accept-Encoding": "identity"},
                                timeout=httpx.Timeout(connect=min(10.0, left), read=left, write=min(10.0, left),
-                                                     pool=min(10.0, left))) as r:
+                                                     pool=min(10.0, left)), extensions=flight.extensions) as r:
                 self.cutter.attach(flight, r)
                 if r.status_code != 200:  # a redirect too: not followed, not believed
                     return None, None

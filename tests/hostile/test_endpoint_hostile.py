@@ -238,6 +238,16 @@ def endless_headers(conn, n, stop):
     forever(conn, stop, b"a" * 65536)
 
 
+def drip_headers(conn, n, stop):
+    """Audit (medium): headers one byte every 0.5 s, never ending: no single read ever stalls, so only a deadline
+    that covers the headers too ends it (the cutter was attached after the headers)."""
+    head = b"HTTP/1.1 200 OK\r\nX-Pad: " + b"a" * 100_000
+    for b in head:
+        if stop.wait(0.5):
+            return
+        conn.sendall(bytes([b]))
+
+
 def redirect(conn, n, stop):
     conn.sendall(b"HTTP/1.1 307 Temporary Redirect\r\nLocation: http://127.0.0.1:9/elsewhere\r\n"
                  b"Content-Length: 0\r\nConnection: close\r\n\r\n")
@@ -354,6 +364,7 @@ CASES = [
     Case("accepts-never-answers", never_answers, statuses=ERROR2, causes=["stalled: no response for 1 s"] * 2),
     Case("headers-then-nothing", headers_only, statuses=ERROR2, causes=["stalled: no data for 1 s"] * 2),
     Case("endless-headers", endless_headers, statuses=ERROR2, causes=["RemoteProtocolError"] * 2),
+    Case("models-headers-drip", get=drip_headers, reason="/v1/models did not finish within 3 s", max_seconds=15),
     Case("redirect-not-followed", redirect, statuses=ERROR2,
          causes=["HTTP 307: a redirect to 'http://127.0.0.1:9/elsewhere', not followed"] * 2),
     Case("empty-stream", empty_stream, statuses=ERROR2, causes=["the server streamed no tokens"] * 2),
