@@ -91,7 +91,7 @@ def vllm(python: str) -> dict:
     keys = _dict_keys(tree, native + ("_TRANSFORMERS_SUPPORTED_MODELS",))
     return {"version": version,
             "source": f"https://github.com/vllm-project/vllm/blob/v{version}/vllm/model_executor/models/registry.py",
-            "package": "vllm", "where": "vllm/model_executor/models/registry.py",
+            "package": "vLLM", "where": "vllm/model_executor/models/registry.py",
             "fallback": "transformers",
             # its Transformers backend: "encoder-only, decoder-only and mixture-of-experts models" and multimodal ones,
             # not encoder-decoder (vllm/model_executor/models/transformers/, docs/models/supported_models.md)
@@ -121,7 +121,7 @@ def sglang(version: str, work: Path) -> dict:
                 names.update(_entry_classes(z.read(info).decode("utf-8", "replace")))
     return {"version": version,
             "source": f"https://github.com/sgl-project/sglang/tree/v{version}/python/sglang/srt/models",
-            "package": "sglang", "where": "sglang/srt/models/*.py (EntryClass)",
+            "package": "SGLang", "where": "sglang/srt/models/*.py (EntryClass)",
             "fallback": "transformers", "fallback_kinds": ["decoder-only"],  # TransformersForCausalLM: causal LMs
             "native": sorted(names)}
 
@@ -136,7 +136,7 @@ def tensorrt_llm(src: Path | None, version: str, old: dict | None) -> dict | Non
         names.update(re.findall(r"register_auto_model\(\s*[\"']([A-Za-z0-9_]+)[\"']", f.read_text()[:MAX_FILE]))
     return {"version": version,
             "source": f"https://github.com/NVIDIA/TensorRT-LLM/tree/v{version}/tensorrt_llm/_torch/models",
-            "package": "tensorrt-llm", "where": "tensorrt_llm/_torch/models/modeling_*.py (@register_auto_model)",
+            "package": "TensorRT-LLM", "where": "tensorrt_llm/_torch/models/modeling_*.py (@register_auto_model)",
             "fallback": None, "native": sorted(names), **({"later": old["later"]} if old and old.get("later") else {})}
 
 

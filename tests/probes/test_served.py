@@ -212,8 +212,8 @@ def test_a_served_job_is_saved_as_running_from_its_start(spec):
         return len(calls)
 
     board = JobBoard()
-    job = board.start([_base(requests=2)], sweep={"levels": [1, 2]}, on_sweep=on_sweep, served=spec)
+    job = board.start([_base(requests=2)], sweep={"levels": [1]}, on_sweep=on_sweep, served=spec)
     assert job is not None and job.finished.wait(240)
     statuses = [c[0] for c in calls]
-    assert statuses[0] == "running" and statuses[-1] == "done" and statuses.count("running") >= 3  # start + 2 levels
+    assert statuses[0] == "running" and statuses[-1] == "done" and statuses.count("running") >= 2  # start + level
     assert calls[0][1] == "running" and calls[-1][1] == "ok"

@@ -46,7 +46,7 @@ def test_a_class_no_engine_implements_excludes_them_and_no_bundle_is_offered(tmp
     assert spec.hf_architectures == ["NovaMoeForCausalLM"] and spec.model_type == "nova_moe"
     rec = recommend(a, None, K, with_flips=False, spec=spec)
     why = {x.engine: " ".join(r.text for r in x.reasons) for x in rec.excluded}
-    for e, package in (("vllm", "vllm 0.32.0"), ("sglang", "sglang 0.5.23"), ("tensorrt-llm", "tensorrt-llm 1.2.1")):
+    for e, package in (("vllm", "vLLM 0.32.0"), ("sglang", "SGLang 0.5.23"), ("tensorrt-llm", "TensorRT-LLM 1.2.1")):
         assert e in why, e
         assert f"not implemented in {package} (architecture NovaMoeForCausalLM)" in why[e]
     # transformers knows neither the class nor the model type, and this tool never runs a model's own code

@@ -93,3 +93,20 @@ def test_the_rows_fleet_is_the_deployment_the_bundle_makes_and_a_leaner_one_is_s
     for e in leaner:
         f = rec.plan.engines[e].serving.leaner
         assert f.fleet_gpus < rec.plan.engines[e].serving.fleet_gpus and f.fleet_usd_per_hour is not None
+
+
+def test_a_tie_the_prediction_separates_says_by_how_much_and_against_which_band():
+    """Walk-3 M2: vLLM and SGLang tied at the top "with nothing to separate them" while the same page predicted SGLang
+    cheaper per token. The tie stays (the difference is inside the band), and the note says so, en and zh."""
+    from advisor.decide import recommend
+    from advisor.inputs.answers import parse_answers
+    from advisor.knowledge.load import load_knowledge
+
+    k = load_knowledge()
+    a = parse_answers({"concurrency": 50, "ttft_p95_ms": 1000,
+                       "hardware": {"gpu_vendor": "nvidia", "gpu_model": "h100-sxm", "gpu_count": 2},
+                       "model": {"name": "qwen3-32b", "precision": "fp8"}})
+    for lang, words in (("en", ("cheaper per output token than", "band")), ("zh", ("便宜", "误差带"))):
+        rec = recommend(a, None, k, lang=lang)
+        assert rec.ranking[0].score == rec.ranking[1].score
+        assert all(w in rec.flip_note for w in words), rec.flip_note
