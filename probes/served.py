@@ -197,6 +197,7 @@ def _child(argv: list[str]) -> int:
     try:
         emit({"type": "progress", "phase": "prepare", "message": f"preparing the model for {spec.engine}"})
         model = _prepared_model(spec, lambda m: emit({"type": "progress", "phase": "prepare", "message": m}))
+        run.model = model  # what a prediction beside this sweep must plan for (advisor.evidence.sweep_check)
         port = free_port()
         cmd, notes = local_command(spec, model, port)
         env = dict(os.environ, **spec.env)

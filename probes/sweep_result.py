@@ -26,6 +26,7 @@ class DeployedRun(BaseModel):
     stopped: bool | None = None  # True: the server and every process it started ended when the sweep did
     exit_code: int | None = None
     log_tail: str | None = Field(default=None, max_length=2000)
+    model: str | None = Field(default=None, max_length=4096)  # the model file or folder it served here
 
 
 class SweepLevel(BaseModel):

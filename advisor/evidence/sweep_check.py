@@ -148,13 +148,17 @@ def _calc(sweep: SweepResult, engine: str, knowledge: Knowledge, hardware: Hardw
         return None, None
     prompt, out, sd = first.prompt, first.output, first.sd
     bs = first.backend_settings
-    remote = sweep.engine == "endpoint" or device_kind(first.device)[0] == "remote"
+    # a served sweep (python -m probes serve, "measure what you'd deploy") ran its server here, on this machine's CPU,
+    # on the model file it names: predicted like a local run, not as an endpoint of unknown hardware (walk-3 M5)
+    served = sweep.deployed.model if sweep.deployed is not None and sweep.deployed.model else None
+    remote = (sweep.engine == "endpoint" or device_kind(first.device)[0] == "remote") and not served
     if remote and (answers is None or answers.hardware is None):
         return None, None  # an endpoint's hardware is not known unless the answers name it
     spec: ModelSpec | None = None
-    if first.model and not remote:
+    model_path = served or first.model
+    if model_path and not remote:
         try:
-            spec = read_model_path(Path(first.model))
+            spec = read_model_path(Path(model_path))
         except ModelSpecError:
             return None, None
     elif answers is not None:
@@ -182,7 +186,7 @@ def _calc(sweep: SweepResult, engine: str, knowledge: Knowledge, hardware: Hardw
                   ttft_target_ms=sweep.ttft_target_ms)
     target = build_target(answers if remote else Answers(), None if remote else hardware, knowledge,
                           None if remote else machine)
-    on_gpu = device_kind(first.device)[0] == "gpu"
+    on_gpu = device_kind(first.device)[0] == "gpu" and not served
     if not remote and not on_gpu:
         target = target.model_copy(update={"gpu_vendor": "none", "gpu_count": 0})
     c = _Calc(engine, spec, target, wl, knowledge, "en", precision)

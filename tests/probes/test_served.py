@@ -217,3 +217,23 @@ def test_a_served_job_is_saved_as_running_from_its_start(spec):
     statuses = [c[0] for c in calls]
     assert statuses[0] == "running" and statuses[-1] == "done" and statuses.count("running") >= 2  # start + level
     assert calls[0][1] == "running" and calls[-1][1] == "ok"
+
+
+@needs_server
+def test_a_served_sweep_gets_its_prediction_beside_it(spec):
+    """Walk-3 M5: "Measure what you'd deploy" showed no prediction ("an endpoint whose hardware the answers do not
+    name"), though the server ran here, on this CPU, on a model file it names. It is now predicted like a local run."""
+    from advisor.evidence.sweep_check import check_sweep
+    from advisor.inputs import detect
+    from advisor.knowledge.load import load_knowledge
+    from advisor.planner.machine_bench import MachineBench
+
+    sw = run_served(spec, _base(requests=2), [1])
+    assert sw.status == "ok" and sw.deployed and sw.deployed.model
+    k = load_knowledge()
+    machine = MachineBench(cpu_model="this", threads=2, memory_bandwidth_gb_s=25.0, fp32_gflops=100.0,
+                           measured_at="2026-12-05")
+    c = check_sweep(sw, k, detect(k), machine)
+    assert c is not None and c.engine == "llama.cpp" and c.hw_class.endswith("cpu")
+    lv = c.levels[0]
+    assert lv.predicted_ttft_ms_p95 and lv.measured_ttft_ms_p95 and lv.predicted_output_tps
