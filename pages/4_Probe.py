@@ -18,6 +18,7 @@ from advisor.report.sweep_check import check_markdown, recalibrated_text
 from advisor.inputs import answers_id
 from advisor.report import (latency_chart, link_urls, md_escape, roofline_chart, run_label, sweep_charts,
                             throughput_chart)
+from advisor.report import deploy as dep
 from advisor.report import serving_label as report_serving_label
 from advisor.deploy import bundle_for
 from probes.registry import BACKENDS
@@ -333,7 +334,7 @@ def _sweep_section(rec) -> None:
             st.code(d.command_line, language="bash", wrap_lines=True)
             st.caption(T("ui_served_bundle"))
             st.code(d.bundle_command, language="bash", wrap_lines=True)
-            st.caption(md_escape("; ".join(d.substituted)) + " · " + T(
+            st.caption(md_escape(T("report_list_sep").join(dep.substituted(d, k, L))) + " · " + T(
                 "ui_served_ready", s="—" if d.ready_s is None else f"{d.ready_s:g}",
                 stopped=T("ui_yes") if d.stopped else T("ui_no")))
     cols = T("cap_cols").split("|")

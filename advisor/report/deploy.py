@@ -186,6 +186,30 @@ def appendix_markdown(rec: Recommendation, answers: Answers, knowledge: Knowledg
     return out
 
 
+_SUBSTITUTED = (  # what probes.served says it put in place of the bundle's values (English, as stored) -> strings.yaml
+    (re.compile(r"^model: (?P<m>.+) \(the bundle's path is the container's\)$"), "served_sub_model"),
+    (re.compile(r"^address (?P<a>\S+) \(the bundle listens on 0\.0\.0\.0:its port\)$"), "served_sub_address"),
+    (re.compile(r"^llama-server: this project's build of the llama\.cpp that llama-cpp-python vendors "
+                r"\((?P<b>[^()]*)\)$"), "served_sub_llama"),
+    (re.compile(r"^launcher: python -m vllm\.entrypoints\.openai\.api_server with the same arguments"), "served_sub_vllm"),
+)
+
+
+def substituted(d, knowledge: Knowledge, lang: str) -> list[str]:
+    """What the served run changed from the bundle, in the reader's language (a note this table does not know stays
+    as the probe wrote it)."""
+    out = []
+    for note in d.substituted:
+        for pattern, key in _SUBSTITUTED:
+            m = pattern.match(note)
+            if m:
+                out.append(knowledge.s(key, lang, **m.groupdict()))
+                break
+        else:
+            out.append(note)
+    return out
+
+
 def deployed_markdown(name: str, d, knowledge: Knowledge, lang: str) -> list[str]:
     """A sweep whose server was started from its deployment bundle: the exact command that ran (and what was put in
     place of the bundle's own values, and why), as Markdown lines."""
@@ -195,5 +219,5 @@ def deployed_markdown(name: str, d, knowledge: Knowledge, lang: str) -> list[str
     cmd = _CTRL.sub("?", d.command_line or " ".join(shlex.quote(x) for x in d.command))
     out += fenced(cmd or "—", "sh")
     if d.substituted:
-        out += ["", esc(s("deploy_sweep_substituted", what=s("report_list_sep").join(d.substituted)))]
+        out += ["", esc(s("deploy_sweep_substituted", what=s("report_list_sep").join(substituted(d, knowledge, lang))))]
     return out + [""]

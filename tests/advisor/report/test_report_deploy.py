@@ -192,3 +192,21 @@ def test_the_chinese_appendix_speaks_chinese_outside_its_code(hardware):
     assert any("附录" in x for x in prose) and any(x.startswith("| ") for x in prose)
     words = set().union(*(_english_words(x) for x in prose))
     assert not words - DEPLOY_YAML_NAMES, " ".join(sorted(words))
+
+
+def test_what_a_served_run_changed_reads_in_chinese():
+    """Walk-3 L3: "model: … (the bundle's path is the container's); address 127.0.0.1:39447 (…); llama-server: …" was
+    English on the zh page and in the zh report."""
+    from advisor.knowledge.load import load_knowledge
+    from advisor.report.deploy import substituted
+    from probes.sweep_result import DeployedRun
+
+    k = load_knowledge()
+    d = DeployedRun(engine="llama.cpp", substituted=[
+        "model: /m/smollm2.gguf (the bundle's path is the container's)",
+        "address 127.0.0.1:39447 (the bundle listens on 0.0.0.0:its port)",
+        "llama-server: this project's build of the llama.cpp that llama-cpp-python vendors (llama.cpp-0.3.36-noamx)"])
+    zh = substituted(d, k, "zh")
+    assert zh[0] == "模型：/m/smollm2.gguf（部署包中的路径是容器内的）" and "127.0.0.1:39447" in zh[1]
+    assert all("the bundle" not in x and "this project" not in x for x in zh)
+    assert substituted(d, k, "en") == d.substituted
