@@ -42,7 +42,9 @@ def md_escape(text: object) -> str:
     return html.escape(_MD_SPECIAL.sub(r"\\\1", text), quote=False)
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+# C0/C1 controls, and the bidirectional overrides and isolates (U+202A-202E, U+2066-2069, U+200E/200F) that make a
+# server's model id read backwards or hide text in the report (the audit's "Trojan source" strings)
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 ZWSP = "\u200b"  # zero-width space: a place where a browser may break a long token; removed for the PDF

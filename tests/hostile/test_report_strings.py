@@ -69,3 +69,13 @@ def test_hostile_strings_into_markdown_and_pdf(case, lang):
     assert "passwd" in text_layer or case not in ("html", "markdown-link")  # shown as text, not fetched
     n_images = sum(len(p.images) for p in reader.pages)
     assert n_images == len(files)  # our charts, and nothing else
+
+
+def test_bidi_overrides_from_a_server_never_reach_the_report():
+    """Audit (low): bidi overrides and isolates (U+202A-202E, U+2066-2069) in a server's model id reached the Markdown
+    report, where they reorder what a reader sees."""
+    from advisor.report.mdtext import md_escape
+
+    for ch in ("\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069", "\u200f"):
+        out = md_escape(f"llama{ch}lanigiro")
+        assert ch not in out and "llama" in out
