@@ -101,6 +101,8 @@ def _user_path(text: str, flag: str = "--out"):
 
     if "\0" in text:
         raise UsageError(f"{flag}: a path cannot hold a NUL character")
+    if not text.strip():  # '' would silently mean the current folder
+        raise UsageError(f"{flag} is empty: give a folder or file name")
     try:
         out = Path(text).expanduser()
         out.exists()  # a name too long for this file system fails here, before any work

@@ -314,6 +314,9 @@ def _api_key(args) -> str | None:
         raise UsageError(f"--api-key-env: the environment variable {shown} is not set or empty")
     if len(key) > 4096 or any(not ch.isprintable() or ch.isspace() for ch in key.strip()):
         raise UsageError(f"--api-key-env: the key in {shown} must be one line of printable characters")
+    if not key.strip().isascii():  # an HTTP header carries ASCII only: every request would fail, not the run once
+        raise UsageError(f"--api-key-env: the key in {shown} holds non-ASCII characters, which an HTTP "
+                         "Authorization header cannot carry")
     return key.strip()
 
 

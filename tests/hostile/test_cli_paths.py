@@ -14,6 +14,7 @@ CASES = {
     "report-out-300-chars": ["report", "--answers", ANSWERS, "--out", "z" * 300 + ".md"],
     "report-out-no-such-user": ["report", "--answers", ANSWERS, "--out", "~nosuchuser-of-this-test/r.md"],
     "knowledge-today-year-1": ["knowledge", "--check", "--today", "0001-01-01"],
+    "deploy-out-empty": ["deploy", "--answers", ANSWERS, "--out", ""],  # '' silently wrote into the current folder
 }
 
 
@@ -40,3 +41,10 @@ def test_a_served_runs_path_this_system_cannot_hold_is_one_line(case):
     assert o.rc == 2, (o.rc, o.err[-1500:])
     lines = o.err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error:") and "Traceback" not in o.err, o.err[-1500:]
+
+
+def test_a_non_ascii_api_key_is_refused_once_not_failed_per_request():
+    """Audit (low): a non-ASCII key in --api-key-env failed every request instead of being refused."""
+    o = bounded(["-m", "probes", "run", "--engine", "endpoint", "--endpoint", "http://127.0.0.1:9",
+                 "--api-key-env", "TEST_NON_ASCII_KEY"], hard_limit_s=60, env={"TEST_NON_ASCII_KEY": "ключ-12345"})
+    assert o.rc == 2 and "non-ASCII" in o.err and "ключ" not in o.err and "Traceback" not in o.err
