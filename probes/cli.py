@@ -349,9 +349,10 @@ def _sweep_text(r) -> str:
                      f"{p(lv.ttft_ms.p95):>9} {ci:>17} {p(lv.itl_ms.p50):>8} {p(lv.output_tps_total):>8} "
                      f"{'-' if lv.goodput is None else f'{lv.goodput:.0%}':>8} {cpu:>9}  {lv.outcome or '-'}"
                      + ("  BUSY" if lv.busy else ""))
-    cap = "none (not even 1)" if r.capacity is None else str(r.capacity)
-    lines.append(f"  SLA capacity (goodput ≥ {r.goodput_share:.0%} within TTFT p95 ≤ {p(r.ttft_target_ms)} ms): "
-                 f"{cap} concurrent requests")
+    measured = any(lv.status == "ok" for lv in r.levels)
+    cap = ("not measured (no level finished)" if not measured else
+           "none (not even 1)" if r.capacity is None else f"{r.capacity} concurrent requests")
+    lines.append(f"  SLA capacity (goodput ≥ {r.goodput_share:.0%} within TTFT p95 ≤ {p(r.ttft_target_ms)} ms): {cap}")
     if r.plan_max_concurrency:
         lines.append(f"  the plan's memory-bound maximum: {r.plan_max_concurrency}")
     lines.append(f"  stopped: {r.stop_reason}")

@@ -201,3 +201,12 @@ def test_a_sweep_cancelled_during_level_2_keeps_level_1_in_the_pages_words():
         text = " ".join(check_capacity([sw], 4, None, k, lang).lines)
         assert all(w in text for w in words), text
         assert "did not run" not in text and "cancelled by the user after" not in text
+
+
+def test_a_sweep_that_measured_nothing_does_not_print_a_capacity():
+    """Audit (low): an errored served sweep printed "SLA capacity none (not even 1)" as if it had measured."""
+    from probes.cli import _sweep_text
+    from probes.sweep_result import SweepResult
+
+    text = _sweep_text(SweepResult(engine="llama.cpp", status="error", reason="the server exited", levels=[]))
+    assert "not measured" in text and "not even 1" not in text
