@@ -354,6 +354,9 @@ class EndpointBackend(Backend):
 
         return httpx.Client(
             headers=self.auth_headers,
+            # the endpoint's own query (a proxy's ?api_key=...) goes with every request, as the README says; only
+            # what we show or keep is masked
+            params=getattr(self, "query", None) or None,
             timeout=httpx.Timeout(connect=10, read=self.stall_s, write=10, pool=10),
             limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
             follow_redirects=False,  # reported, not followed: the probe measures the URL it was given
@@ -377,12 +380,16 @@ class EndpointBackend(Backend):
         # requests go to the real URL (its userinfo becomes HTTP Basic auth in httpx) with the key as a bearer
         # token; everything said or kept names `settings.endpoint`, the redacted URL (probes/redact.py)
         self.url = urlparse(settings.endpoint_url.rstrip("/"))
+        from urllib.parse import parse_qsl
+
+        self.query = parse_qsl(self.url.query, keep_blank_values=True)[:32]
         _SECRETS[:] = settings.secrets()
         self.auth_headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
         auth = ("bearer key (not stored)" if settings.api_key else
                 "from the URL's userinfo or parameters (not stored)" if settings.endpoint_url != settings.endpoint
                 else None)
-        self.base = self.url.path[:-3] if self.url.path.endswith("/v1") else self.url.path
+        path = self.url.path.rstrip("/")
+        self.base = path[:-3] if path.endswith("/v1") else path
         self.stall_s = float(settings.extra.get("stall_timeout_s", DEFAULT_STALL_S))
         self.request_s = float(settings.extra.get("request_timeout_s", DEFAULT_REQUEST_TIMEOUT_S))
         # an explicit key wins over the URL's userinfo (httpx would send that as Basic auth instead of the bearer)

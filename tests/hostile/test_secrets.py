@@ -201,3 +201,35 @@ def test_a_key_a_server_echoes_inside_json_is_masked_too():
     key = 'ab"cd\\\\ef-9876'
     echoed = json.dumps({"id": f"served-with-{key}"})
     assert key not in redact_text(echoed, [key]) and json.dumps(key)[1:-1] not in redact_text(echoed, [key])
+
+
+def test_a_key_in_the_urls_query_is_sent_to_the_server_and_kept_nowhere():
+    """Audit (medium): `?api_key=` in the endpoint URL was never sent to the server, although the README says a key
+    in the URL works. The server now sees it on each request; the result keeps it masked."""
+    import http.server
+    import threading
+
+    from probes.result import ProbeSettings
+    from probes.runner import run_probe
+
+    seen: list[str] = []
+
+    class H(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            seen.append(self.path)
+            self.send_response(401)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *a):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{srv.server_address[1]}/v1?api_key=s3cr3t-in-the-url"
+        res = run_probe(ProbeSettings(engine="endpoint", endpoint=url, requests=1, timeout_s=30))
+    finally:
+        srv.shutdown()
+    assert seen and all("api_key=s3cr3t-in-the-url" in p for p in seen), seen
+    assert res.status != "ok" and "s3cr3t-in-the-url" not in res.model_dump_json()
