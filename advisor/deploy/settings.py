@@ -205,6 +205,13 @@ class _Builder:
             self.flag("quantization", q, self.t("quant", label=p.precision_label))
 
     def model_what(self) -> str:
+        """What must be at the model path, and for a catalogue model the Hugging Face repo the plan's shapes were
+        read from (walk-3 L8: the bundle never named the checkpoint to fetch)."""
+        m = re.match(r"^https://huggingface\.co/([\w.-]+/[\w.-]+)/", self.plan.model.source or "")
+        repo = self.t("what_repo", repo=m.group(1)) if m and self.plan.model.id else ""
+        return self._what() + repo
+
+    def _what(self) -> str:
         p = self.p
         if self.e == "llama.cpp":
             return self.t("what_gguf")
@@ -378,6 +385,9 @@ def build_settings(engine: str, plan: Plan, answers: Answers, knowledge: Knowled
     model_path = f"{knowledge.deploy.model_mount}/{folder}" + (".gguf" if is_file else "")
     if d.note is not None:
         b.warnings.append(d.note.get(lang))
+    latest = str(knowledge.engines[engine].release.version)
+    if d.version and latest and str(d.version) != latest:  # walk-3 L8: say why the pin is not the latest release
+        b.warnings.append(b.t("warn_pin", engine=b.name, pinned=d.version, latest=latest))
     if p.context_tokens > plan.model.max_context and engine != "onnxruntime":
         b.warnings.append(b.t("warn_ctx_capped", ctx=_n(p.context_tokens), max=_n(plan.model.max_context)))
     if "served_name" not in d.flags:  # trtllm-serve, transformers serve: the model is named by its path
