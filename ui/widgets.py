@@ -61,12 +61,14 @@ def on_change(key: str, path: tuple[str, ...], convert: Callable[[Any], Any] = l
 
 
 def show_notice() -> None:
-    """The last answers message (an upload's confirmation, a refused value), until the next change."""
+    """The last answers message: a refused value until the next change; an upload's confirmation once, where it
+    happened (walk-3 L7: "Loaded 6 answers from …" stayed on every step and page, in the language of the upload)."""
     kind, text = st.session_state.get(NOTICE, (None, None))
     if kind == "error":
         st.error(T("ui_answer_refused", why=text), icon=":material/error:")
     elif kind == "ok":
         st.success(text, icon=":material/check_circle:")
+        st.session_state.pop(NOTICE, None)
 
 
 # ---------------------------------------------------------------- uploads (Streamlit's uploader, in our words)
