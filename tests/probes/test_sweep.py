@@ -89,14 +89,14 @@ def test_the_cli_sweeps_llama_cpp_until_the_sla_and_names_a_capacity():
     import json
 
     p = _cli("--engine", "llama.cpp", "--until-sla", "--ttft-target-ms", "1000", "--input-tokens", "64",
-             "--output-tokens", "16", "--max-concurrency", "4")
+             "--output-tokens", "8", "--max-concurrency", "2")  # the smallest sweep with a level to stop at
     assert p.returncode == 0, p.stderr[-500:]
     r = json.loads(p.stdout)
     assert r["levels"][0]["concurrency"] == 1 and r["stop_reason"]
     # one request at a time here: at some level the queue pushes p95 TTFT over the target, or every level ran
     assert r["capacity"] is None or r["capacity"] >= 1
     for lv, res in zip(r["levels"], r["results"]):
-        assert all(q["prompt_tokens"] in (63, 64, 65) and q["output_tokens"] == 16 for q in res["requests"]
+        assert all(q["prompt_tokens"] in (63, 64, 65) and q["output_tokens"] == 8 for q in res["requests"]
                    if q["status"] == "ok")
 
 
