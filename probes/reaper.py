@@ -41,11 +41,10 @@ def marked(token: str) -> list:
     return out
 
 
-def kill_marked(token: str) -> int:
-    """SIGKILL every process of the run (a stopped one too: SIGKILL needs no scheduling). How many were left."""
+def kill_all(procs: list) -> int:
+    """SIGKILL each process (a stopped one too: SIGKILL needs no scheduling) and wait for them. How many there were."""
     import psutil
 
-    procs = marked(token)
     for p in procs:
         try:
             p.kill()
@@ -53,6 +52,11 @@ def kill_marked(token: str) -> int:
             pass
     psutil.wait_procs(procs, timeout=5)
     return len(procs)
+
+
+def kill_marked(token: str) -> int:
+    """Kill every process of the run, wherever it was reparented. How many were left."""
+    return kill_all(marked(token))
 
 
 def start_sentinel(watch_pid: int, token: str) -> subprocess.Popen:

@@ -20,7 +20,6 @@ from probes.result import ProbeResult, ProbeSettings, SystemLoad
 
 Event = dict
 BUSY_OTHER_CPU_PERCENT = 25.0
-MAX_PROCESSES = 20_000
 
 
 class _Sampler(threading.Thread):
@@ -147,6 +146,8 @@ def _processes_cpu() -> dict[tuple[int, float], float]:
     """Every process's CPU seconds so far, keyed by (pid, start time) so a reused pid is not mistaken for the same
     process. Bounded: at most MAX_PROCESSES are read (a machine with more is busy by any measure)."""
     import psutil
+
+    from probes.reaper import MAX_PROCESSES
 
     out: dict[tuple[int, float], float] = {}
     for p in psutil.process_iter(["create_time", "cpu_times"]):

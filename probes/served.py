@@ -367,20 +367,14 @@ def _reap_rest() -> int:
     and every process carrying this run's token, wherever it lives. How many were left."""
     import psutil
 
-    from probes.reaper import TOKEN_ENV, kill_marked
+    from probes.reaper import TOKEN_ENV, kill_all, kill_marked
 
     try:
         rest = psutil.Process().children(recursive=True)
     except psutil.Error:
         rest = []
-    for p in rest:
-        try:
-            p.kill()
-        except psutil.Error:
-            pass
-    psutil.wait_procs(rest, timeout=5)
     token = os.environ.get(TOKEN_ENV)
-    return len(rest) + (kill_marked(token) if token else 0)
+    return kill_all(rest) + (kill_marked(token) if token else 0)
 
 
 # ---------------------------------------------------------------------------------------------- the parent side

@@ -158,16 +158,12 @@ SIGNED = {"engine", "status", "device", "model", "ttft_target_ms", "levels", "re
 def _machine_key(create: bool) -> bytes | None:
     """A random key kept in the user data dir (0600), made on first use: it signs the sweeps measured here, so that
     a sweep file from elsewhere (a colleague's, or one edited after its run) cannot pass for one."""
-    from probes.cache import data_dir
+    from probes.cache import data_dir, read_cache_file
 
     path = data_dir()[0] / KEY_FILE
-    try:
-        if not path.is_symlink():
-            raw = path.read_bytes()[:64]
-            if len(raw) == 32:
-                return raw
-    except OSError:
-        pass
+    raw = None if path.is_symlink() else read_cache_file(path, 32)  # a FIFO or a device there is no key
+    if raw is not None and len(raw) == 32:
+        return raw
     if not create:
         return None
     try:

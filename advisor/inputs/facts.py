@@ -55,6 +55,7 @@ def serving_facts(plan) -> dict[str, Any]:
     sv = getattr(plan, "serving", None)
     known = sv is not None and sv.ttft_target_ms is not None and sv.capacity is not None and plan.loads is not False
     at = sv.at_users if sv is not None else None
+    fleet_gpus = (sv.leaner.fleet_gpus if sv.leaner else sv.fleet_gpus) if sv is not None else None
 
     def g(x: float | None, nd: int = 0):
         return None if x is None else (round(x) if nd == 0 else round(x, nd))
@@ -80,10 +81,9 @@ def serving_facts(plan) -> dict[str, Any]:
                         if known and sv.ttft_ms_p95_one and sv.ttft_target_ms else None),
         # the engine's leanest fleet that meets Q2 (smaller replicas than the plan's own where they do): what the
         # ranking compares engines by; the plan's row and bundle keep the plan's own layout
-        "plan_fleet_gpus": (sv.leaner.fleet_gpus if sv.leaner else sv.fleet_gpus) if known else None,
+        "plan_fleet_gpus": fleet_gpus if known else None,
         # GPUs of the fleet, or machines for a CPU fleet: what the relative rules compare
-        "plan_fleet_size": ((sv.leaner.fleet_gpus if sv.leaner else sv.fleet_gpus) or sv.replicas)
-        if known and sv.replicas else None,
+        "plan_fleet_size": (fleet_gpus or sv.replicas) if known and sv.replicas else None,
         "plan_fleet_ratio": None,  # set by the rules' Evaluator, which sees every engine
         "plan_mode": sv.mode if sv is not None else None,
     }

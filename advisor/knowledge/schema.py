@@ -1259,7 +1259,7 @@ class ArchitecturesFile(Strict):
         missing = set(ENGINE_IDS) - set(self.engines)
         if missing:
             raise ValueError(f"no architecture list for {sorted(missing)} (bench/read_architectures.py)")
-        need = {"native_missing", "transformers", "removed", "plugin", "gguf_missing", "no_fallback_type"}
+        need = {"native_missing", "transformers", "removed", "plugin", "later", "gguf_missing", "no_fallback_type"}
         if need - set(self.texts):
             raise ValueError(f"texts: missing {sorted(need - set(self.texts))}")
         return self

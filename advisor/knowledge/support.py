@@ -121,17 +121,27 @@ def verdicts(engine: str, facts: dict[str, Any], engine_facts: dict[str, Any], k
 
 
 _CLASS_CELLS: dict[tuple, ks.SupportCell] = {}
-_SETS: dict[tuple[int, str], tuple[frozenset[str], ...]] = {}
+_SETS: dict[tuple[int, str], "_Lists"] = {}
 
 
-def _sets(knowledge: Knowledge, engine: str) -> tuple[frozenset[str], ...]:
-    """native, routed to transformers, GGUF architectures, model types; and native again in lower case (transformers
-    spells some classes otherwise than their configs do: PhimoeForCausalLM for a config's PhiMoEForCausalLM)."""
+@dataclass(frozen=True)
+class _Lists:
+    """One engine's lists as sets; `lower`: the native classes in lower case (transformers spells some classes
+    otherwise than their configs do: PhimoeForCausalLM for a config's PhiMoEForCausalLM)."""
+
+    native: frozenset[str]
+    routed: frozenset[str]
+    gguf: frozenset[str]
+    model_types: frozenset[str]
+    lower: frozenset[str]
+
+
+def _sets(knowledge: Knowledge, engine: str) -> _Lists:
     key = (id(knowledge.architectures), engine)
     if key not in _SETS:
         a = knowledge.architectures.engines[engine]
-        _SETS[key] = (frozenset(a.native), frozenset(a.via_transformers), frozenset(a.gguf), frozenset(a.model_types),
-                      frozenset(c.lower() for c in a.native))
+        _SETS[key] = _Lists(frozenset(a.native), frozenset(a.via_transformers), frozenset(a.gguf),
+                            frozenset(a.model_types), frozenset(c.lower() for c in a.native))
     return _SETS[key]
 
 
@@ -146,9 +156,8 @@ def class_cell(engine: str, classes: tuple[str, ...], model_type: str | None, gg
         return _CLASS_CELLS[memo]
     a = knowledge.architectures.engines[engine]
     texts = knowledge.architectures.texts
-    native, routed, ggufs, _, _ = _sets(knowledge, engine)
-    _, _, _, tf_types, tf_lower = _sets(knowledge, "pytorch")
-    in_transformers = any(c.lower() in tf_lower for c in classes) or model_type in tf_types
+    mine, tf = _sets(knowledge, engine), _sets(knowledge, "pytorch")
+    in_transformers = any(c.lower() in tf.lower for c in classes) or model_type in tf.model_types
     name = knowledge.engines[engine].name
     first = classes[0] if classes else (gguf or "")
 
@@ -156,28 +165,27 @@ def class_cell(engine: str, classes: tuple[str, ...], model_type: str | None, gg
         note = None
         if text is not None:
             t = texts[text]
-            fill = dict(engine=name, package=a.package, version=a.version, arch=first, where=a.where, model_type=model_type or "—", **kw)
+            fill = dict(engine=name, package=a.package, version=a.version, arch=first, where=a.where,
+                        model_type=model_type or "—", **kw)
             note = ks.Text(en=t.en.format(**fill), zh=t.zh.format(**fill))
         return ks.SupportCell(status=status, source=a.source, read=a.read, doc=f"{a.package} {a.version}", note=note)
 
+    removed, plugin, later = (next((t[c] for c in classes if c in t), None) for t in (a.removed, a.plugins, a.later))
     if gguf and not classes:
-        out = (cell("supported") if gguf in ggufs else cell("unsupported", "gguf_missing")) \
+        out = (cell("supported") if gguf in mine.gguf else cell("unsupported", "gguf_missing")) \
             if engine == "llama.cpp" else ks.SupportCell(status="unknown")
     elif not classes or (a.applies_kinds and kind is not None and kind not in a.applies_kinds):
         out = ks.SupportCell(status="unknown")
-    elif any(c in native for c in classes) or (engine == "pytorch" and in_transformers):
+    elif any(c in mine.native for c in classes) or (engine == "pytorch" and in_transformers):
         out = cell("supported")
-    elif any(c in routed for c in classes):
+    elif any(c in mine.routed for c in classes):
         out = cell("experimental", "transformers")
-    elif any(c in a.removed for c in classes):
-        c = next(c for c in classes if c in a.removed)
-        out = cell("unsupported", "removed", removed=a.removed[c])
-    elif any(c in a.plugins for c in classes):
-        c = next(c for c in classes if c in a.plugins)
-        out = cell("unsupported", "plugin", url=a.plugins[c])
-    elif any(c in a.later for c in classes):  # a newer release implements it: the pin must move, not the engine
-        c = next(c for c in classes if c in a.later)
-        out = cell("experimental", "later", later=a.later[c])
+    elif removed is not None:
+        out = cell("unsupported", "removed", removed=removed)
+    elif plugin is not None:
+        out = cell("unsupported", "plugin", url=plugin)
+    elif later is not None:  # a newer release implements it: the pin must move, not the engine
+        out = cell("experimental", "later", later=later)
     elif a.fallback == "transformers" and in_transformers and (kind is None or kind in a.fallback_kinds):
         out = cell("experimental", "transformers")
     elif engine == "pytorch":

@@ -96,7 +96,7 @@ class ModelSpec(BaseModel):
         return "mha" if self.kv_heads == self.attention_heads else ("mqa" if self.kv_heads == 1 else "gqa")
 
 
-_NAMES: dict[int, dict[str, str]] = {}
+_NAMES: dict[int, dict] = {}
 # what people append to a model's name that does not change its shape: chat/instruct tunes, the hub's format and
 # quantization tags (the precision they name is read by advisor.inputs.answers.name_hints)
 _DECORATION = re.compile(r"^(instruct|chat|it|hf|base|pt|gguf|awq|gptq|int4|int8|w4a16|w8a8|w8a16|fp8|fp16|bf16|fp4|"
@@ -109,14 +109,15 @@ def _norm(s: str) -> str:
     return re.sub(r"-{2,}", "-", re.sub(r"[\s_]+", "-", s.strip().lower())).strip("-")
 
 
-def _names(knowledge: Knowledge) -> dict[str, str]:
+def _names(knowledge: Knowledge) -> dict:
+    """Every catalogue id, name and alias, normalised (and without an org), -> its entry."""
     key = id(knowledge.models)
     if key not in _NAMES:
-        table: dict[str, str] = {}
+        table: dict = {}
         for m in knowledge.models.models:
             for x in (m.id, m.name, *m.aliases):
-                table.setdefault(_norm(x), m.id)
-                table.setdefault(_norm(x).rsplit("/", 1)[-1], m.id)
+                table.setdefault(_norm(x), m)
+                table.setdefault(_norm(x).rsplit("/", 1)[-1], m)
         _NAMES[key] = table
     return _NAMES[key]
 
@@ -147,10 +148,7 @@ def find_known(name: str, knowledge: Knowledge):
     without its org and with its tags, or an Ollama tag (name_forms). None when no form matches exactly: a close
     match is offered as a suggestion, never assumed."""
     table = _names(knowledge)
-    for form in name_forms(name):
-        if form in table:
-            return next(m for m in knowledge.models.models if m.id == table[form])
-    return None
+    return next((table[form] for form in name_forms(name) if form in table), None)
 
 
 _SHAPE_FIELDS = ("gated_mlp", "decoder_layers", "moe_experts", "moe_active_experts", "moe_shared_experts",
@@ -393,7 +391,7 @@ def config_shape(c: dict, architecture: str) -> dict:
 
     model_type = str(c.get("model_type") or "")[:40]
     archs = c.get("architectures") if isinstance(c.get("architectures"), list) else []
-    archs = [class_name(a) for a in archs[:8] if isinstance(a, str) and class_name(a)]
+    archs = [n for n in (class_name(a) for a in archs[:8] if isinstance(a, str)) if n]
     vision = isinstance(c.get("vision_config"), dict)
     if "num_hidden_layers" not in c and "encoder_layers" not in c:
         c = {**mf.section(c, "text_config", "config.json"), **c}
@@ -404,8 +402,8 @@ def config_shape(c: dict, architecture: str) -> dict:
     kv = _pick(c, ("num_key_value_heads", "multi_query_group_num"), "KV heads", _HEADS, heads)
     inter = _pick(c, ("intermediate_size", "d_ff", "ffn_hidden_size", "encoder_ffn_dim"), "MLP width", 1 << 24, hidden * 4)
     vocab = _pick(c, ("vocab_size", "padded_vocab_size"), "vocabulary", _VOCAB, 32000)
-    out: dict = dict(hf_architectures=archs, model_type=class_name(model_type, 40) or None, layers=layers, hidden_size=hidden, attention_heads=heads, kv_heads=kv, intermediate_size=inter,
-                     vocab_size=vocab, tied_embeddings=bool(c.get("tie_word_embeddings", True)),
+    out: dict = dict(hf_architectures=archs, model_type=class_name(model_type, 40) or None, layers=layers,
+                     hidden_size=hidden, attention_heads=heads, kv_heads=kv, intermediate_size=inter, vocab_size=vocab, tied_embeddings=bool(c.get("tie_word_embeddings", True)),
                      max_context=_pick(c, ("max_position_embeddings", "seq_length", "n_positions",
                                            "max_target_positions"), "context", _CONTEXT, 4096))
     if c.get("kv_lora_rank") is not None:  # MLA
