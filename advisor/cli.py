@@ -20,6 +20,21 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
+def _evidence_args(c) -> None:
+    c.add_argument("--evidence", action="append", default=[], metavar="FILE",
+                   help="a benchmark result made elsewhere (GuideLLM report, AIPerf profile_export_aiperf.json, "
+                        "vllm bench serve --save-result, SGLang bench_serving JSONL, llm-d benchmark report v0.2/0.2.1, "
+                        "or a probes sweep), set beside the prediction; one that matches the answers' GPU, count and "
+                        "model with 2+ levels recalibrates its engine there (repeatable)")
+    c.add_argument("--evidence-engine", default=None, metavar="ENGINE",
+                   help="the engine the --evidence files measured, where a file does not say")
+    c.add_argument("--evidence-gpu", default=None, metavar="GPU",
+                   help="the GPU they ran on (as gpus.yaml or nvidia-smi names it), where a file does not say")
+    c.add_argument("--evidence-gpus", type=int, default=None, metavar="N", help="how many GPUs the server used")
+    c.add_argument("--evidence-same-model", action="store_true",
+                   help="the files measured the answers' model (where a file names it otherwise, or not at all)")
+
+
 def _parser() -> _Parser:
     p = _Parser(prog="python -m advisor", description="Inference-engine selection advisor.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -38,11 +53,13 @@ def _parser() -> _Parser:
     command("detect", "show this machine's hardware and installed engines", answers=False)
     rate_help = ("an open-loop request rate (requests/s, Poisson arrivals) to predict beside Q1's users; "
                  "overrides the answers' load.request_rate_rps")
-    command("recommend", "rank the engines for an answers file").add_argument("--rate", default=None,
-                                                                              metavar="RPS", help=rate_help)
+    rc = command("recommend", "rank the engines for an answers file")
+    rc.add_argument("--rate", default=None, metavar="RPS", help=rate_help)
+    _evidence_args(rc)
     pl = command("plan", "capacity plan: what fits, max concurrency/context, roofline bounds, predicted serving",
                  probes="compare a probe's measured memory and tok/s with the plan (repeatable)")
     pl.add_argument("--rate", default=None, metavar="RPS", help=rate_help)
+    _evidence_args(pl)
     pl.add_argument("--sweep", action="append", default=[], metavar="SWEEP.json",
                     help="set a `python -m probes sweep` result beside the serving prediction (repeatable); a sweep "
                          "measured here, on a quiet machine, recalibrates this machine's efficiency for its engine")
@@ -52,6 +69,7 @@ def _parser() -> _Parser:
     rp.add_argument("--rate", default=None, metavar="RPS", help=rate_help)
     rp.add_argument("--sweep", action="append", default=[], metavar="SWEEP.json",
                     help="a `python -m probes sweep` result (repeatable: engines side by side)")
+    _evidence_args(rp)
     dp = command("deploy", "deployment bundles for the ranked engines: launch command, docker run, compose, Kubernetes",
                  fmt=False)
     dp.add_argument("--engine", default=None, metavar="ENGINE",
@@ -214,14 +232,21 @@ def cmd_recommend(args, knowledge) -> int:
     from advisor.report import recommendation_text
 
     answers = _with_rate(load_answers(args.answers), args.rate)
+    ev_checks, ev_cal = _evidence(args, answers, knowledge, args.lang)  # a bad file is refused before any work
     hardware = _hardware_for(answers, knowledge)
     spec, machine = _inputs(answers, knowledge)
     rec = recommend(answers, hardware, knowledge, lang=args.lang, spec=spec, machine=machine,
-                    calibration=_calibration())
+                    calibration={**_calibration(), **ev_cal})
     if args.format == "json":
-        print(json.dumps(recommendation_json(rec, answers, hardware), ensure_ascii=False, indent=2))
+        data = recommendation_json(rec, answers, hardware)
+        data["evidence"] = [c.model_dump(mode="json") for c in ev_checks]
+        print(json.dumps(data, ensure_ascii=False, indent=2))
     else:
+        from advisor.report.evidence import evidence_text
+
         print(recommendation_text(rec, knowledge, args.lang))
+        for c in ev_checks:
+            print("\n" + "\n".join(evidence_text(c, knowledge, args.lang)))
     return 0
 
 
@@ -424,10 +449,11 @@ def cmd_report(args, knowledge) -> int:
     answers = _with_rate(load_answers(args.answers), args.rate)
     results, checks = _report_runs(args.probe, knowledge, args.lang)
     sweeps = [_report_sweep(p) for p in args.sweep]
+    ev_checks, ev_cal = _evidence(args, answers, knowledge, args.lang)
     hardware = _hardware_for(answers, knowledge)
     spec, machine = _inputs(answers, knowledge)
     rec = recommend(answers, hardware, knowledge, lang=args.lang, spec=spec, machine=machine,
-                    calibration=_calibration())
+                    calibration={**_calibration(), **ev_cal})
     images, files = (chart_images(rec, results, args.lang, checks, sweeps=sweeps, run_ids=_ids_from_names(args.probe),
                                   ttft_target_ms=float(answers.ttft_p95_ms))
                      if out.suffix.lower() == ".pdf" else ({}, {}))
@@ -437,7 +463,8 @@ def cmd_report(args, knowledge) -> int:
                         answers_file=args.answers, probe_files=args.probe, checks=checks, sweeps=sweeps,
                         cores=(hardware or detect(knowledge)).cpu.usable_cores if sweeps else None,
                         run_ids=_ids_from_names(args.probe), sweep_files=args.sweep,
-                        sweep_checks=_sweep_checks(sweeps, answers, knowledge, args.lang, recalibrate_too=False)[0])
+                        sweep_checks=_sweep_checks(sweeps, answers, knowledge, args.lang, recalibrate_too=False)[0],
+                        evidence=ev_checks)
     try:
         data = md.encode("utf-8") if out.suffix.lower() == ".md" else markdown_to_pdf(md, files)
     except ReportError as err:
@@ -469,16 +496,19 @@ def cmd_plan(args, knowledge) -> int:
     answers = _with_rate(load_answers(args.answers), args.rate)
     results = [_load_result(p, "probe") for p in args.probe]
     sweeps = [_load_result(p, "sweep") for p in args.sweep]
+    ev_checks, ev_cal = _evidence(args, answers, knowledge, args.lang)
     hardware = _hardware_for(answers, knowledge)
     spec, machine = _inputs(answers, knowledge)
     sweep_checks, recal = _sweep_checks(sweeps, answers, knowledge, args.lang)
-    plan = make_plan(answers, hardware, knowledge, spec, machine, args.lang, calibration=calibration.load())
+    plan = make_plan(answers, hardware, knowledge, spec, machine, args.lang,
+                     calibration={**calibration.load(), **ev_cal})
     checks = _checks(results, knowledge, args.lang)
     if args.format == "json":
         data = plan.model_dump(mode="json")
         data["probe_checks"] = [c.model_dump(mode="json") for c in checks]
         data["sweep_checks"] = [c.model_dump(mode="json") for c in sweep_checks]
         data["recalibrated"] = [c.model_dump(mode="json") for c in recal]
+        data["evidence"] = [c.model_dump(mode="json") for c in ev_checks]
         print(json.dumps(data, ensure_ascii=False, indent=2))
     else:
         from advisor.report.sweep_check import check_text, recalibrated_text
@@ -489,6 +519,10 @@ def cmd_plan(args, knowledge) -> int:
         for c in sweep_checks:
             lines += [""] + check_text(c, knowledge, args.lang)
         lines += [recalibrated_text(c, knowledge, args.lang) for c in recal]
+        from advisor.report.evidence import evidence_text
+
+        for c in ev_checks:
+            lines += [""] + evidence_text(c, knowledge, args.lang)
         print("\n".join(lines))
     return 0
 
@@ -504,6 +538,45 @@ def _calibration():
     from advisor.planner import calibration
 
     return calibration.load()
+
+
+def _evidence(args, answers, knowledge, lang):
+    """(each --evidence file beside the prediction, the recalibrations they make) for this answers file. A file that
+    cannot be read is a one-line usage error; nothing is stored."""
+    from advisor.evidence.imported import Assumed, check_evidence
+    from advisor.knowledge import ENGINE_IDS
+    from probes.bench_formats import MAX_BYTES, ResultFormatError, read_results
+
+    paths = getattr(args, "evidence", None) or []
+    if not paths:
+        return [], {}
+    if args.evidence_engine is not None and args.evidence_engine not in ENGINE_IDS:
+        raise UsageError(f"--evidence-engine must be one of {', '.join(ENGINE_IDS)}, got {args.evidence_engine[:40]!r}")
+    if args.evidence_gpus is not None and not 1 <= args.evidence_gpus <= 4096:
+        raise UsageError(f"--evidence-gpus must be 1 to 4096, got {args.evidence_gpus}")
+    if args.evidence_gpu is not None and (len(args.evidence_gpu) > 120 or not args.evidence_gpu.isprintable()):
+        raise UsageError("--evidence-gpu: at most 120 printable characters")
+    assumed = Assumed(engine=args.evidence_engine, gpu=args.evidence_gpu, gpu_count=args.evidence_gpus,
+                      same_model=bool(args.evidence_same_model))
+    checks, cal = [], {}
+    for path in paths:
+        p = _user_path(path, "--evidence")
+        if not p.is_file():
+            raise UsageError(f"--evidence: not found (or not a regular file): {str(p)[:200]}")
+        if p.stat().st_size > MAX_BYTES:
+            raise UsageError(f"{str(p)[:200]}: {p.stat().st_size / 2**20:.0f} MiB is more than a benchmark result "
+                             f"file holds (at most {MAX_BYTES >> 20} MiB)")
+        with open(p, "rb") as f:
+            data = f.read(MAX_BYTES + 1)
+        try:
+            run = read_results(data, p.name)
+        except ResultFormatError as err:
+            raise UsageError(str(err)) from None
+        c = check_evidence(run, answers, knowledge, assumed, lang)
+        checks.append(c)
+        if c.calibration is not None:
+            cal[f"evidence:{c.calibration.engine}"] = c.calibration
+    return checks, cal
 
 
 def _sweep_checks(sweeps, answers, knowledge, lang, recalibrate_too: bool = True):

@@ -8,7 +8,7 @@ from advisor.report import (cite, cite_reason, concurrency_chart, header_lines, 
                             ranking_chart, roofline_chart, seed_lines, serving_chart, serving_rows, support_table)
 from advisor.report import deploy as dep
 from advisor.report import serving as srv
-from advisor.planner import calibration
+from ui import evidence as ev_ui
 from ui import T, answers, hardware, knowledge, lang, link_path_gate, plan_inputs, set_answer, show_notice
 
 
@@ -30,7 +30,7 @@ if spec_error:
     st.error(spec_error)
 show_notice()
 rec = recommend(a, None if a.hardware else hardware(), k, lang=lang, spec=spec, machine=bench,
-                calibration=calibration.load())
+                calibration=ev_ui.calibrations(a, lang))  # this machine's, and the Probe page's benchmark files
 if spec.unknown_name:  # planned as a generic model of the size given: say so where the ranking is read
     st.warning(md_escape(rec.plan.notes[0]))
 st.session_state["last_ranking"] = [r.engine for r in rec.ranking]

@@ -14,6 +14,8 @@ from advisor.decide import recommend
 from advisor.evidence import check_capacity, check_probe, history, hold_collapsed, not_measured, revisit, target_device
 from advisor.evidence.sweep_check import check_sweep, recalibrate_all
 from advisor.planner import calibration
+from probes.bench_formats import MAX_BYTES
+from ui import evidence as ev_ui
 from advisor.report.sweep_check import check_markdown, recalibrated_text
 from advisor.inputs import answers_id
 from advisor.report import (latency_chart, link_urls, md_escape, roofline_chart, run_label, sweep_charts,
@@ -25,7 +27,7 @@ from probes.registry import BACKENDS
 from probes.result import ProbeSettings
 from probes.served import RUNNABLE, ServeSpec, served_availability
 from probes.validation import model_path_problem, settings_error
-from ui import (RUNS, SWEEPS, T, answers, build_panel, build_states, engine_availability, hardware, knowledge,
+from ui import (RUNS, SWEEPS, T, answers, build_panel, build_states, engine_availability, file_uploader, hardware, knowledge,
                 lang, llama_cpu_build_on_gpu_machine, machine, plan_inputs, probe_board, seed, sync_url)
 
 k = knowledge()
@@ -85,7 +87,7 @@ if job is not None:
 else:
     spec, bench, _ = plan_inputs(a)
     rec = recommend(a, None if a.hardware else hw, k, lang=L, with_flips=False, spec=spec, machine=bench,
-                    calibration=calibration.load())
+                    calibration=ev_ui.calibrations(a, L))
     with st.spinner(T("ui_checking_engines")):
         avail = engine_availability()
     local = [e for e in BACKENDS if e != "endpoint"]
@@ -362,6 +364,42 @@ def _sweep_section(rec) -> None:
         st.info(md_escape(line))
 
 
+def _evidence_section() -> None:
+    """The user's own benchmark files (GuideLLM, AIPerf, vllm bench, SGLang, llm-d) beside the prediction; what a file
+    does not say is asked here, once, below it."""
+    from advisor.knowledge import ENGINE_IDS
+    from advisor.report.evidence import evidence_markdown
+
+    st.subheader(T("ev_section"))
+    st.caption(T("ev_upload_help"))
+    file_uploader(T("ev_upload"), ["json", "jsonl", "yaml", "yml"], "evidence_upload",
+                  lambda: ev_ui.take_upload("evidence_upload"), MAX_BYTES, "JSON, JSONL, YAML")
+    if ss.get(ev_ui.ERROR):
+        st.error(md_escape(ss[ev_ui.ERROR]))
+    gpus = [g.name for g in k.gpus.gpus if g.vendor in ("nvidia", "amd", "intel")]
+    for c in ev_ui.checks(a, L):
+        name = c.run.file_name
+        key = f"ev_{abs(hash(name)) % 10**8}"
+        with st.container(border=True):
+            st.markdown(evidence_markdown(c, k, L))
+            s = ev_ui.said(name)
+            cols = st.columns(4)
+            if c.run.engine is None:
+                cols[0].selectbox(T("ev_ask_engine"), ["", *ENGINE_IDS], key=key + "_engine",
+                                  index=(["", *ENGINE_IDS].index(s.engine) if s.engine in ENGINE_IDS else 0),
+                                  format_func=lambda e: k.engines[e].name if e in k.engines else "—",
+                                  on_change=lambda n=name, kk=key: ev_ui.set_said(n, engine=ss[kk + "_engine"] or None))
+            if c.run.gpu is None:
+                cols[1].selectbox(T("ev_ask_gpu"), ["", *gpus], key=key + "_gpu",
+                                  index=([""] + gpus).index(s.gpu) if s.gpu in gpus else 0,
+                                  on_change=lambda n=name, kk=key: ev_ui.set_said(n, gpu=ss[kk + "_gpu"] or None))
+                cols[2].number_input(T("ev_ask_gpus"), 1, 4096, value=s.gpu_count or 1, key=key + "_gpus",
+                                     on_change=lambda n=name, kk=key: ev_ui.set_said(n, gpu_count=int(ss[kk + "_gpus"])))
+            cols[3].checkbox(T("ev_ask_same_model", model=a.model.name or "—"), value=s.same_model, key=key + "_same",
+                             on_change=lambda n=name, kk=key: ev_ui.set_said(n, same_model=bool(ss[kk + "_same"])))
+            st.button(T("ev_remove"), key=key + "_rm", on_click=lambda n=name: ev_ui.remove(n))
+
+
 # ---------------------------------------------------------------- results
 runs = history.list_runs()  # first: what it finds wrong with the database is shown just below
 for note in dict.fromkeys(history.NOTICES):
@@ -449,6 +487,7 @@ if by_id:
                     st.markdown(f"- **{e.engine}**{T('colon')}{md_escape(e.text)}")
 if job is None:  # the plan (rec) is only built when no probe is running
     _sweep_section(rec)
+    _evidence_section()
 if runs:
     with st.expander(T("ui_history")):
         st.dataframe([{T("col_run"): run_label(rid, r.engine), T("col_status"): status_label(r.status),

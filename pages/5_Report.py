@@ -7,6 +7,7 @@ from advisor.evidence import check_probe, history, hold_collapsed
 from advisor.evidence.sweep_check import check_sweep
 from advisor.inputs import dump_answers
 from advisor.planner import calibration
+from ui import evidence as ev_ui
 from advisor.report import (ReportError, build_markdown, chart_images, link_urls, markdown_to_pdf, reproduce_bundle,
                             run_label)
 from ui import RUNS, SWEEPS, T, answers, hardware, knowledge, lang, link_path_gate, machine, plan_inputs
@@ -20,7 +21,7 @@ link_path_gate(a)
 spec, bench, spec_error = plan_inputs(a)
 if spec_error:
     st.error(spec_error)
-rec = recommend(a, hw, k, lang=L, spec=spec, machine=bench, calibration=calibration.load())
+rec = recommend(a, hw, k, lang=L, spec=spec, machine=bench, calibration=ev_ui.calibrations(a, L))
 picked = sorted(set(ss.get(RUNS, [])))
 history.list_runs(limit=1)  # opens the history, so a database moved aside is said below even with nothing picked
 by_id = history.get_runs(picked)  # however old: nothing picked drops out because newer runs came after it
@@ -43,7 +44,8 @@ sweep_files = [f"sweep-{i}.json" for i in range(1, len(sweeps) + 1)]
 cal = calibration.load()
 sweep_checks = [c for c in (check_sweep(sw, k, hardware(), machine(), a, cal) for sw in sweeps) if c is not None]
 md = build_markdown(a, hw, rec, results, k, L, answers_file="answers.yaml", checks=checks, run_ids=run_ids,
-                    sweeps=sweeps, cores=cores, sweep_files=sweep_files, sweep_checks=sweep_checks)
+                    sweeps=sweeps, cores=cores, sweep_files=sweep_files, sweep_checks=sweep_checks,
+                    evidence=ev_ui.checks(a, L))
 
 c1, c2, c3 = st.columns(3)
 c1.download_button(T("ui_download_md"), md.encode("utf-8"), file_name=f"report-{L}.md", mime="text/markdown",

@@ -83,7 +83,8 @@ def _common(r) -> None:
     r.add_argument("--timeout", type=_positive(float), default=600.0, metavar="S")
     r.add_argument("--threads", type=_positive(int), default=None)
     r.add_argument("--warmup", type=int, default=1)
-    r.add_argument("--format", choices=["json", "text"], default="json")
+    r.add_argument("--format", choices=["json", "text", "llmd-report"], default="json",
+                   help="llmd-report: the llm-d benchmark report v0.2.1 (YAML; a sweep writes one document per level)")
 
 
 def _parser() -> _Parser:
@@ -333,8 +334,23 @@ def cmd_run(args) -> int:
         cancel.set()
         print("\nerror: interrupted; the engine process was stopped", file=sys.stderr)
         return 130
-    print(res.model_dump_json(indent=2) if args.format == "json" else _text(res))
+    print(_formatted(res, args.format, _text))
     return EXIT[res.status]
+
+
+def _formatted(res, fmt: str, text) -> str:
+    """The result as JSON, text, or llm-d benchmark reports (probes.bench_formats; an unmeasured run has none: its
+    JSON goes to stderr and stdout stays empty)."""
+    if fmt == "json":
+        return res.model_dump_json(indent=2)
+    if fmt != "llmd-report":
+        return text(res)
+    from probes.bench_formats import dump_llmd
+
+    out = dump_llmd(res)
+    if not out:
+        print(f"error: nothing measured, so no llm-d report: {res.status}: {res.reason or ''}"[:500], file=sys.stderr)
+    return out
 
 
 def _sweep_text(r) -> str:
@@ -401,7 +417,7 @@ def cmd_sweep(args) -> int:
         cancel.set()
         print("\nerror: interrupted; the engine process was stopped", file=sys.stderr)
         return 130
-    print(res.model_dump_json(indent=2) if args.format == "json" else _sweep_text(res))
+    print(_formatted(res, args.format, _sweep_text))
     return EXIT.get(res.status, 1)
 
 

@@ -1078,6 +1078,7 @@ class ServingFile(Strict):
     band_without_evidence: float = Field(gt=0)  # the band of a prior: no held-out error to give
     band_floor: float = Field(ge=0)
     rough_above: float = Field(gt=0)
+    evidence_max_failed_share: float = Field(default=0.05, ge=0, le=1)  # advisor.evidence.imported
     allreduce_us: float = Field(ge=0)  # one tensor-parallel all-reduce's latency (2 per layer per step)
     allreduce_source: str
     output_tokens: dict[Literal["short", "long", "mixed"], int]  # when the answers give no output length

@@ -223,9 +223,15 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
         out.band_itl, out.band = a.bands["itl"].band, a.bands["tps"].band
         out.label = "silicon"
 
+    ev = _evidence_for(c, calibration)
+    if ev is not None:  # the user's own benchmark file of this engine on this GPU and count: its ratios, its band
+        out.evidence = ev
+        out.band = out.band_ttft = out.band_itl = band = ev.band
+
     def level_at(n: int, g: int, h=hw, s=si) -> ServingLevel:
         lv = s.level(n, g, target_ms) if s is not None else None
-        return lv if lv is not None else _level(mode, h, eff, wl, n, g, target_ms)
+        lv = lv if lv is not None else _level(mode, h, eff, wl, n, g, target_ms)
+        return _scaled(lv, ev, target_ms) if ev is not None else lv
 
     if "levels" not in skip:
         out.at_users = level_at(users, gpus)
@@ -237,6 +243,8 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
     if detail and wl.request_rate:
         out.request_rate_rps = wl.request_rate
         out.at_rate, out.at_rate_saturated = _at_rate(mode, hw, eff, wl, si, gpus, target_ms)
+        if ev is not None and out.at_rate is not None:
+            out.at_rate = _scaled(out.at_rate, ev, target_ms)
     if detail:
         top = min(max(2 * users, 8), max(k.serving.curve_levels))
         levels = sorted({lv for lv in k.serving.curve_levels if lv <= top} | {users})
@@ -247,10 +255,11 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
     def cap_of(h, need: int | None = None, e: Eff = eff):
         """One replica's capacity within Q2 (or whether it reaches need): a TTFT search, our model's with
         efficiencies e (the band's ends: the slow and fast efficiencies)."""
+        goal = target_ms / ev.ttft_scale if ev is not None else target_ms  # measured TTFT = ratio x ours
         if need is not None:
-            return capacity_reaches(mode, h, e, wl.prompt_tokens, wl.output_tokens, wl.input_sd, target_ms, need,
+            return capacity_reaches(mode, h, e, wl.prompt_tokens, wl.output_tokens, wl.input_sd, goal, need,
                                     MAX_USERS)
-        return capacity(mode, h, e, wl.prompt_tokens, wl.output_tokens, wl.input_sd, target_ms, MAX_USERS)
+        return capacity(mode, h, e, wl.prompt_tokens, wl.output_tokens, wl.input_sd, goal, MAX_USERS)
 
     cap = cap_of(hw)
     out.capacity = cap
@@ -309,6 +318,28 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
         lsi = None if si is None or lalt is None else _silicon(lalt, mode, lhw, eff, wl, k)[0]
         out.leaner.ttft_ms_p95 = level_at(max(1, -(-users // lr)), ln, lhw, lsi).ttft_ms_p95
     return out
+
+
+def _evidence_for(c, calibration: dict | None):
+    """The user's benchmark file's recalibration for this engine (advisor.evidence.imported, passed in the calibration
+    dict as "evidence:<engine>"), when the plan is for the GPU and count it measured; else None."""
+    ev = (calibration or {}).get(f"evidence:{c.engine}")
+    if ev is None or c.device != "gpu" or c.target.gpu_id != ev.gpu_id or c.n != ev.gpu_count:
+        return None
+    return ev
+
+
+def _scaled(lv: ServingLevel, ev, target_ms: float | None) -> ServingLevel:
+    """A level as the user's file measured this engine: TTFT and ITL times its ratios, tok/s times its own."""
+    def m(x, f):
+        return None if x is None else _r(x * f)
+    ttft95 = m(lv.ttft_ms_p95, ev.ttft_scale)
+    return lv.model_copy(update={
+        "ttft_ms_p50": m(lv.ttft_ms_p50, ev.ttft_scale), "ttft_ms_p95": ttft95,
+        "itl_ms_p50": m(lv.itl_ms_p50, ev.itl_scale), "itl_ms_p95": m(lv.itl_ms_p95, ev.itl_scale),
+        "output_tps": m(lv.output_tps, ev.tps_scale), "output_tps_per_user": m(lv.output_tps_per_user, ev.tps_scale),
+        "output_tps_per_gpu": m(lv.output_tps_per_gpu, ev.tps_scale),
+        "meets": None if target_ms is None or ttft95 is None else ttft95 <= target_ms})
 
 
 def _at_rate(mode, hw, eff, wl, si, gpus: int, target_ms: float | None) -> tuple[ServingLevel | None, bool]:

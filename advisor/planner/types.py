@@ -110,6 +110,23 @@ class LeanerFleet(BaseModel):
     fleet_usd_per_hour: float | None = None
 
 
+class EvidenceCal(BaseModel):
+    """One engine's prediction on one GPU and count, recalibrated by the user's own benchmark file (GuideLLM, AIPerf,
+    vllm bench, SGLang, llm-d; advisor.evidence.imported): each figure times the file's median measured/predicted
+    ratio, with the band its own levels leave. Held in memory for the plans made with that file, never stored."""
+
+    engine: str
+    gpu_id: str | None = None
+    gpu_count: int = Field(default=1, ge=1)
+    ttft_scale: float = Field(gt=0, le=1000, allow_inf_nan=False)
+    itl_scale: float = Field(gt=0, le=1000, allow_inf_nan=False)
+    tps_scale: float = Field(gt=0, le=1000, allow_inf_nan=False)
+    band: float = Field(ge=0, le=1)
+    file: str = Field(max_length=200)
+    made_at: str | None = Field(default=None, max_length=40)
+    levels: int = 0
+
+
 class ServingPlan(BaseModel):
     """Predicted serving performance of one engine on the target (advisor/planner/serving.py), with its band."""
 
@@ -157,6 +174,7 @@ class ServingPlan(BaseModel):
     own_label: Literal["measured", "fitted", "rough"] | None = None  # our model's label: what the scores read
     cross_check: ServingLevel | None = None  # our model at Q1's users, beside the silicon predictor's figures
     disagree: list[str] = Field(default_factory=list)  # figures where the two differ beyond their bands
+    evidence: EvidenceCal | None = None  # the user's own benchmark file that recalibrated these figures
     # an open-loop request rate (answers load.request_rate_rps, `plan --rate`): the figures at that rate on one
     # replica, `concurrency` being the mean number of requests in flight; saturated: arrivals outrun the replica
     request_rate_rps: float | None = None

@@ -191,9 +191,10 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
                    answers_file: str = "answers.yaml", probe_files: list[str] | None = None,
                    checks: list | None = None, run_ids: list[int] | None = None, sweeps: list | None = None,
                    cores: int | None = None, sweep_files: list[str] | None = None,
-                   sweep_checks: list | None = None) -> str:
+                   sweep_checks: list | None = None, evidence: list | None = None) -> str:
     """checks: advisor.evidence.probe_check results (predicted vs measured) for local probes.
     sweep_checks: advisor.evidence.sweep_check results (the serving prediction beside each sweep), made at the edge.
+    evidence: advisor.evidence.imported results (the user's GuideLLM/AIPerf/vllm bench/SGLang/llm-d files).
     run_ids: the history id of each result (same order): runs are labelled "#<id> <engine>" and the reproduce line
     names them probe-<id>.json (the Probe page's download names); without it runs are #1, #2, … and the reproduce
     line uses probe_files."""
@@ -366,6 +367,12 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
             note = (s("report_sweeps_capped", n=MAX_SWEEPS_CHARTED, total=len(sweeps), levels=MAX_LEVELS_CHARTED)
                     if len(sweeps) > MAX_SWEEPS_CHARTED else s("report_sweep_levels_capped", levels=MAX_LEVELS_CHARTED))
             out += [f"*{note}*", ""]
+    if evidence:
+        from advisor.report.evidence import evidence_markdown
+
+        out += [f"## {s('ev_section')}", ""]
+        for c in evidence[:MAX_RUNS_SHOWN]:
+            out += [evidence_markdown(c, knowledge, lang), ""]
     out += [f"## {s('report_caveats')}", "", f"- {s('report_caveat_scores')}", f"- {s('report_caveat_model')}",
             f"- {s('report_caveat_claims')}"]
     out += ["", f"### {s('report_claims')}", ""]

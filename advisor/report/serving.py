@@ -130,6 +130,10 @@ def predictor_lines(plan: Plan, knowledge: Knowledge, lang: str) -> list[str]:
             line = s("srv_pred_ours", lang, engine=name)
             if sv.predictor_note:
                 line += s("srv_pred_ours_why", lang, why=s(f"srv_aic_why_{sv.predictor_note}", lang))
+        if sv.evidence is not None:  # the user's own benchmark file recalibrated it: named, with its levels
+            ev = sv.evidence
+            line += " " + s("srv_pred_evidence", lang, engine=name, file=ev.file, date=ev.made_at or "—",
+                            n=ev.levels, band=f"{round(ev.band * 100)} %")
         out.append(line)
     return out
 

@@ -1,0 +1,116 @@
+"""The field's benchmark files, read as their tools wrote them (tests/probes/data/evidence/: made by
+`make evidence-fixtures` with GuideLLM, AIPerf and `vllm bench serve` against llama-server on the bundled model),
+and our results written as llm-d benchmark reports that validate against llm-d's own JSON Schema and read back."""
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from probes.bench_formats import ResultFormatError, dump_llmd, read_results, validate_llmd
+from probes.sweep_result import SweepResult
+
+ROOT = Path(__file__).resolve().parents[2]
+EVIDENCE = Path(__file__).parent / "data" / "evidence"
+REF = ROOT / "bench" / "data" / "reference_sweeps"
+
+
+def _one(prefix: str) -> Path:
+    files = sorted(EVIDENCE.glob(f"{prefix}-*.json"))
+    assert files, f"no {prefix} fixture: make evidence-fixtures"
+    return files[-1]
+
+
+@pytest.mark.parametrize("prefix,fmt,levels", [("guidellm", "guidellm", [1, 2]), ("aiperf", "aiperf", [2]),
+                                               ("vllm-bench", "vllm-bench", [2])])
+def test_each_tools_own_file_reads_with_its_version_and_levels(prefix, fmt, levels):
+    f = _one(prefix)
+    run = read_results(f.read_bytes(), f.name)
+    assert run.format == fmt
+    assert [lv.concurrency for lv in run.levels] == levels
+    assert run.model == "SmolLM2-135M-Instruct"
+    assert run.engine is None and run.gpu is None  # none of the three names its server's engine or GPU
+    assert set(run.unknown) == {"engine", "gpu"}
+    if fmt != "vllm-bench":  # vllm bench does not write its own version
+        assert run.tool_version and run.tool_version in run.format_version
+    for lv in run.levels:
+        assert lv.requests_ok == 8 and lv.requests_failed == 0
+        assert 0 < lv.ttft_ms_p50 <= lv.ttft_ms_p95 <= lv.ttft_ms_p99
+        assert lv.output_tps > 0 and lv.itl_ms_mean > 0
+        assert lv.output_tokens == pytest.approx(16, abs=1)  # the runs asked for 16 output tokens
+
+
+def test_a_sweep_written_as_llmd_reports_validates_and_reads_back_the_same_figures():
+    sw = SweepResult.model_validate_json((REF / "llama.cpp_128_32.json").read_bytes())
+    text = dump_llmd(sw)
+    docs = list(yaml.safe_load_all(text))
+    ok = [lv for lv in sw.levels if lv.status == "ok"]
+    assert len(docs) == len(ok) >= 2
+    for d in docs:
+        assert validate_llmd(d) == []
+        assert d["version"] == "0.2.1"
+    back = read_results(text.encode(), "sweep.yaml")
+    assert back.format == "llmd-report" and back.engine == "llama.cpp"
+    for lv, got in zip(ok, back.levels):
+        assert got.concurrency == lv.concurrency
+        assert got.output_tps == pytest.approx(lv.output_tps_total)
+        assert got.ttft_ms_p95 == pytest.approx(lv.ttft_ms.p95)
+        assert got.requests_ok + got.requests_failed == lv.requests_total
+
+
+def test_the_schema_check_is_a_real_check():
+    sw = SweepResult.model_validate_json((REF / "llama.cpp_128_32.json").read_bytes())
+    doc = next(yaml.safe_load_all(dump_llmd(sw)))
+    doc["results"]["request_performance"]["aggregate"]["latency"]["inter_token_latency"]["units"] = "ms"
+    assert validate_llmd(doc)  # llm-d wants ms/token for ITL
+
+
+def test_sglang_jsonl_with_its_bare_infinity_and_server_info():
+    line = {"backend": "sglang", "dataset_name": "random", "max_concurrency": 16, "server_info":
+            {"model_path": "Qwen/Qwen3-8B", "tp_size": 1, "version": "0.5.23"}, "duration": 42.1, "completed": 500,
+            "total_input_tokens": 512000, "total_output_tokens": 64000, "request_throughput": 11.88,
+            "output_throughput": 1520.2, "mean_ttft_ms": 95.3, "median_ttft_ms": 88.0, "p95_ttft_ms": 131.0,
+            "p99_ttft_ms": 160.7, "mean_itl_ms": 9.8, "median_itl_ms": 9.5, "mean_tpot_ms": 9.8}
+    text = json.dumps(line).replace("{", '{"request_rate": Infinity, ', 1)
+    run = read_results((text + "\n" + text + "\n").encode(), "sglang.jsonl")
+    assert run.format == "sglang-bench" and run.engine == "sglang" and run.model == "Qwen/Qwen3-8B"
+    assert len(run.levels) == 2 and run.levels[0].concurrency == 16 and run.levels[0].request_rate_rps is None
+    assert run.levels[0].requests_failed is None  # SGLang does not count them: not 0
+
+
+def _guidellm() -> dict:
+    return json.loads(_one("guidellm").read_bytes())
+
+
+def _poison(path: list, value) -> bytes:
+    doc = _guidellm()
+    node = doc
+    for p in path[:-1]:
+        node = node[p]
+    node[path[-1]] = value
+    return json.dumps(doc).encode()
+
+
+TTFT = ["benchmarks", 0, "metrics", "time_to_first_token_ms", "successful", "percentiles", "p50"]
+TPS = ["benchmarks", 0, "metrics", "output_tokens_per_second", "total", "mean"]
+
+
+@pytest.mark.parametrize("name,data,fragment", [
+    ("answers.yaml", b"model: {name: llama-3.1-8b}\nconcurrency: 4\n", "not a result of"),
+    ("cut.json", _one("guidellm").read_bytes()[:5000], "not valid JSON"),
+    ("nan.json", _poison(TTFT, float("nan")), "NaN"),
+    ("negative.json", _poison(TTFT, -5.0), "cannot be a measurement"),
+    ("absurd.json", _poison(TPS, 1e15), "cannot be a measurement"),
+    ("deep.json", b"[" * 100_000 + b"]" * 100_000, "nested"),
+    ("bomb.yaml", b"a: &a [x, x, x, x, x, x, x, x, x]\n" + b"".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n".encode()
+        for i in range(12)), "not a result of"),
+    ("binary.json", bytes(range(256)) * 10, "not text"),
+    ("huge.json", b" " * (21 << 20), "MiB"),
+    ("old.json", json.dumps({"metadata": {"version": 9}, "benchmarks": []}).encode(), "version"),
+])
+def test_hostile_files_get_one_clear_line(name, data, fragment):
+    with pytest.raises(ResultFormatError) as e:
+        read_results(data, name)
+    msg = str(e.value)
+    assert fragment in msg and "\n" not in msg and len(msg) < 400
