@@ -43,7 +43,7 @@ VLLM_BENCH = ("import sys; from vllm.utils.argparse_utils import FlexibleArgumen
 
 def vllm_bench(binary: str) -> list[str]:
     """argv that runs `vllm bench serve` with the venv of binary (its `vllm` script, or its python)."""
-    return [str(Path(binary).parent / "python"), "-c", VLLM_BENCH]
+    return [str(Path(binary).absolute().parent / "python"), "-c", VLLM_BENCH]
 
 
 def main(argv: list[str]) -> int:

@@ -14,7 +14,7 @@ from advisor.decide import recommend
 from advisor.evidence import check_capacity, check_probe, history, hold_collapsed, not_measured, revisit, target_device
 from advisor.evidence.sweep_check import check_sweep, recalibrate_all
 from advisor.planner import calibration
-from probes.bench_formats import MAX_BYTES
+from probes.bench_formats import MAX_BYTES, dump_llmd
 from ui import evidence as ev_ui
 from advisor.report.sweep_check import check_markdown, recalibrated_text
 from advisor.inputs import answers_id
@@ -348,6 +348,10 @@ def _sweep_section(rec) -> None:
                             "—" if r.inconclusive_at is None else str(r.inconclusive_at)]))
                   for r in v.rows], hide_index=True, key="sweep_table")
     st.caption(T("ui_sweep_cost_note"))
+    llmd = "---\n".join(x for x in (dump_llmd(sw) for sw in chosen) if x)
+    if llmd:
+        st.download_button(T("ui_download_llmd"), llmd, file_name="sweeps-llmd-report.yaml", mime="application/x-yaml",
+                           key="dl_llmd_sweeps")
     # predicted beside measured, for what each sweep ran (the prediction from the published fit, or this machine's
     # calibration when an earlier sweep made one)
     st.subheader(T("svc_title"))
@@ -456,6 +460,10 @@ if by_id:
             dl[i % len(dl)].download_button(T("ui_download_json", run=run_label(rid, by_id[rid].engine)),
                                             by_id[rid].model_dump_json(indent=2), file_name=f"probe-{rid}.json",
                                             mime="application/json", key=f"dl_json_{rid}")
+        llmd = "---\n".join(x for x in (dump_llmd(by_id[rid]) for rid in chosen) if x)
+        if llmd:  # the field's format: llm-d's viewer and converters read it
+            st.download_button(T("ui_download_llmd"), llmd, file_name="probes-llmd-report.yaml",
+                               mime="application/x-yaml", key="dl_llmd_runs")
         ok_ids = [rid for rid in chosen if by_id[rid].status == "ok"]
         ok = [by_id[rid] for rid in ok_ids]
         ok_labels = [run_label(rid, by_id[rid].engine) for rid in ok_ids]

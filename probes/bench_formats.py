@@ -135,6 +135,9 @@ def read_results(data: bytes, name: str) -> ImportedRun:
         raise ResultFormatError(f"{shown}: {len(run.levels)} levels (at most {MAX_LEVELS})")
     for lv in run.levels:
         _check_level(lv, shown)
+        if lv.requests_ok == 0:  # every request failed: the tools still write 0 for the figures, which were not
+            for name in _FIGURES:  # measured ("not measured" is None, never 0)
+                setattr(lv, name, None)
     return run
 
 

