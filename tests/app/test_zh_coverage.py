@@ -37,6 +37,7 @@ ALLOW = {
     "cache", "hugging", "face", "bit", "silu", "swiglu", "gelu", "venv", "base", "matmulnbits",  # technical terms kept in zh prose
     "torch", "endpoint",  # the endpoint probe's engine id ("#12 endpoint")
     "avx512f", "avx512bw", "avx512vl", "avx512cd", "avx512dq", "llama-2", "qwen2",  # CPU flags, model families
+    "guidellm", "aiperf", "bench", "llm-d", "jsonl",  # the benchmark tools and formats the Probe page reads
     "docker", "rank", "sub-numa", "generate", "np", "serve",  # a product, a parallelism term, a CPU mode, APIs (generate(), transformers serve), -np
 }
 PROSE_EXCLUDE = re.compile(
