@@ -653,7 +653,10 @@ def cmd_deploy(args, knowledge) -> int:
         name = _DEPLOY_FILES[args.format]
         parts = []
         for b in found:
-            if name in b.files:
+            nodes = sorted(n for n in b.files if n.startswith("launch-node-")) if args.format == "sh" else []
+            if nodes:  # a replica over several nodes: one script per node, each named
+                parts.append("\n".join(f"# ----- {n} -----\n{b.files[n]}" for n in nodes))
+            elif name in b.files:
                 parts.append(b.files[name])
             elif args.engine:
                 why = b.reason or f"{b.engine}: no {name} ({'no official image' if b.status == 'ok' else b.status})"

@@ -1,4 +1,5 @@
-"""A bundle's files: launch.sh, docker-run.sh, compose.yaml, k8s.yaml (Deployment + Service) and kserve.yaml.
+"""A bundle's files: launch.sh, docker-run.sh, compose.yaml, k8s.yaml (Deployment + Service) and kserve.yaml; for a
+replica that spans nodes, launch-node-<r>.sh per node and k8s.yaml as a LeaderWorkerSet + Service.
 
 Every value is written quoted (shlex for the shell, JSON strings for YAML, which YAML reads as they are) and every
 comment is one line with control characters removed, so nothing a user or a model file supplies can break out of a
@@ -288,9 +289,121 @@ def kserve(b: Bundle, k: Knowledge) -> str | None:
     return "\n".join(head + yaml_lines(isvc)) + "\n"
 
 
+def launch_node_sh(b: Bundle, k: Knowledge, rank: int) -> str:
+    """Node `rank`'s launch script of a replica that spans b.nodes nodes: the leader's address from LEADER_ADDR."""
+    from advisor.deploy.types import MODEL
+
+    lines = ["#!/bin/sh"] + [f"# {x}" for x in _header(b, k)]
+    lines += [f"# {comment(_t(k, 'sh_node', b.lang, r=rank, n=b.nodes))}", "set -e",
+              f"MODEL=\"${{MODEL:-{b.model_path}}}\"  # {comment(_t(k, 'model_path', b.lang, what=b.model_what))}",
+              'LEADER_ADDR="${LEADER_ADDR:?set LEADER_ADDR to node 0\'s address}"']
+    for name, body in b.extra_files.items():
+        lines += [f"cat > {shlex.quote(name)} <<'OPTIONS_EOF'", *body.rstrip("\n").splitlines(), "OPTIONS_EOF"]
+    for e in b.env:
+        lines.append(f"export {e.name}={shlex.quote(e.value)}  # {comment(e.why)}")
+    lines.append("set --")
+    for tok, note in b.node_args(rank, "\x00LEADER"):
+        if tok == MODEL:
+            q = '"$MODEL"'
+        elif "\x00LEADER" in tok:
+            q = '"' + tok.replace("\x00LEADER", "${LEADER_ADDR}") + '"'
+        else:
+            q = shlex.quote(tok)
+        lines.append(f"set -- \"$@\" {q}" + (f"  # {comment(note)}" if note else ""))
+    lines.append("exec " + " ".join(shlex.quote(x) for x in b.program) + ' "$@"')
+    return "\n".join(lines) + "\n"
+
+
+def _lws_container(b: Bundle, k: Knowledge, leader: bool) -> dict:
+    """One pod's container of the group: the leader's serves HTTP (ports, probes), a worker's runs its ranks."""
+    from advisor.deploy.types import MODEL
+
+    entry = list(b.image_entrypoint) or list(b.program)
+    args = []
+    for tok, note in b.node_args(0 if leader else 1, "$(LWS_LEADER_ADDRESS)",
+                                 rank_value=None if leader else "$(LWS_WORKER_INDEX)"):
+        tok = b.model_path if tok == MODEL else f"/config/{tok}" if tok in b.extra_files else tok
+        tok = tok.replace("$(", "$$(")  # Kubernetes expands $(VAR) in args: only LWS's own two are meant
+        for var in ("LWS_LEADER_ADDRESS", "LWS_WORKER_INDEX"):
+            tok = tok.replace(f"$$({var})", f"$({var})")
+        args.append(C(tok, note))
+    if not b.image_entrypoint:
+        args = [C(x) for x in b.program[1:]] + args
+    per_pod = max(1, b.gpus_per_replica // max(1, b.nodes))
+    res = _resources(b, k)
+    if b.gpu_resource:
+        res["limits"][b.gpu_resource] = C(per_pod, _t(k, "lws_gpus", b.lang, n=per_pod))
+    c: dict = {"name": "leader" if leader else "worker", "image": C(b.image, _t(k, "docker_note", b.lang)),
+               "command": entry, "args": args}
+    if b.env:
+        c["env"] = [C({"name": e.name, "value": e.value}, e.why) for e in b.env]
+    c["resources"] = res
+    if b.infiniband:
+        c["securityContext"] = {"capabilities": {"add": ["IPC_LOCK"]}}
+    if leader:
+        start_s = k.deploy.probe_start_s.get(b.engine, 600)
+        probe = {"httpGet": {"path": b.health, "port": "http"}, "timeoutSeconds": 10}
+        c.update({"ports": [{"name": "http", "containerPort": b.port}],
+                  "startupProbe": C({**probe, "periodSeconds": 10, "failureThreshold": max(6, start_s // 10)},
+                                    _t(k, "startup", b.lang, s=start_s)),
+                  "readinessProbe": {**probe, "periodSeconds": 10, "failureThreshold": 3},
+                  "livenessProbe": {**probe, "periodSeconds": 30, "failureThreshold": 3}})
+    mounts: list = [{"name": "model", "mountPath": k.deploy.model_mount, "readOnly": True}]
+    if b.shm:
+        mounts.append({"name": "shm", "mountPath": "/dev/shm"})
+    if b.extra_files:
+        mounts.append({"name": "config", "mountPath": "/config", "readOnly": True})
+    c["volumeMounts"] = mounts
+    return c
+
+
+def leader_worker_set(b: Bundle, k: Knowledge) -> str:
+    """k8s.yaml of a replica that spans nodes: a LeaderWorkerSet (its group = the replica's nodes) and a Service on the
+    leaders, whose pods alone serve HTTP."""
+    lws = k.deploy.lws
+    volumes: list = [C({"name": "model", "persistentVolumeClaim": {"claimName": "models"}},
+                       _t(k, "model_path", b.lang, what=b.model_what))]
+    if b.shm:
+        volumes.append(C({"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{SHM_GIB}Gi"}},
+                         _t(k, "shm", b.lang)))
+    if b.extra_files:
+        volumes.append({"name": "config", "configMap": {"name": f"{b.name}-options"}})
+    labels = {"app": b.name}
+
+    def template(leader: bool) -> dict:
+        return {"metadata": {"labels": {**labels, "role": "leader" if leader else "worker"}},
+                "spec": {"containers": [_lws_container(b, k, leader)], "volumes": volumes}}
+
+    doc = {"apiVersion": lws.api_version, "kind": "LeaderWorkerSet",
+           "metadata": {"name": b.name, "labels": labels},
+           "spec": {"replicas": C(b.replicas, b.replicas_why),
+                    "startupPolicy": lws.startup_policy,
+                    "leaderWorkerTemplate": {"size": C(b.nodes, _t(k, "lws_size", b.lang) + "; " + b.nodes_why),
+                                             "restartPolicy": lws.restart_policy,
+                                             "leaderTemplate": template(True), "workerTemplate": template(False)}}}
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": b.name, "labels": labels},
+               "spec": {"selector": {"leaderworkerset.sigs.k8s.io/name": b.name, "role": "leader"},
+                        "ports": [{"name": "http", "port": b.port, "targetPort": "http"}]}}
+    docs = [f"# {x}" for x in _header(b, k)]
+    docs += [f"# {comment(_t(k, 'lws_note', b.lang, version=lws.version, n=b.nodes, path=b.health))} ({lws.source})",
+             f"# {comment(_t(k, 'lws_env', b.lang))} ({lws.env_source})"]
+    if b.extra_files:
+        cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{b.name}-options"},
+              "data": dict(b.extra_files)}
+        docs += yaml_lines(cm) + ["---"]
+    docs += yaml_lines(doc) + ["---"] + yaml_lines(service)
+    return "\n".join(docs) + "\n"
+
+
 def render(b: Bundle, k: Knowledge) -> Bundle:
     if b.status != "ok":
         return b
+    if b.nodes > 1:  # one replica over several nodes: a script per node and a LeaderWorkerSet
+        files = {f"launch-node-{r}.sh": launch_node_sh(b, k, r) for r in range(b.nodes)}
+        if b.image:
+            files["k8s.yaml"] = leader_worker_set(b, k)
+        files.update(b.extra_files)
+        return b.model_copy(update={"files": files})
     files = {"launch.sh": launch_sh(b, k)}
     if b.image:
         files["docker-run.sh"] = docker_run(b, k)

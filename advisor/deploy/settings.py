@@ -96,7 +96,7 @@ class _Builder:
         if self.e in ("sglang", "tensorrt-llm") and p.device != "gpu":
             raise _Refused(self.t("refused_device", engine=self.name, device=p.device))
         t = self.plan.target
-        if p.device == "gpu" and t.nodes > 1 and p.gpus_used > (t.gpus_per_node or p.gpus_used):
+        if self.nodes_used() > 1 and self.d.multi_node is None:
             raise _Refused(self.t("refused_nodes", engine=self.name, n=p.gpus_used, nodes=t.nodes))
         spec, tp = self.plan.model, p.tensor_parallel
         if tp > 1 and p.device == "gpu":
@@ -119,6 +119,34 @@ class _Builder:
                                           cc=self.plan.target.gpu_compute_capability))
         if self.d.kv_dtype and self.d.kv_dtype.get(p.kv_cache_dtype, "") is None:
             raise _Refused(self.t("refused_kv_dtype", engine=self.name, dtype=p.kv_cache_dtype))
+
+    def nodes_used(self) -> int:
+        """Nodes one replica of the plan spans: its GPUs over the target's GPUs per node (1 on one node)."""
+        p, t = self.p, self.plan.target
+        if p.device != "gpu" or t.nodes <= 1:
+            return 1
+        per = t.gpus_per_node or max(1, t.gpu_count // t.nodes)
+        return max(1, -(-p.gpus_used // per))
+
+    def multi_node(self) -> None:
+        """The engine's own multi-node launch (knowledge/deploy.yaml multi_node): the node count, each node's rank, the
+        leader's address, and the switches of the nodes that serve no HTTP; every value traced to the plan."""
+        n, m = self.nodes_used(), self.d.multi_node
+        if n <= 1 or m is None:
+            return
+        per = self.p.gpus_used // n
+        self.args.append(Arg(flag=m.nnodes, value=str(n), why=self.t("mn_nnodes", n=n, g=per, tp=self.p.tensor_parallel,
+                                                                       pp=self.p.pipeline_parallel)))
+        self.args.append(Arg(flag=m.node_rank, value="0", why=self.t("mn_rank"), role="node_rank"))
+        addr = "LEADER" if m.leader_port_flag else f"LEADER:{m.leader_port}"
+        self.args.append(Arg(flag=m.leader_addr, value=addr, why=self.t("mn_leader", port=m.leader_port),
+                             role="leader_addr"))
+        if m.leader_port_flag:
+            self.args.append(Arg(flag=m.leader_port_flag, value=str(m.leader_port), why=self.t("mn_port")))
+        for flag, value in m.leader_only:
+            self.args.append(Arg(flag=flag, value=value, why=self.t("mn_backend")))
+        for flag in m.worker_only:
+            self.args.append(Arg(flag=flag, why=self.t("mn_headless"), role="worker_only"))
 
     # ------------------------------------------------------------------ common figures
     @property
@@ -238,6 +266,7 @@ class _Builder:
                 "util_vllm", f=f"{f:.2f}", mem=_n(self.gpu_mem or 0.0), w=self.per_gpu(p.weights_gib),
                 o=self.per_gpu(p.overhead_gib), kvg=self.per_gpu(p.kv_gib), kv=_n(p.kv_gib)))
         self.parallel()
+        self.multi_node()
         if p.device == "cpu":  # the KV pool is VLLM_CPU_KVCACHE_SPACE (whole GiB): the sequences are what it holds
             g = self.cpu_kv_space()
             typ = p.typical_tokens or p.context_tokens
@@ -273,6 +302,7 @@ class _Builder:
             self.flag("memory_fraction", f"{p.mem_fraction_static:.3f}", self.t(
                 "util_sglang", f=f"{p.mem_fraction_static:.3f}", mem=_n(self.gpu_mem or 0.0)))
         self.parallel(dp=True)
+        self.multi_node()
         n, why = self.seqs()
         self.flag("max_seqs", n, why)
         if p.prefill_chunk_tokens:
@@ -380,6 +410,15 @@ def build_settings(engine: str, plan: Plan, answers: Answers, knowledge: Knowled
         w = p.weights_gib / max(1, p.gpus_used)
         mem = max(8, math.ceil(w + 3 * (p.tensor_parallel + 1)))
         why_m = b.t("memory_gpu", g=mem, w=_n(w), procs=p.tensor_parallel + 1)
+    nodes = b.nodes_used()
+    if nodes > 1:
+        ic = plan.target.interconnect or "ethernet"
+        why_n = b.t("mn_nodes", n=nodes, g=max(1, p.gpus_used) // nodes, ic=ic)
+        b.warnings.append(b.t("warn_mn_single_host"))
+        if ic in ("infiniband", "roce"):
+            b.warnings.append(b.t("warn_mn_rdma"))
+    else:
+        why_n = ""
     folder = safe_name(model_name(plan, answers))
     is_file = engine == "llama.cpp"
     model_path = f"{knowledge.deploy.model_mount}/{folder}" + (".gguf" if is_file else "")
@@ -400,6 +439,7 @@ def build_settings(engine: str, plan: Plan, answers: Answers, knowledge: Knowled
                   gpu_resource=("amd.com/gpu" if vendor == "amd" else "nvidia.com/gpu")
                   if p.device in ("gpu", "gpu+cpu") else None,
                   gpus_per_replica=max(1, p.gpus_used) if p.device in ("gpu", "gpu+cpu") else 0,
-                  replicas=replicas, replicas_why=why_r, memory_gib=mem, memory_why=why_m,
+                  replicas=replicas, replicas_why=why_r, memory_gib=mem, memory_why=why_m, nodes=nodes,
+                  nodes_why=why_n, infiniband=nodes > 1 and (plan.target.interconnect or "") in ("infiniband", "roce"),
                   shm=d.shm == "ipc_host" and p.device == "gpu", name=safe_name(f"{engine}-{folder}", 50),
                   extra_files=b.extra, **head)

@@ -18,7 +18,9 @@ class Arg(BaseModel):
     flag: str
     value: str | None = None
     why: str = ""
-    role: Literal["host", "port"] | None = None  # what a local run replaces
+    # what a local run replaces (host, port), and what differs per node of a multi-node deployment: the node's rank,
+    # the leader's address (LEADER in the value), and the switches only the non-leader nodes take (vLLM's --headless)
+    role: Literal["host", "port", "node_rank", "leader_addr", "worker_only"] | None = None
 
 
 class EnvVar(BaseModel):
@@ -54,6 +56,9 @@ class Bundle(BaseModel):
     gpus_per_replica: int = 0
     replicas: int = 1
     replicas_why: str = ""
+    nodes: int = 1  # nodes one replica spans (a LeaderWorkerSet group of this size; launch-node-<r>.sh per node)
+    nodes_why: str = ""
+    infiniband: bool = False  # the answers' interconnect between the nodes
     memory_gib: int = 1  # host RAM to request per replica
     memory_why: str = ""
     shm: bool = False
@@ -91,7 +96,32 @@ class Bundle(BaseModel):
         elif self.model_arg:
             out += [self.model_arg, MODEL]
         for a in self.args:
+            if a.role == "worker_only":  # the leader's command (node 0): what a single host would run
+                continue
             out.append(a.flag)
             if a.value is not None:
                 out.append(HOST if a.role == "host" else PORT if a.role == "port" else a.value)
+        return out
+
+    def node_args(self, rank: int, leader: str, rank_value: str | None = None) -> list[tuple[str, str]]:
+        """(token, comment) after the program for node `rank` of a multi-node replica: its rank (rank_value: a
+        placeholder such as $(LWS_WORKER_INDEX) instead), the leader's address put where LEADER stands, the
+        non-leader switches on ranks above 0. The model is the first token (MODEL)."""
+        out: list[tuple[str, str]] = []
+        if self.model_arg == "positional":
+            out.append((MODEL, self.model_what))
+        elif self.model_arg:
+            out += [(self.model_arg, ""), (MODEL, self.model_what)]
+        for a in self.args:
+            if a.role == "worker_only" and rank == 0:
+                continue
+            if a.value is None:
+                out.append((a.flag, a.why))
+                continue
+            v = a.value
+            if a.role == "node_rank":
+                v = rank_value if rank_value is not None else str(rank)
+            elif a.role == "leader_addr":
+                v = v.replace("LEADER", leader)
+            out += [(a.flag, ""), (v, a.why)]
         return out

@@ -1172,6 +1172,21 @@ class DeployKserve(Strict):
     source: SourceStr
 
 
+class DeployMultiNode(Strict):
+    """How one replica spans nodes with the engine's own launch (no Ray, no MPI): the same command on every node with
+    its rank and the leader's address; the nodes above rank 0 serve no HTTP."""
+
+    nnodes: str = Field(pattern=r"^--[a-z][a-z0-9-]*$")
+    node_rank: str = Field(pattern=r"^--[a-z][a-z0-9-]*$")
+    leader_addr: str = Field(pattern=r"^--[a-z][a-z0-9-]*$")  # takes ADDR (with leader_port_flag) or ADDR:PORT
+    leader_port_flag: str | None = Field(default=None, pattern=r"^--[a-z][a-z0-9-]*$")
+    leader_port: int = Field(ge=1, le=65535)
+    leader_only: list[tuple[str, str]] = Field(default_factory=list)  # (flag, value) every node takes
+    worker_only: list[str] = Field(default_factory=list)  # switches only the non-leader nodes take
+    since: str | None = None  # the engine version that introduced this launch, where it was found
+    source: SourceStr
+
+
 class DeployEngine(Strict):
     """One engine's server in knowledge/deploy.yaml: how it is launched, where, and the flag of each setting."""
 
@@ -1198,10 +1213,16 @@ class DeployEngine(Strict):
     alternative_source: SourceStr | None = None
     note: Text | None = None
     python_image: str | None = None
+    multi_node: DeployMultiNode | None = None  # None: a plan that spans nodes is refused with what to do instead
 
     @model_validator(mode="after")
     def _flags_documented(self) -> "DeployEngine":
-        missing = sorted(set(self.flags.values()) - set(self.documented_flags))
+        written = set(self.flags.values())
+        if self.multi_node is not None:  # the multi-node launch's flags are written too
+            m = self.multi_node
+            written |= {m.nnodes, m.node_rank, m.leader_addr, *m.worker_only, *(f for f, _ in m.leader_only)}
+            written |= {m.leader_port_flag} if m.leader_port_flag else set()
+        missing = sorted(written - set(self.documented_flags))
         if missing:
             raise ValueError(f"flags not in documented_flags: {', '.join(missing)}")
         if self.server and not (self.program and self.port and self.health):
@@ -1211,11 +1232,24 @@ class DeployEngine(Strict):
         return self
 
 
+class DeployLws(Strict):
+    """The LeaderWorkerSet API the multi-node manifests are written for, and the variables it injects."""
+
+    api_version: str = Field(pattern=r"^leaderworkerset\.x-k8s\.io/v1$")
+    version: str = Field(min_length=1)
+    read: DateStr
+    source: SourceStr
+    env_source: SourceStr
+    restart_policy: Literal["RecreateGroupOnPodRestart", "RecreateGroupAfterStart", "None"]
+    startup_policy: Literal["LeaderCreated", "LeaderReady"]
+
+
 class DeployFile(Strict):
     headroom_share: float = Field(ge=0, le=1)
     headroom_source: SourceStr
     model_mount: str = Field(pattern=r"^/[a-z/]+$")
     probe_start_s: dict[EngineId, int]
+    lws: DeployLws
     engines: dict[EngineId, DeployEngine]
     texts: dict[str, Text]
 

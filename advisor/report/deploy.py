@@ -36,6 +36,8 @@ def bundle_text(b: Bundle, k: Knowledge, lang: str) -> str:
         lines.append(f"  {k.s('deploy_' + b.status, lang)}: {b.reason or ''}")
         return "\n".join(lines)
     lines += [f"  {k.s('deploy_command', lang)}: {command_line(b)}"]
+    if b.nodes > 1:  # what runs where: the command above is node 0's; the others take their rank
+        lines.append(f"  {k.s('deploy_layout', lang)}: {b.nodes_why}")
     lines += [f"  ! {w}" for w in b.warnings]
     for a in b.args:
         lines.append(f"    {a.flag}{'' if a.value is None else ' ' + a.value}: {a.why}")
@@ -60,6 +62,9 @@ def bundle_markdown(b: Bundle, k: Knowledge, lang: str, files: tuple[str, ...] =
     out = [f"### {esc(_title(b, k, lang))}", ""]
     if b.status != "ok":
         return out + [f"**{esc(k.s('deploy_' + b.status, lang))}**{k.s('colon', lang)}{esc(b.reason or '')}", ""]
+    if b.nodes > 1:
+        out.append(f"- **{esc(k.s('deploy_layout', lang))}**{k.s('colon', lang)}{esc(b.nodes_why)}")
+        files = (*(f"launch-node-{r}.sh" for r in range(b.nodes)), *(f for f in files if f != "launch.sh"))
     for w in b.warnings:
         out.append(f"- {esc(w)}")
     out += ["", f"**{esc(k.s('deploy_command', lang))}**", "", *fenced(command_line(b), "sh"), ""]
@@ -101,7 +106,9 @@ def ranked_bundles(rec: Recommendation, answers: Answers, knowledge: Knowledge, 
 
 def file_names(b: Bundle) -> list[str]:
     """The bundle's files in the order they are shown."""
-    return [n for n in FILE_ORDER if b.files.get(n)] + [n for n in b.files if n not in FILE_ORDER and b.files[n]]
+    nodes = sorted((n for n in b.files if n.startswith("launch-node-")), key=lambda n: int(re.sub(r"\D", "", n) or 0))
+    return nodes + [n for n in FILE_ORDER if b.files.get(n)] + \
+        [n for n in b.files if n not in FILE_ORDER and n not in nodes and b.files[n]]
 
 
 def mime(name: str) -> str:

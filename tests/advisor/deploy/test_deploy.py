@@ -119,8 +119,12 @@ def test_every_ranked_engine_gets_a_bundle(case):
             assert b.reason and b.reason.strip(), b.engine
             assert not b.files
             continue
-        assert "launch.sh" in b.files
-        if b.image:
+        if b.nodes > 1:  # a replica over nodes: a script per node and a LeaderWorkerSet (tests/advisor/deploy/
+            assert {f"launch-node-{r}.sh" for r in range(b.nodes)} | {"k8s.yaml"} <= set(b.files)  # test_multinode)
+            assert "launch.sh" not in b.files and "compose.yaml" not in b.files
+        else:
+            assert "launch.sh" in b.files
+        if b.image and b.nodes == 1:
             assert {"docker-run.sh", "compose.yaml", "k8s.yaml"} <= set(b.files), b.engine
         assert b.argv()[:len(b.program)] == b.program and b.program
         assert b.model_path in b.argv()
@@ -184,6 +188,11 @@ def check_files(b: Bundle) -> None:
         if name.endswith(".yaml"):
             docs = [d for d in yaml.safe_load_all(body) if d is not None]
             assert docs, name
+    if b.nodes > 1:
+        from tests.advisor.deploy.test_multinode import check_lws
+
+        check_lws(b)
+        return
     if "k8s.yaml" in b.files:
         docs = [d for d in yaml.safe_load_all(b.files["k8s.yaml"]) if d is not None]
         for doc in docs:
@@ -552,14 +561,18 @@ def test_cli_bad_engine_and_refused(answers_file):
     assert "does not load" in r.stderr and "GiB" in r.stderr
 
 
-def test_a_plan_over_several_nodes_is_refused_with_what_it_needs():
-    """vLLM, SGLang and TensorRT-LLM over two nodes need a multi-node launcher (Ray, --nnodes, mpirun; a
-    LeaderWorkerSet on Kubernetes): one pod asking for 16 GPUs could never be scheduled."""
+def test_a_plan_over_several_nodes_spans_them_or_is_refused_with_what_to_do():
+    """vLLM and SGLang span two nodes with their own launch (a LeaderWorkerSet on Kubernetes, a script per node);
+    TensorRT-LLM spans nodes through MPI, which the bundle does not write: refused, naming what does. One pod asking
+    for 16 GPUs could never be scheduled, so no bundle writes one."""
     a = load_answers(ROOT / "examples" / "llama-405b-two-nodes.yaml")
     found, _ = deploy_bundles(a, knowledge(), "en")
     by = {b.engine: b for b in found}
-    for e in ("vllm", "sglang", "tensorrt-llm"):
-        assert by[e].status == "refused" and "2 nodes" in by[e].reason and "LeaderWorkerSet" in by[e].reason
+    for e in ("vllm", "sglang"):
+        assert by[e].status == "ok" and by[e].nodes == 2
+    trt = by["tensorrt-llm"]
+    assert trt.status == "refused" and "2 nodes" in trt.reason and "LeaderWorkerSet" in trt.reason
+    assert "vLLM and SGLang bundles" in trt.reason and "MPI" in trt.reason
 
 
 def test_an_fp8_checkpoints_own_kv_is_left_to_the_engines_auto():
