@@ -68,6 +68,8 @@ st.caption(T("deploy_section_caption"))
 names = {e.id: e.name for e in k.engines.values()}
 for i, b in enumerate(dep.ranked_bundles(rec, a, k, lang, None if a.hardware else hardware()), 1):
     with st.expander(T(f"deploy_expander_{b.status}", i=i, engine=names[b.engine]), expanded=i == 1):
+        if b.nodes > 1:  # what runs where: one replica over several nodes
+            st.info(f"**{T('deploy_layout')}**{T('colon')}{md_escape(b.nodes_why)}")
         for w in b.warnings:
             st.warning(link_urls(md_escape(w)))
         if b.status != "ok":

@@ -27,7 +27,7 @@ from probes.registry import BACKENDS
 from probes.result import ProbeSettings
 from probes.served import RUNNABLE, ServeSpec, served_availability
 from probes.validation import model_path_problem, settings_error
-from ui import (RUNS, SWEEPS, T, answers, build_panel, build_states, engine_availability, file_uploader, hardware, knowledge,
+from ui import (EVIDENCE_MAX_MB, RUNS, SWEEPS, T, answers, build_panel, build_states, engine_availability, file_uploader, hardware, knowledge,
                 lang, llama_cpu_build_on_gpu_machine, machine, plan_inputs, probe_board, seed, sync_url)
 
 k = knowledge()
@@ -377,7 +377,7 @@ def _evidence_section() -> None:
     st.subheader(T("ev_section"))
     st.caption(T("ev_upload_help"))
     file_uploader(T("ev_upload"), ["json", "jsonl", "yaml", "yml"], "evidence_upload",
-                  lambda: ev_ui.take_upload("evidence_upload"), MAX_BYTES, "JSON, JSONL, YAML")
+                  lambda: ev_ui.take_upload("evidence_upload"), MAX_BYTES, "JSON, JSONL, YAML", max_mb=EVIDENCE_MAX_MB)
     if ss.get(ev_ui.ERROR):
         st.error(md_escape(ss[ev_ui.ERROR]))
     gpus = [g.name for g in k.gpus.gpus if g.vendor in ("nvidia", "amd", "intel")]

@@ -43,9 +43,10 @@ cores = hardware().cpu.usable_cores
 sweep_files = [f"sweep-{i}.json" for i in range(1, len(sweeps) + 1)]
 cal = calibration.load()
 sweep_checks = [c for c in (check_sweep(sw, k, hardware(), machine(), a, cal) for sw in sweeps) if c is not None]
+evidence = ev_ui.checks(a, L)  # the Probe page's benchmark files, in the Markdown and in the PDF alike
 md = build_markdown(a, hw, rec, results, k, L, answers_file="answers.yaml", checks=checks, run_ids=run_ids,
                     sweeps=sweeps, cores=cores, sweep_files=sweep_files, sweep_checks=sweep_checks,
-                    evidence=ev_ui.checks(a, L))
+                    evidence=evidence)
 
 c1, c2, c3 = st.columns(3)
 c1.download_button(T("ui_download_md"), md.encode("utf-8"), file_name=f"report-{L}.md", mime="text/markdown",
@@ -53,7 +54,8 @@ c1.download_button(T("ui_download_md"), md.encode("utf-8"), file_name=f"report-{
 c3.download_button(T("ui_download_answers"), dump_answers(a), file_name="answers.yaml", mime="application/x-yaml",
                    key="dl_answers_r")
 # what the report depends on (not the Markdown itself: its "generated at" minute changes between reruns)
-pdf_key = (L, a.model_dump_json(), tuple(run_ids), spec_error, grp)
+pdf_key = (L, a.model_dump_json(), tuple(run_ids), spec_error, grp,  # a PDF built before a benchmark file came
+           tuple(c.model_dump_json() for c in evidence))  # (or was said of) is built again
 if ss.get("pdf_for") == pdf_key and ss.get("pdf_bytes"):
     c2.download_button(T("ui_download_pdf"), ss["pdf_bytes"], file_name=f"report-{L}.pdf", mime="application/pdf",
                        key="dl_pdf", type="primary")
@@ -65,7 +67,8 @@ elif c2.button(T("ui_build_pdf"), key="build_pdf"):
             ss["pdf_bytes"] = markdown_to_pdf(build_markdown(a, hw, rec, results, k, L, images=images,
                                                              answers_file="answers.yaml", checks=checks,
                                                              run_ids=run_ids, sweeps=sweeps, cores=cores,
-                                                             sweep_files=sweep_files, sweep_checks=sweep_checks),
+                                                             sweep_files=sweep_files, sweep_checks=sweep_checks,
+                                                             evidence=evidence),
                                               files)
             ss["pdf_for"] = pdf_key
             ss.pop("pdf_error", None)

@@ -10,10 +10,10 @@ from ui.probing import engine_availability, llama_cpu_build_on_gpu_machine, prob
 from ui.state import (ANSWERS, LANG, LINK_PATH, NOTICE, RUNS, STEP, SWEEPS, answers, answers_data, decode_answers,
                       encode_answers, lang, restore_state, set_answer, set_answers, sync_url)
 from ui.text import T, size_text
-from ui.widgets import (UPLOAD_MAX_MB, file_uploader, language_switch, on_change, page_config, seed, show_notice,
+from ui.widgets import (EVIDENCE_MAX_MB, UPLOAD_MAX_MB, file_uploader, language_switch, on_change, page_config, seed, show_notice,
                         uploader_style)
 
-__all__ = ["build_panel", "build_states", "ANSWERS", "LANG", "LINK_PATH", "NOTICE", "RUNS", "STEP", "SWEEPS", "T", "UPLOAD_MAX_MB", "answers",
+__all__ = ["build_panel", "build_states", "ANSWERS", "EVIDENCE_MAX_MB", "LANG", "LINK_PATH", "NOTICE", "RUNS", "STEP", "SWEEPS", "T", "UPLOAD_MAX_MB", "answers",
            "answers_data", "decode_answers", "encode_answers", "engine_availability", "file_uploader", "glance", "hardware",
            "knowledge", "lang", "language_switch", "link_path_gate", "link_path_unread",
            "llama_cpu_build_on_gpu_machine", "machine", "model_shape_caption", "on_change", "page_config",

@@ -73,7 +73,8 @@ def show_notice() -> None:
 
 # ---------------------------------------------------------------- uploads (Streamlit's uploader, in our words)
 
-UPLOAD_MAX_MB = 1  # Streamlit's cap per uploaded file, per widget; .streamlit/config.toml's server.maxUploadSize too
+UPLOAD_MAX_MB = 1  # Streamlit's cap per uploaded file, per widget (each passes its own max_upload_size)
+EVIDENCE_MAX_MB = 20  # a benchmark result file (GuideLLM keeps sampled requests): .streamlit/config.toml's server cap
 
 
 def _css_string(text: str) -> str:
@@ -100,10 +101,12 @@ def uploader_style() -> None:
 
 
 def file_uploader(label: str, types: list[str], key: str, on_change: Callable[[], None], limit_bytes: int,
-                  types_text: str, label_visibility: str = "visible") -> None:
+                  types_text: str, label_visibility: str = "visible", max_mb: int = UPLOAD_MAX_MB) -> None:
     """st.file_uploader with our texts: the label, a help tip and a caption that states the types and the one
-    limit that holds (the smaller of the app's own `limit_bytes` and Streamlit's cap)."""
+    limit that holds (the smaller of the app's own `limit_bytes` and the widget's cap, max_mb: UPLOAD_MAX_MB unless
+    the widget takes larger files, as a benchmark report with its requests is; at most the server's
+    maxUploadSize)."""
     uploader_style()
     st.file_uploader(label, type=types, key=key, on_change=on_change, help=T("ui_upload_help"),
-                     max_upload_size=UPLOAD_MAX_MB, label_visibility=label_visibility)
-    st.caption(T("ui_upload_limit", types=types_text, size=size_text(min(limit_bytes, UPLOAD_MAX_MB * 1_000_000))))
+                     max_upload_size=max_mb, label_visibility=label_visibility)
+    st.caption(T("ui_upload_limit", types=types_text, size=size_text(min(limit_bytes, max_mb * 1_000_000))))

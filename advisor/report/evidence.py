@@ -57,8 +57,8 @@ def paragraphs(c: EvidenceCheck, knowledge: Knowledge, lang: str) -> list[str]:
     what = {k: s(f"ev_what_{k}", lang) for k in ("engine", "gpu", "gpu_known", "model")}
     out = [s("ev_title", lang, file=r.file_name, fmt=r.format_version)]
     eng = knowledge.engines[c.engine].name if c.engine in knowledge.engines else (c.engine or s("ev_unknown", lang))
-    says = s("ev_says", lang, engine=eng, gpu=c.gpu_name or s("ev_unknown", lang), n=c.gpu_count or "—",
-             model=c.model or r.model or s("ev_unknown", lang))
+    gpu = f"{c.gpu_name} × {c.gpu_count or 1}" if c.gpu_name else s("ev_unknown", lang)
+    says = s("ev_says", lang, engine=eng, gpu=gpu, model=c.model or r.model or s("ev_unknown", lang))
     if c.said_by_user:
         says += s("ev_said_by_user", lang, what=("、" if lang == "zh" else ", ").join(what[w] for w in c.said_by_user))
     out.append(says)

@@ -60,6 +60,8 @@ def label_text(sv: ServingPlan, knowledge: Knowledge, lang: str) -> str:
     """"fitted ±25%", "rough ±75%", "measured ±15%"; the measured-silicon predictor's three bands (tok/s, ITL,
     TTFT), which differ (in the reader's language)."""
     head = f"{knowledge.s(f'val_plan_label_{sv.label}', lang)} {_pct(sv.band)}"
+    if sv.evidence is not None:  # the user's own benchmark file recalibrated it: its band, one for every figure
+        return knowledge.s("srv_label_evidence", lang, band=_pct(sv.band))
     if sv.label == "silicon" and sv.band_itl is not None and sv.band_ttft is not None:
         return knowledge.s("srv_label_silicon", lang, label=knowledge.s("val_plan_label_silicon", lang),
                            tps=_pct(sv.band), itl=_pct(sv.band_itl), ttft=_pct(sv.band_ttft))
