@@ -132,3 +132,37 @@ def test_a_model_named_like_html_embeds_nothing_in_the_pdf(tmp_path):
 
     assert images(reports["hostile"] / "r.pdf") == images(reports["benign"] / "r.pdf")
     assert ["image", "40", "40"] not in images(reports["hostile"] / "r.pdf")
+
+
+def _bomb_yaml() -> bytes:
+    out = [b"a: &a [x, x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, 16):  # 10 ** 16 leaves if expanded
+        prev, name = chr(96 + i), chr(97 + i)
+        out.append(f"{name}: &{name} [*{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, "
+                   f"*{prev}]".encode())
+    return b"\n".join(out) + b"\n"
+
+
+@pytest.mark.parametrize("name,body,fragment", [
+    ("huge.json", None, "MiB"),  # 100 MB, refused by its size before it is read
+    ("bomb.yaml", _bomb_yaml(), "not a result of"),
+    ("deep.json", b"[" * 200_000 + b"]" * 200_000, "nested"),
+    ("nan.json", b'{"model_id": "m", "num_prompts": 4, "completed": 4, "mean_ttft_ms": NaN}', "NaN"),
+    ("negative.json", json.dumps({"model_id": "m", "num_prompts": 4, "completed": 4, "max_concurrency": 2,
+                                  "mean_ttft_ms": -3.0, "output_throughput": 5.0}).encode(), "cannot be a measurement"),
+    ("answers.yaml", b"concurrency: 4\nmodel: {name: llama-3.1-8b}\n", "not a result of"),
+    ("binary.json", bytes(range(256)) * 64, "not text"),
+])
+def test_hostile_benchmark_files_are_one_line_within_bounds(tmp_path, name, body, fragment):
+    """`advisor plan --evidence FILE`: one line, exit 2, within 10 CPU s and 1 GB, nothing kept."""
+    f = tmp_path / name
+    if body is None:
+        with open(f, "wb") as out:
+            out.truncate(100 * 1024 * 1024)
+    else:
+        f.write_bytes(body)
+    a = tmp_path / "a.yaml"
+    a.write_text("concurrency: 4\n")
+    line = bounded(["-m", "advisor", "plan", "--answers", str(a), "--evidence", str(f)], hard_limit_s=60
+                   ).one_line_error(2)
+    assert fragment in line, line
