@@ -31,6 +31,8 @@ def _evidence_args(c) -> None:
     c.add_argument("--evidence-gpu", default=None, metavar="GPU",
                    help="the GPU they ran on (as gpus.yaml or nvidia-smi names it), where a file does not say")
     c.add_argument("--evidence-gpus", type=int, default=None, metavar="N", help="how many GPUs the server used")
+    c.add_argument("--evidence-concurrency", type=int, default=None, metavar="N",
+                   help="the users in flight, where a file does not say (AIPerf's per-request records, a burst)")
     c.add_argument("--evidence-same-model", action="store_true",
                    help="the files measured the answers' model (where a file names it otherwise, or not at all)")
 
@@ -554,10 +556,12 @@ def _evidence(args, answers, knowledge, lang):
         raise UsageError(f"--evidence-engine must be one of {', '.join(ENGINE_IDS)}, got {args.evidence_engine[:40]!r}")
     if args.evidence_gpus is not None and not 1 <= args.evidence_gpus <= 4096:
         raise UsageError(f"--evidence-gpus must be 1 to 4096, got {args.evidence_gpus}")
+    if args.evidence_concurrency is not None and not 1 <= args.evidence_concurrency <= 100_000:
+        raise UsageError(f"--evidence-concurrency must be 1 to 100,000, got {args.evidence_concurrency}")
     if args.evidence_gpu is not None and (len(args.evidence_gpu) > 120 or not args.evidence_gpu.isprintable()):
         raise UsageError("--evidence-gpu: at most 120 printable characters")
     assumed = Assumed(engine=args.evidence_engine, gpu=args.evidence_gpu, gpu_count=args.evidence_gpus,
-                      same_model=bool(args.evidence_same_model))
+                      same_model=bool(args.evidence_same_model), concurrency=args.evidence_concurrency)
     checks, cal = [], {}
     for path in paths:
         p = _user_path(path, "--evidence")
@@ -573,6 +577,8 @@ def _evidence(args, answers, knowledge, lang):
         except ResultFormatError as err:
             raise UsageError(str(err)) from None
         c = check_evidence(run, answers, knowledge, assumed, lang)
+        if "gpu_known" in c.missing:  # a GPU we have no figures for: nothing can be predicted or calibrated from it
+            raise UsageError(f"{run.file_name}: its GPU {c.gpu_name!r} is not one we know (knowledge/gpus.yaml)"[:300])
         checks.append(c)
         if c.calibration is not None:
             cal[f"evidence:{c.calibration.engine}"] = c.calibration

@@ -111,6 +111,8 @@ def main(argv: list[str]) -> int:
                 data = Path(tmp, "a", "profile_export_aiperf.json").read_text(encoding="utf-8")
                 (out / f"aiperf-{v}.json").write_text(data.replace(str(Path(tmp).resolve()), ".").replace(tmp, "."),
                                                       encoding="utf-8")
+                # and its per-request records (profile_export.jsonl), byte for byte
+                shutil.copyfile(Path(tmp, "a", "profile_export.jsonl"), out / f"aiperf-{v}.jsonl")
     finally:
         server.stop()
     for f in sorted(out.iterdir()):

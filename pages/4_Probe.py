@@ -399,6 +399,10 @@ def _evidence_section() -> None:
                                   on_change=lambda n=name, kk=key: ev_ui.set_said(n, gpu=ss[kk + "_gpu"] or None))
                 cols[2].number_input(T("ev_ask_gpus"), 1, 4096, value=s.gpu_count or 1, key=key + "_gpus",
                                      on_change=lambda n=name, kk=key: ev_ui.set_said(n, gpu_count=int(ss[kk + "_gpus"])))
+            if any(lv.concurrency is None and lv.request_rate_rps is None for lv in c.run.levels):
+                st.number_input(T("ev_ask_concurrency"), 1, 100_000, value=s.concurrency, key=key + "_conc",
+                                on_change=lambda n=name, kk=key: ev_ui.set_said(
+                                    n, concurrency=None if ss[kk + "_conc"] is None else int(ss[kk + "_conc"])))
             cols[3].checkbox(T("ev_ask_same_model", model=a.model.name or "—"), value=s.same_model, key=key + "_same",
                              on_change=lambda n=name, kk=key: ev_ui.set_said(n, same_model=bool(ss[kk + "_same"])))
             st.button(T("ev_remove"), key=key + "_rm", on_click=lambda n=name: ev_ui.remove(n))

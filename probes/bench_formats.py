@@ -118,6 +118,9 @@ def read_results(data: bytes, name: str) -> ImportedRun:
             run = _llmd(docs, shown)
         elif "levels" in first and "engine" in first and "status" in first:
             run = _sweep(first, shown)
+        elif "metrics" in first and isinstance(first.get("metrics"), dict) and "metadata" in first and \
+                isinstance(first.get("metadata"), dict) and "request_start_ns" in first["metadata"]:
+            run = _aiperf_records(docs, shown)
         elif "mean_ttft_ms" in first and ("model_id" in first or "num_prompts" in first):
             run = _vllm(docs, shown)
         elif "mean_ttft_ms" in first and "backend" in first:
@@ -362,6 +365,67 @@ def _aiperf(doc: dict, shown: str) -> ImportedRun:
                        made_at=_clip(doc.get("start_time"), 40) if doc.get("start_time") else None,
                        model=_clip(model, 300) if model else None, levels=[lv],
                        notes=["bf_aiperf_itl"])
+
+
+def _pct(xs: list[float], q: float) -> float | None:
+    """The q-quantile with linear interpolation (as probes/metrics.py and the tools compute theirs)."""
+    if not xs:
+        return None
+    xs = sorted(xs)
+    k = (len(xs) - 1) * q
+    lo = int(k)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+
+
+def _aiperf_records(docs: list, shown: str) -> ImportedRun:
+    """AIPerf's per-request profile_export.jsonl (one MetricRecordInfo per line): the profiling phase's requests as one
+    level, its figures computed from every request (failed ones counted, not in the figures). Its concurrency is not
+    in the records: a user's answer, or the summary JSON beside it, says it."""
+    ttft, itl, osl, isl, starts, ends = [], [], [], [], [], []
+    ok = failed = 0
+    for d in docs:
+        if not isinstance(d, dict) or not isinstance(d.get("metrics"), dict):
+            raise ResultFormatError(f"{shown}: a line that is not an AIPerf record")
+        meta = d.get("metadata") or {}
+        if meta.get("benchmark_phase", "profiling") != "profiling":
+            continue  # warm-up requests are not measured
+        if d.get("error"):
+            failed += 1
+            continue
+        ok += 1
+        m = d["metrics"]
+
+        def val(tag: str, unit: str | None = None) -> float | None:
+            x = m.get(tag)
+            if not isinstance(x, dict):
+                return None
+            if unit is not None and x.get("unit") not in (None, unit):
+                raise ResultFormatError(f"{shown}: AIPerf's {tag} in {_clip(x.get('unit'), 20)} (read: {unit})")
+            return _num(x.get("value"))
+
+        for xs, v in ((ttft, val("time_to_first_token", "ms")), (itl, val("inter_token_latency", "ms")),
+                      (osl, val("output_sequence_length")), (isl, val("input_sequence_length"))):
+            if v is not None:
+                xs.append(v)
+        s, e = _num(meta.get("request_start_ns")), _num(meta.get("request_end_ns"))
+        if s is not None and e is not None:
+            starts.append(s)
+            ends.append(e)
+    if len(docs) > MAX_LEVELS * 1000:
+        raise ResultFormatError(f"{shown}: more than {MAX_LEVELS * 1000:,} records")
+    span_s = (max(ends) - min(starts)) / 1e9 if starts and ends and max(ends) > min(starts) else None
+    lv = ImportedLevel(requests_ok=ok, requests_failed=failed,
+                       ttft_ms_mean=sum(ttft) / len(ttft) if ttft else None, ttft_ms_p50=_pct(ttft, 0.5),
+                       ttft_ms_p95=_pct(ttft, 0.95), ttft_ms_p99=_pct(ttft, 0.99),
+                       itl_ms_mean=sum(itl) / len(itl) if itl else None, itl_ms_p50=_pct(itl, 0.5),
+                       tpot_ms_mean=sum(itl) / len(itl) if itl else None,
+                       input_tokens=sum(isl) / len(isl) if isl else None,
+                       output_tokens=sum(osl) / len(osl) if osl else None,
+                       output_tps=sum(osl) / span_s if span_s and osl else None,
+                       requests_per_s=ok / span_s if span_s else None, duration_s=span_s)
+    return ImportedRun(format="aiperf", format_version="AIPerf per-request records (profile_export.jsonl)",
+                       file_name=shown, levels=[lv], notes=["bf_aiperf_itl", "bf_aiperf_records"])
 
 
 # vllm bench serve ------------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ class Assumed(BaseModel):
     gpu: str | None = Field(default=None, max_length=120)
     gpu_count: int | None = Field(default=None, ge=1, le=4096)
     same_model: bool = False
+    concurrency: int | None = Field(default=None, ge=1, le=100_000)  # for levels that name no load (AIPerf's records)
 
 
 class EvidenceLevel(BaseModel):
@@ -135,6 +136,10 @@ def check_evidence(run: ImportedRun, answers: Answers, knowledge: Knowledge, ass
         if hw is None or (hw.gpu_model and find_gpu(hw.gpu_model, knowledge) is not g) or \
                 (hw.gpu_count or 1) != out.gpu_count:
             out.mismatch.append("gpu")
+    if any(lv.concurrency is None and lv.request_rate_rps is None for lv in run.levels) and a.concurrency is None:
+        out.missing.append("load")  # AIPerf's per-request records, a burst: the users in flight are not in the file
+    elif any(lv.concurrency is None and lv.request_rate_rps is None for lv in run.levels):
+        out.said_by_user.append("load")
     oks = [lv for lv in run.levels]
     n_ok = sum(lv.requests_ok for lv in oks)
     n_bad = sum(lv.requests_failed or 0 for lv in oks)
@@ -153,7 +158,10 @@ def check_evidence(run: ImportedRun, answers: Answers, knowledge: Knowledge, ass
             "output_tokens": max(1, round(lv.output_tokens)) if lv.output_tokens else base.model.output_tokens})
         if m.input_tokens and m.output_tokens and m.input_tokens + m.output_tokens > m.context_tokens:
             m = m.model_copy(update={"context_tokens": min(1 << 21, m.input_tokens + m.output_tokens)})
-        users = lv.concurrency or 1
+        users = lv.concurrency or (a.concurrency if lv.request_rate_rps is None else None) or 1
+        if lv.concurrency is None and lv.request_rate_rps is None:
+            row.concurrency = users
+            row.load = _load_text(row)
         ans = base.model_copy(update={"model": m, "concurrency": users,
                                       "load": LoadBlock(request_rate_rps=lv.request_rate_rps)
                                       if lv.request_rate_rps else None})

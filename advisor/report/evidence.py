@@ -54,7 +54,7 @@ def paragraphs(c: EvidenceCheck, knowledge: Knowledge, lang: str) -> list[str]:
     recalibration, the failures, the predictor, the recalibration, the file's own notes."""
     s = knowledge.s
     r = c.run
-    what = {k: s(f"ev_what_{k}", lang) for k in ("engine", "gpu", "gpu_known", "model")}
+    what = {k: s(f"ev_what_{k}", lang) for k in ("engine", "gpu", "gpu_known", "model", "load")}
     out = [s("ev_title", lang, file=r.file_name, fmt=r.format_version)]
     eng = knowledge.engines[c.engine].name if c.engine in knowledge.engines else (c.engine or s("ev_unknown", lang))
     gpu = f"{c.gpu_name} × {c.gpu_count or 1}" if c.gpu_name else s("ev_unknown", lang)

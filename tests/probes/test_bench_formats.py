@@ -178,3 +178,22 @@ def test_the_reproduce_bundle_carries_each_sweep_as_an_llmd_report():
     docs = list(yaml.safe_load_all(z.read("llmd/sweep-1.yaml")))
     assert docs and all(validate_llmd(d) == [] for d in docs)
     assert docs[0]["scenario"]["stack"][0]["standardized"]["tool"] == "onnxruntime"
+
+
+def test_aiperfs_per_request_records_make_one_level_beside_its_summary():
+    """profile_export.jsonl of the same AIPerf run as the summary: the same requests, TTFT median and tokens, computed
+    here from every record; its concurrency is not in it (the summary's 2), so it is left to the user."""
+    recs = read_results(_one_jsonl().read_bytes(), _one_jsonl().name)
+    summary = read_results(_one("aiperf").read_bytes(), _one("aiperf").name)
+    (r,), (s,) = recs.levels, summary.levels
+    assert recs.format == "aiperf" and "records" in recs.format_version
+    assert r.concurrency is None and r.request_rate_rps is None and "bf_aiperf_records" in recs.notes
+    assert r.requests_ok == s.requests_ok == 8 and r.requests_failed == 0
+    assert r.ttft_ms_p50 == pytest.approx(s.ttft_ms_p50, rel=1e-6)
+    assert r.output_tokens == pytest.approx(s.output_tokens, rel=1e-6)
+
+
+def _one_jsonl() -> Path:
+    files = sorted(EVIDENCE.glob("aiperf-*.jsonl"))
+    assert files, "no AIPerf records fixture: make evidence-fixtures"
+    return files[-1]

@@ -110,3 +110,25 @@ def test_cli_bad_evidence_is_one_line(tmp_path, extra, fragment):
     args = ["-m", "advisor", "plan", "--answers", str(a), "--evidence", str(bad)] + extra
     line = bounded(args, hard_limit_s=60).one_line_error(2)
     assert fragment in line or "NaN" in line
+
+
+def test_records_without_their_load_ask_for_it_and_then_are_predicted(k):
+    f = sorted(EVIDENCE.glob("aiperf-*.jsonl"))[-1]
+    run = read_results(f.read_bytes(), f.name)
+    c = check_evidence(run, parse_answers(H100), k, SAID)
+    assert "load" in c.missing and c.levels[0].predicted_output_tps is None  # never guessed
+    c = check_evidence(run, parse_answers(H100), k, SAID.model_copy(update={"concurrency": 2}))
+    assert c.missing == [] and "load" in c.said_by_user
+    assert c.levels[0].concurrency == 2 and c.levels[0].predicted_output_tps
+    assert c.calibration is None and c.why_not_calibrated == "ev_why_thin"  # one level
+
+
+def test_a_gpu_we_do_not_know_is_one_line(tmp_path):
+    import yaml
+
+    a = tmp_path / "a.yaml"
+    a.write_text(yaml.safe_dump(H100))
+    f = str(sorted(EVIDENCE.glob("guidellm-*.json"))[-1])
+    line = bounded(["-m", "advisor", "plan", "--answers", str(a), "--evidence", f, "--evidence-engine", "vllm",
+                    "--evidence-gpu", "Acme Tensor Brick 9000"], hard_limit_s=60).one_line_error(2)
+    assert "is not one we know" in line and "Acme Tensor Brick 9000" in line
