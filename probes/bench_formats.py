@@ -30,9 +30,6 @@ SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 LLMD_SCHEMA = SCHEMA_DIR / "llmd_benchmark_report_v0_2_1.json"
 
 Format = Literal["guidellm", "aiperf", "vllm-bench", "sglang-bench", "llmd-report", "sweep"]
-FORMAT_NAMES = {"guidellm": "GuideLLM", "aiperf": "AIPerf", "vllm-bench": "vllm bench serve",
-                "sglang-bench": "SGLang bench_serving", "llmd-report": "llm-d benchmark report",
-                "sweep": "inference-advisor sweep"}
 # what an llm-d report's inference_engine.tool or an SGLang server_info names, as our engine ids
 ENGINE_NAMES = {"vllm": "vllm", "sglang": "sglang", "tensorrt-llm": "tensorrt-llm", "trtllm": "tensorrt-llm",
                 "tensorrt_llm": "tensorrt-llm", "llama.cpp": "llama.cpp", "llama-cpp": "llama.cpp",
@@ -103,7 +100,7 @@ def read_results(data: bytes, name: str) -> ImportedRun:
         raise ResultFormatError(f"{shown}: not text (a benchmark result is JSON or YAML)") from None
     docs = _parse(text, shown)
     for doc in docs:
-        if _depth(doc) > MAX_DEPTH:
+        if nesting_depth(doc, MAX_DEPTH) > MAX_DEPTH:
             raise ResultFormatError(f"{shown}: nested more than {MAX_DEPTH} levels deep")
     first = docs[0] if docs else None
     if not isinstance(first, dict):
@@ -184,7 +181,9 @@ def _parse(text: str, shown: str) -> list[Any]:
         raise ResultFormatError(f"{shown}: neither JSON nor YAML ({_clip(type(err).__name__, 40)})") from None
 
 
-def _depth(node: object, limit: int = MAX_DEPTH) -> int:
+def nesting_depth(node: object, limit: int) -> int:
+    """How deep a parsed JSON/YAML document nests, stopping at limit + 1; a node shared through YAML aliases is
+    walked once, so an alias bomb costs its size on disk, not its expansion (answers files, benchmark files)."""
     stack, seen, worst = [(node, 1)], set(), 0
     while stack:
         cur, d = stack.pop()

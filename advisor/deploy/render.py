@@ -212,10 +212,9 @@ def _resources(b: Bundle, k: Knowledge) -> dict:
     return {"requests": req, "limits": lim}
 
 
-def kubernetes(b: Bundle, k: Knowledge) -> str:
-    entry, args = _container_cmd(b)
-    start_s = k.deploy.probe_start_s.get(b.engine, 600)
-    probe = {"httpGet": {"path": b.health, "port": "http"}, "timeoutSeconds": 10}  # SGLang's /health generates
+def _storage(b: Bundle, k: Knowledge) -> tuple[list, list]:
+    """(volumeMounts, volumes) of a server pod: the model read-only, /dev/shm for tensor-parallel workers, the options
+    file's ConfigMap."""
     mounts: list = [{"name": "model", "mountPath": k.deploy.model_mount, "readOnly": True}]
     volumes: list = [C({"name": "model", "persistentVolumeClaim": {"claimName": "models"}},
                        _t(k, "model_path", b.lang, what=b.model_what))]
@@ -226,19 +225,38 @@ def kubernetes(b: Bundle, k: Knowledge) -> str:
     if b.extra_files:
         mounts.append({"name": "config", "mountPath": "/config", "readOnly": True})
         volumes.append({"name": "config", "configMap": {"name": f"{b.name}-options"}})
+    return mounts, volumes
+
+
+def _http(b: Bundle, k: Knowledge) -> dict:
+    """The container's HTTP port and its startup, readiness and liveness probes on the engine's health path."""
+    start_s = k.deploy.probe_start_s.get(b.engine, 600)
+    probe = {"httpGet": {"path": b.health, "port": "http"}, "timeoutSeconds": 10}  # SGLang's /health generates
+    return {"ports": [{"name": "http", "containerPort": b.port}],
+            "startupProbe": C({**probe, "periodSeconds": 10, "failureThreshold": max(6, start_s // 10)},
+                              _t(k, "startup", b.lang, s=start_s)),
+            "readinessProbe": {**probe, "periodSeconds": 10, "failureThreshold": 3},
+            "livenessProbe": {**probe, "periodSeconds": 30, "failureThreshold": 3}}
+
+
+def _options_map(b: Bundle) -> list[str]:
+    """The ConfigMap of the options file the command reads, and its separator ([] without one)."""
+    if not b.extra_files:
+        return []
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{b.name}-options"},
+          "data": dict(b.extra_files)}
+    return yaml_lines(cm) + ["---"]
+
+
+def kubernetes(b: Bundle, k: Knowledge) -> str:
+    entry, args = _container_cmd(b)
+    mounts, volumes = _storage(b, k)
     container: dict = {"name": "server", "image": C(b.image, _t(k, "docker_note", b.lang)), "command": entry,
                        "args": _no_interpolation(_yaml_args(args, b.extra_files), "$(", "$$(")}
     if b.env:
         container["env"] = [C({"name": e.name, "value": e.value}, e.why) for e in b.env]
-    container.update({
-        "ports": [{"name": "http", "containerPort": b.port}],
-        "resources": _resources(b, k),
-        "startupProbe": C({**probe, "periodSeconds": 10, "failureThreshold": max(6, start_s // 10)},
-                          _t(k, "startup", b.lang, s=start_s)),
-        "readinessProbe": {**probe, "periodSeconds": 10, "failureThreshold": 3},
-        "livenessProbe": {**probe, "periodSeconds": 30, "failureThreshold": 3},
-        "volumeMounts": mounts,
-    })
+    http = _http(b, k)
+    container.update({"ports": http.pop("ports"), "resources": _resources(b, k), **http, "volumeMounts": mounts})
     deployment = {
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": b.name, "labels": {"app": b.name}},
@@ -250,11 +268,7 @@ def kubernetes(b: Bundle, k: Knowledge) -> str:
                "spec": {"selector": {"app": b.name}, "ports": [{"name": "http", "port": b.port,
                                                                   "targetPort": "http"}]}}
     docs = [f"# {x}" for x in _header(b, k)] + [f"# {comment(_t(k, 'k8s_note', b.lang, path=b.health))}"]
-    if b.extra_files:
-        cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{b.name}-options"},
-              "data": dict(b.extra_files)}
-        docs += yaml_lines(cm) + ["---"]
-    docs += yaml_lines(deployment) + ["---"] + yaml_lines(service)
+    docs += _options_map(b) + yaml_lines(deployment) + ["---"] + yaml_lines(service)
     return "\n".join(docs) + "\n"
 
 
@@ -314,11 +328,10 @@ def launch_node_sh(b: Bundle, k: Knowledge, rank: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _lws_container(b: Bundle, k: Knowledge, leader: bool) -> dict:
-    """One pod's container of the group: the leader's serves HTTP (ports, probes), a worker's runs its ranks."""
+def _lws_container(b: Bundle, k: Knowledge, leader: bool, mounts: list) -> dict:
+    """One pod's container of the group: the leader's serves HTTP (port, probes), a worker's runs its ranks."""
     from advisor.deploy.types import MODEL
 
-    entry = list(b.image_entrypoint) or list(b.program)
     args = []
     for tok, note in b.node_args(0 if leader else 1, "$(LWS_LEADER_ADDRESS)",
                                  rank_value=None if leader else "$(LWS_WORKER_INDEX)"):
@@ -327,32 +340,19 @@ def _lws_container(b: Bundle, k: Knowledge, leader: bool) -> dict:
         for var in ("LWS_LEADER_ADDRESS", "LWS_WORKER_INDEX"):
             tok = tok.replace(f"$$({var})", f"$({var})")
         args.append(C(tok, note))
-    if not b.image_entrypoint:
-        args = [C(x) for x in b.program[1:]] + args
     per_pod = max(1, b.gpus_per_replica // max(1, b.nodes))
     res = _resources(b, k)
     if b.gpu_resource:
         res["limits"][b.gpu_resource] = C(per_pod, _t(k, "lws_gpus", b.lang, n=per_pod))
     c: dict = {"name": "leader" if leader else "worker", "image": C(b.image, _t(k, "docker_note", b.lang)),
-               "command": entry, "args": args}
+               "command": list(b.image_entrypoint) or list(b.program), "args": args}
     if b.env:
         c["env"] = [C({"name": e.name, "value": e.value}, e.why) for e in b.env]
     c["resources"] = res
     if b.infiniband:
         c["securityContext"] = {"capabilities": {"add": ["IPC_LOCK"]}}
     if leader:
-        start_s = k.deploy.probe_start_s.get(b.engine, 600)
-        probe = {"httpGet": {"path": b.health, "port": "http"}, "timeoutSeconds": 10}
-        c.update({"ports": [{"name": "http", "containerPort": b.port}],
-                  "startupProbe": C({**probe, "periodSeconds": 10, "failureThreshold": max(6, start_s // 10)},
-                                    _t(k, "startup", b.lang, s=start_s)),
-                  "readinessProbe": {**probe, "periodSeconds": 10, "failureThreshold": 3},
-                  "livenessProbe": {**probe, "periodSeconds": 30, "failureThreshold": 3}})
-    mounts: list = [{"name": "model", "mountPath": k.deploy.model_mount, "readOnly": True}]
-    if b.shm:
-        mounts.append({"name": "shm", "mountPath": "/dev/shm"})
-    if b.extra_files:
-        mounts.append({"name": "config", "mountPath": "/config", "readOnly": True})
+        c.update(_http(b, k))
     c["volumeMounts"] = mounts
     return c
 
@@ -361,18 +361,12 @@ def leader_worker_set(b: Bundle, k: Knowledge) -> str:
     """k8s.yaml of a replica that spans nodes: a LeaderWorkerSet (its group = the replica's nodes) and a Service on the
     leaders, whose pods alone serve HTTP."""
     lws = k.deploy.lws
-    volumes: list = [C({"name": "model", "persistentVolumeClaim": {"claimName": "models"}},
-                       _t(k, "model_path", b.lang, what=b.model_what))]
-    if b.shm:
-        volumes.append(C({"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{SHM_GIB}Gi"}},
-                         _t(k, "shm", b.lang)))
-    if b.extra_files:
-        volumes.append({"name": "config", "configMap": {"name": f"{b.name}-options"}})
+    mounts, volumes = _storage(b, k)
     labels = {"app": b.name}
 
     def template(leader: bool) -> dict:
         return {"metadata": {"labels": {**labels, "role": "leader" if leader else "worker"}},
-                "spec": {"containers": [_lws_container(b, k, leader)], "volumes": volumes}}
+                "spec": {"containers": [_lws_container(b, k, leader, mounts)], "volumes": volumes}}
 
     doc = {"apiVersion": lws.api_version, "kind": "LeaderWorkerSet",
            "metadata": {"name": b.name, "labels": labels},
@@ -387,11 +381,7 @@ def leader_worker_set(b: Bundle, k: Knowledge) -> str:
     docs = [f"# {x}" for x in _header(b, k)]
     docs += [f"# {comment(_t(k, 'lws_note', b.lang, version=lws.version, n=b.nodes, path=b.health))} ({lws.source})",
              f"# {comment(_t(k, 'lws_env', b.lang))} ({lws.env_source})"]
-    if b.extra_files:
-        cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{b.name}-options"},
-              "data": dict(b.extra_files)}
-        docs += yaml_lines(cm) + ["---"]
-    docs += yaml_lines(doc) + ["---"] + yaml_lines(service)
+    docs += _options_map(b) + yaml_lines(doc) + ["---"] + yaml_lines(service)
     return "\n".join(docs) + "\n"
 
 

@@ -38,7 +38,6 @@ class Assumed(BaseModel):
 
 
 class EvidenceLevel(BaseModel):
-    load: str  # "4 users" / "2 req/s"
     concurrency: int | None = None
     request_rate_rps: float | None = None
     measured_ttft_ms: float | None = None  # the file's p50 (its mean where it gives no median)
@@ -78,13 +77,6 @@ class EvidenceCheck(BaseModel):
     def median_abs_error(self, figure: str) -> float | None:
         xs = [abs(x) for x in (lv.errors()[figure] for lv in self.levels) if x is not None]
         return statistics.median(xs) if xs else None
-
-
-def _load_text(lv) -> str:
-    if lv.concurrency:
-        return f"{lv.concurrency} users" if lv.request_rate_rps is None else \
-            f"{lv.request_rate_rps:g} req/s (≤ {lv.concurrency})"
-    return f"{lv.request_rate_rps:g} req/s" if lv.request_rate_rps else "all at once"
 
 
 def check_evidence(run: ImportedRun, answers: Answers, knowledge: Knowledge, assumed: Assumed | None = None,
@@ -161,7 +153,6 @@ def check_evidence(run: ImportedRun, answers: Answers, knowledge: Knowledge, ass
         users = lv.concurrency or (a.concurrency if lv.request_rate_rps is None else None) or 1
         if lv.concurrency is None and lv.request_rate_rps is None:
             row.concurrency = users
-            row.load = _load_text(row)
         ans = base.model_copy(update={"model": m, "concurrency": users,
                                       "load": LoadBlock(request_rate_rps=lv.request_rate_rps)
                                       if lv.request_rate_rps else None})
@@ -183,7 +174,7 @@ def check_evidence(run: ImportedRun, answers: Answers, knowledge: Knowledge, ass
 
 
 def _measured(lv) -> EvidenceLevel:
-    return EvidenceLevel(load=_load_text(lv), concurrency=lv.concurrency, request_rate_rps=lv.request_rate_rps,
+    return EvidenceLevel(concurrency=lv.concurrency, request_rate_rps=lv.request_rate_rps,
                          measured_ttft_ms=lv.ttft_ms_p50 if lv.ttft_ms_p50 is not None else lv.ttft_ms_mean,
                          measured_itl_ms=lv.itl_ms_p50 if lv.itl_ms_p50 is not None else (
                              lv.itl_ms_mean if lv.itl_ms_mean is not None else lv.tpot_ms_mean),

@@ -235,26 +235,14 @@ def _allowed_at(loc: tuple) -> str:
     return ", ".join(model.model_fields)
 
 
-def _depth(node: object, limit: int = MAX_DEPTH) -> int:
-    """Nesting depth, stopping at limit + 1 (shared nodes from YAML aliases are not walked twice)."""
-    stack, seen, worst = [(node, 1)], set(), 0
-    while stack:
-        cur, d = stack.pop()
-        worst = max(worst, d)
-        if worst > limit:
-            return worst
-        if isinstance(cur, (dict, list)) and id(cur) not in seen:
-            seen.add(id(cur))
-            stack.extend((c, d + 1) for c in (cur.values() if isinstance(cur, dict) else cur))
-    return worst
-
-
 def parse_answers(data: object) -> Answers:
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise AnswersError(f"answers must be a mapping of keys to values, got {type(data).__name__}")
-    if _depth(data) > MAX_DEPTH:
+    from probes.bench_formats import nesting_depth  # (json, re and pydantic only: no engine)
+
+    if nesting_depth(data, MAX_DEPTH) > MAX_DEPTH:
         raise AnswersError(f"answers are nested more than {MAX_DEPTH} levels deep")
     try:
         return Answers.model_validate(data)

@@ -7,7 +7,6 @@ from advisor.evidence.imported import EvidenceCheck, EvidenceLevel
 from advisor.evidence.sweep_check import error_text
 from advisor.knowledge.load import Knowledge
 from advisor.report.mdtext import md_escape
-from probes.bench_formats import FORMAT_NAMES
 
 
 def _n(x: float | None, digits: int = 0) -> str:
@@ -108,6 +107,3 @@ def evidence_markdown(c: EvidenceCheck, knowledge: Knowledge, lang: str) -> str:
         lines += ["| " + " | ".join(md_escape(x) for x in r) + " |" for r in body]
     return "\n".join(lines)
 
-
-def format_names() -> dict[str, str]:
-    return dict(FORMAT_NAMES)

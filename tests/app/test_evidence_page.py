@@ -26,16 +26,24 @@ def app():
 
 
 def _give(at, up) -> None:
-    """What take_upload keeps for a file, written into the app's session state."""
-    from probes.bench_formats import ResultFormatError, read_results
+    """The upload handed to the uploader's own callback (ui.evidence.take_upload), on a stand-in for the session's
+    state, and what it kept (or the line it left) written into the app's session state."""
+    import types
 
+    import ui.evidence as ev_ui
+
+    state = {"evidence_upload": up}
+    if "evidence_files" in at.session_state:
+        state["evidence_files"] = at.session_state["evidence_files"]
+    real = ev_ui.st
+    ev_ui.st = types.SimpleNamespace(session_state=state)
     try:
-        run = read_results(up.getvalue(), up.name)
-        files = dict(at.session_state["evidence_files"]) if "evidence_files" in at.session_state else {}
-        files[run.file_name] = run.model_dump_json()
-        at.session_state["evidence_files"] = files
-    except ResultFormatError as err:
-        at.session_state["evidence_error"] = str(err)
+        ev_ui.take_upload("evidence_upload")
+    finally:
+        ev_ui.st = real
+    for key in ("evidence_files", "evidence_error"):
+        if key in state:
+            at.session_state[key] = state[key]
 
 
 def test_a_guidellm_file_said_once_recalibrates_and_is_named_everywhere():

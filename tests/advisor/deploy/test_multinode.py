@@ -76,6 +76,13 @@ def check_lws(b: Bundle) -> None:
         refs = {x for a in c["args"] for x in __import__("re").findall(r"(?<!\$)\$\(([A-Z_]+)\)", a)}
         assert refs <= set(LWS_ENV), refs
     assert "$(LWS_WORKER_INDEX)" in worker["args"] and "$(LWS_WORKER_INDEX)" not in leader["args"]
+    # each pod runs exactly its node's command: the program once, then that node's arguments
+    from advisor.deploy.types import MODEL
+
+    for c, rank, rank_value in ((leader, 0, None), (worker, 1, "$(LWS_WORKER_INDEX)")):
+        want = [b.model_path if t == MODEL else f"/config/{t}" if t in b.extra_files else t
+                for t, _ in b.node_args(rank, "$(LWS_LEADER_ADDRESS)", rank_value)]
+        assert c["command"] + c["args"] == (b.image_entrypoint or b.program) + want
 
 
 @pytest.fixture(scope="module")
