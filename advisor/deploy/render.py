@@ -344,8 +344,18 @@ def _lws_container(b: Bundle, k: Knowledge, leader: bool, mounts: list) -> dict:
     res = _resources(b, k)
     if b.gpu_resource:
         res["limits"][b.gpu_resource] = C(per_pod, _t(k, "lws_gpus", b.lang, n=per_pod))
+    command = list(b.image_entrypoint) or list(b.program)
+    start = next((a for a in b.args if a.role == "start_rank"), None)
+    if not leader and start is not None:
+        # a worker's start rank differs per pod (index x ranks per node): Kubernetes expands $(VAR) but computes
+        # nothing, so the shell does, and the rest of the arguments reach the program as "$@"
+        i = next(j for j, a in enumerate(args) if str(a.value if isinstance(a, C) else a) == start.flag)
+        del args[i:i + 2]
+        script = ("exec " + " ".join(shlex.quote(x) for x in command) + f' "$@" {shlex.quote(start.flag)} '
+                  f'"$((LWS_WORKER_INDEX * {int(start.value)}))"')
+        command = ["/bin/sh", "-c", C(script, _t(k, "lws_start_rank", b.lang, n=int(start.value))), "sh"]
     c: dict = {"name": "leader" if leader else "worker", "image": C(b.image, _t(k, "docker_note", b.lang)),
-               "command": list(b.image_entrypoint) or list(b.program), "args": args}
+               "command": command, "args": args}
     if b.env:
         c["env"] = [C({"name": e.name, "value": e.value}, e.why) for e in b.env]
     c["resources"] = res

@@ -99,7 +99,7 @@ class _Builder:
         if self.nodes_used() > 1 and self.d.multi_node is None:
             raise _Refused(self.t("refused_nodes", engine=self.name, n=p.gpus_used, nodes=t.nodes))
         spec, tp = self.plan.model, p.tensor_parallel
-        if tp > 1 and p.device == "gpu":
+        if tp > 1 and p.device == "gpu" and p.attention_dp <= 1:  # (data-parallel attention splits no heads)
             if spec.attention_heads % tp:
                 raise _Refused(self.t("refused_heads", tp=tp, heads=spec.attention_heads))
             kv = spec.kv_heads
@@ -135,6 +135,17 @@ class _Builder:
         if n <= 1 or m is None:
             return
         per = self.p.gpus_used // n
+        dm = self.d.dp_multi_node
+        if self.p.attention_dp > 1 and dm is not None:  # data-parallel ranks across nodes: the engine's DP launch
+            self.args.append(Arg(flag=dm.size_local, value=str(per), why=self.t("dpm_local", n=per, nodes=n)))
+            self.args.append(Arg(flag=dm.address, value="LEADER", why=self.t("mn_leader", port=dm.port),
+                                 role="leader_addr"))
+            self.args.append(Arg(flag=dm.port_flag, value=str(dm.port), why=self.t("dpm_port")))
+            self.args.append(Arg(flag=dm.start_rank, value=str(per), why=self.t("dpm_start", n=per),
+                                 role="start_rank"))
+            for flag in dm.worker_only:
+                self.args.append(Arg(flag=flag, why=self.t("mn_headless"), role="worker_only"))
+            return
         self.args.append(Arg(flag=m.nnodes, value=str(n), why=self.t("mn_nnodes", n=n, g=per, tp=self.p.tensor_parallel,
                                                                        pp=self.p.pipeline_parallel)))
         self.args.append(Arg(flag=m.node_rank, value="0", why=self.t("mn_rank"), role="node_rank"))
@@ -183,6 +194,10 @@ class _Builder:
             n = p.max_running
             if n < p.concurrency:
                 self.warnings.append(self.t("warn_kv_short", n=n, users=p.concurrency))
+            ep = self.k.planner.engines[self.e].expert_parallel
+            if p.attention_dp > 1 and ep is not None and ep.cap_per_rank:  # the flag is each rank's own cap
+                per = -(-n // p.attention_dp)
+                return per, self.t("max_seqs_rank", per=per, n=_n(n), dp=p.attention_dp, pool=_n(pool), typ=_n(typ))
             return n, self.t("max_seqs", n=n, pool=_n(pool), typ=_n(typ), cap=capped)
         return max(1, p.concurrency), self.t("max_seqs_users", n=max(1, p.concurrency))
 
@@ -198,11 +213,32 @@ class _Builder:
         p = self.p
         if p.device != "gpu":
             return
+        if p.attention_dp > 1:
+            self.expert_parallel()
+            return
         tp, pp = p.tensor_parallel, p.pipeline_parallel
         self.flag("tp", tp, self.t("tp", tp=tp, par=p.parallelism or "—") if tp > 1 else self.t("tp_one"))
         self.flag("pp", pp, self.t("pp", pp=pp) if pp > 1 else self.t("pp_one"))
         if dp:
             self.flag("dp", 1, self.t("dp", replicas=(p.serving.replicas if p.serving and p.serving.replicas else 1)))
+
+    def expert_parallel(self) -> None:
+        """Data-parallel attention with expert parallelism over the replica's GPUs, as each engine spells it (the plan
+        chose it over tensor parallelism on its prediction: EnginePlan.layout_note)."""
+        p, n = self.p, self.p.attention_dp
+        why = self.t("dp_ep", n=n, note=p.layout_note or p.parallelism or "—")
+        if self.e == "vllm":  # one GPU per data-parallel rank, the experts spread over all of them
+            self.flag("tp", 1, self.t("tp_dp"))
+            self.flag("dp", n, why)
+            self.flag("ep", None, self.t("ep_on", n=n))
+        elif self.e == "sglang":  # --tp-size is the world size; attention data-parallel over all of it
+            self.flag("tp", n, self.t("tp_world", n=n))
+            self.flag("attn_dp", n, why)
+            self.flag("ep", n, self.t("ep_on", n=n))
+        else:  # TensorRT-LLM: the experts over --ep_size, attention DP in the options file (kv() writes it)
+            self.flag("tp", n, self.t("tp_world", n=n))
+            self.flag("ep", n, self.t("ep_on", n=n))
+        self.flag("pp", 1, self.t("pp_one"))
 
     def kv(self) -> None:
         p = self.p
@@ -212,6 +248,8 @@ class _Builder:
         if self.e == "tensorrt-llm":  # only through the options file: chunked prefill (off by default: a prompt
             # longer than max_num_tokens is refused) and the KV dtype
             body = "enable_chunked_prefill: true\n" if p.prefill_chunk_tokens else ""
+            if p.attention_dp > 1:
+                body += "enable_attention_dp: true\n"
             if value != "auto":
                 body += f"kv_cache_config:\n  dtype: {value}\n"
             if body:
@@ -219,6 +257,7 @@ class _Builder:
                 self.flag("extra_options", "extra-llm-api-options.yaml", self.t(
                     "extra_options", what=", ".join(
                         ([self.t("opt_chunked")] if p.prefill_chunk_tokens else [])
+                        + ([self.t("opt_attn_dp", n=p.attention_dp)] if p.attention_dp > 1 else [])
                         + ([self.t("opt_kv", dtype=value)] if value != "auto" else []))))
             return
         shown = (p.kv_cache_dtype.upper() if value != "auto" else

@@ -20,7 +20,7 @@ class Arg(BaseModel):
     why: str = ""
     # what a local run replaces (host, port), and what differs per node of a multi-node deployment: the node's rank,
     # the leader's address (LEADER in the value), and the switches only the non-leader nodes take (vLLM's --headless)
-    role: Literal["host", "port", "node_rank", "leader_addr", "worker_only"] | None = None
+    role: Literal["host", "port", "node_rank", "leader_addr", "worker_only", "start_rank"] | None = None
 
 
 class EnvVar(BaseModel):
@@ -96,7 +96,7 @@ class Bundle(BaseModel):
         elif self.model_arg:
             out += [self.model_arg, MODEL]
         for a in self.args:
-            if a.role == "worker_only":  # the leader's command (node 0): what a single host would run
+            if a.role in ("worker_only", "start_rank"):  # the leader's command (node 0): what a single host runs
                 continue
             out.append(a.flag)
             if a.value is not None:
@@ -113,7 +113,7 @@ class Bundle(BaseModel):
         elif self.model_arg:
             out += [(self.model_arg, ""), (MODEL, self.model_what)]
         for a in self.args:
-            if a.role == "worker_only" and rank == 0:
+            if a.role in ("worker_only", "start_rank") and rank == 0:
                 continue
             if a.value is None:
                 out.append((a.flag, a.why))
@@ -123,5 +123,7 @@ class Bundle(BaseModel):
                 v = rank_value if rank_value is not None else str(rank)
             elif a.role == "leader_addr":
                 v = v.replace("LEADER", leader)
+            elif a.role == "start_rank":  # node r's first data-parallel rank: r x the ranks per node (a.value)
+                v = str(rank * int(a.value))
             out += [(a.flag, ""), (v, a.why)]
         return out

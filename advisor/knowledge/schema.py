@@ -930,6 +930,17 @@ class StaticReserve(Sourced):
         return self
 
 
+class ExpertParallel(Sourced):
+    """Expert parallelism with data-parallel attention for MoE models: attention runs as N data-parallel ranks (each
+    its own sequences and KV cache, its own copy of the attention and dense weights), the routed experts are spread
+    over the same N GPUs and reached by an all-to-all. across_nodes: the engine spans nodes this way (else within one
+    node only); cap_per_rank: the engine's batch cap holds per data-parallel rank (vLLM: one engine core each)."""
+
+    across_nodes: bool
+    cap_per_rank: bool
+    source: str
+
+
 class EngineCapacity(Sourced):
     precision_map: dict[AnswersPrecision, PlannerPrecision] = Field(default_factory=dict)
     devices: list[Literal["gpu", "cpu"]]
@@ -965,6 +976,7 @@ class EngineCapacity(Sourced):
     # SGLang: weights + KV live in a static fraction of the GPU computed at start-up; activations and CUDA graphs
     # outside it (budget_of static_fraction)
     static_reserve: StaticReserve | None = None
+    expert_parallel: ExpertParallel | None = None  # None: the engine splits MoE experts by tensor parallelism only
     source: str
     cpu_source: SourceStr
 
@@ -1080,6 +1092,12 @@ class ServingFile(Strict):
     rough_above: float = Field(gt=0)
     evidence_max_failed_share: float = Field(default=0.05, ge=0, le=1)  # advisor.evidence.imported
     allreduce_us: float = Field(ge=0)  # one tensor-parallel all-reduce's latency (2 per layer per step)
+    # expert parallelism: one all-to-all's latency (dispatch and combine: 2 per MoE layer per step), the bytes each
+    # token's hidden state takes per element, and the link between nodes per GPU (one direction, GB/s) by interconnect
+    alltoall_us: float = Field(default=0.0, ge=0)
+    alltoall_bytes: float = Field(default=2.0, gt=0)
+    node_link_gb_s: dict[str, float] = Field(default_factory=dict)
+    alltoall_source: SourceStr | None = None
     allreduce_source: str
     output_tokens: dict[Literal["short", "long", "mixed"], int]  # when the answers give no output length
     prompt_sd_share: dict[Literal["short", "long", "mixed"], float]  # the prompts' spread, a share of the mean
@@ -1187,6 +1205,19 @@ class DeployMultiNode(Strict):
     source: SourceStr
 
 
+class DeployDpMultiNode(Strict):
+    """Data-parallel ranks across nodes (vLLM's DP launch): each node runs its local ranks, the leader's address and
+    RPC port where they meet, and the first rank of each node after the leader's."""
+
+    size_local: str = Field(pattern=r"^--[a-z][a-z0-9-]*$")
+    address: str = Field(pattern=r"^--[a-z][a-z0-9-]*$")
+    port_flag: str = Field(pattern=r"^--[a-z][a-z0-9-]*$")
+    port: int = Field(ge=1, le=65535)
+    start_rank: str = Field(pattern=r"^--[a-z][a-z0-9-]*$")
+    worker_only: list[str] = Field(default_factory=list)
+    source: SourceStr
+
+
 class DeployEngine(Strict):
     """One engine's server in knowledge/deploy.yaml: how it is launched, where, and the flag of each setting."""
 
@@ -1214,6 +1245,7 @@ class DeployEngine(Strict):
     note: Text | None = None
     python_image: str | None = None
     multi_node: DeployMultiNode | None = None  # None: a plan that spans nodes is refused with what to do instead
+    dp_multi_node: DeployDpMultiNode | None = None  # data-parallel attention across nodes (else multi_node's launch)
 
     @model_validator(mode="after")
     def _flags_documented(self) -> "DeployEngine":
@@ -1222,6 +1254,9 @@ class DeployEngine(Strict):
             m = self.multi_node
             written |= {m.nnodes, m.node_rank, m.leader_addr, *m.worker_only, *(f for f, _ in m.leader_only)}
             written |= {m.leader_port_flag} if m.leader_port_flag else set()
+        if self.dp_multi_node is not None:
+            dm = self.dp_multi_node
+            written |= {dm.size_local, dm.address, dm.port_flag, dm.start_rank, *dm.worker_only}
         missing = sorted(written - set(self.documented_flags))
         if missing:
             raise ValueError(f"flags not in documented_flags: {', '.join(missing)}")

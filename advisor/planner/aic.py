@@ -31,6 +31,7 @@ class AicKey:
     gemm: str | None  # its GEMM quant mode, None: the checkpoint's own
     kv: str | None    # its KV-cache quant mode, None: the checkpoint's own
     moe: bool
+    dp: int = 1       # data-parallel attention ranks, the experts spread over as many (expert parallel); tp is then 1
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class AicPoint:
 
 
 def key_for(engine: str, gpu_id: str | None, model_id: str | None, precision: str, tp: int, kv_bytes: float,
-            moe: bool, pipeline: int, k: Knowledge) -> tuple[AicKey | None, str | None]:
+            moe: bool, pipeline: int, k: Knowledge, dp: int = 1) -> tuple[AicKey | None, str | None]:
     """(key, None) when the library has data for this deployment, else (None, why not: a reason id, the strings'
     srv_aic_why_<id>)."""
     a = k.aiconfigurator
@@ -66,6 +67,8 @@ def key_for(engine: str, gpu_id: str | None, model_id: str | None, precision: st
         gemm = "fp8_block"
     versions = a.data_versions.get(system) or a.data_versions["default"]
     kv = "fp8" if kv_bytes == 1 else None
+    if dp > 1:  # data-parallel attention with expert parallelism: each rank its own attention, no tensor split
+        return AicKey(model, system, backend, versions[backend], 1, gemm, kv, moe, dp), None
     return AicKey(model, system, backend, versions[backend], max(1, tp), gemm, kv, moe), None
 
 
@@ -96,8 +99,12 @@ def _model(key: AicKey):
     # attention table per model (0.8 s each on 2 cores, most of a cold plan) and, for every deployment we map, keeps
     # the default (the checkpoint's, bf16) except MLA models with block FP8, where it picks bf16 (checked 2026-12-04)
     fmha = "bfloat16" if key.gemm == "fp8_block" else None
-    mc = build_model_config(key.tp, 1, 1, key.tp if key.moe else 1, 1, gemm_quant_mode=key.gemm,
-                            kvcache_quant_mode=key.kv, fmha_quant_mode=fmha)
+    if key.dp > 1:  # (tp 1, pp 1, attention dp N, moe tp 1, moe ep N): its own wide-EP layout
+        mc = build_model_config(1, 1, key.dp, 1, key.dp, gemm_quant_mode=key.gemm, kvcache_quant_mode=key.kv,
+                                fmha_quant_mode=fmha)
+    else:
+        mc = build_model_config(key.tp, 1, 1, key.tp if key.moe else 1, 1, gemm_quant_mode=key.gemm,
+                                kvcache_quant_mode=key.kv, fmha_quant_mode=fmha)
     resolve_nvfp4_for_system(mc, key.system, key.model)
     return get_model(key.model, mc, key.backend), db
 
@@ -221,7 +228,8 @@ def _computed(key: AicKey, input_tokens: int, output_tokens: int, batch: int) ->
 
         model, db = _model(key)
         isl, osl = max(1, int(input_tokens)), max(2, int(output_tokens))
-        s = get_backend(key.backend).run_agg(model, db, RuntimeConfig(isl=isl, osl=osl, batch_size=max(1, batch)),
+        per_rank = max(1, -(-int(batch) // key.dp))  # its batch is per attention-DP rank; tokens/s is the whole's
+        s = get_backend(key.backend).run_agg(model, db, RuntimeConfig(isl=isl, osl=osl, batch_size=per_rank),
                                              ctx_tokens=isl)
         r = s.get_result_dict()
         vals = float(r["ttft"]), float(r["tpot"]), float(r["tokens/s"])

@@ -248,8 +248,9 @@ class _Calc:
     """One engine, one precision, one target: picks each formula's inputs and keeps what the plan and its text need."""
 
     def __init__(self, engine: str, spec: ModelSpec, target: Target, wl: Workload, k: Knowledge, lang: str,
-                 precision: str | None = None):
+                 precision: str | None = None, layout: str = "auto"):
         self.k, self.lang, self.engine, self.spec, self.target, self.wl = k, lang, engine, spec, target, wl
+        self.layout_asked = layout  # auto: data-parallel attention + EP where _expert_layout's rule holds; tensor
         self.cap: ks.EngineCapacity = k.planner.engines[engine]
         self.asked = wl.precision
         self._precision(precision)
@@ -258,11 +259,17 @@ class _Calc:
         self.gpu_ok = ("gpu" in cap.devices and target.gpu_vendor in cap.gpu_vendors and gpus > 0)
         self.device = "gpu" if self.gpu_ok else ("cpu" if "cpu" in cap.devices else "none")
         self.tp, self.pp = self._split(gpus) if self.device == "gpu" else (0, 1)
+        self.attn_dp = self.ep = 1  # data-parallel attention ranks and expert-parallel ranks (1: neither)
+        self.ep_nodes = 1
+        self.ep_candidate = False  # the rule holds: plan_engine weighs this layout against tensor parallelism
+        if self.device == "gpu":
+            self._expert_layout()
         self.n = self.tp * self.pp
         # the speed bounds assume the most favourable split: tensor parallel where the engine can run it
         self.bound_tensor = cap.multi_gpu == "tensor" or cap.bound_multi_gpu == "tensor"
 
         self._weights()
+        self.dp_extra_b = self._replicated_bytes()  # data-parallel attention: the attention and dense layers per rank
         self.decodes = spec.architecture not in NO_DECODE
         self.kv_dtype, self.kv_bytes, self.kv_status = self._kv_dtype()
         self.layout = self._kv_layout()
@@ -292,7 +299,7 @@ class _Calc:
         if cap.static_reserve and self.device == "gpu" and self.gpu_mem_each is not None:
             self._static_pool(cap.static_reserve)
 
-        self.weights_gib = self.weights_b / GIB
+        self.weights_gib = (self.weights_b + self.dp_extra_b) / GIB
         self.mode = k.serving.modes[engine].mode
         # sequences held at once: every user on a batching engine, one on an engine that serves one at a time
         self.running = 1 if self.mode == "sequential" else wl.concurrency
@@ -465,7 +472,7 @@ class _Calc:
         self.runtime_gib = self.overhead_gib - self.act_gib
 
     def _kv_copies(self) -> float:
-        if self.device != "gpu" or self.tp <= 1 or self.cap.multi_gpu != "tensor" or not self.decodes:
+        if self.device != "gpu" or self.tp <= 1 or self.cap.multi_gpu != "tensor" or not self.decodes or self.attn_dp > 1:
             return 1.0
         heads = 1 if self.layout.kind == "mla" else self.spec.kv_heads
         return max(1.0, self.tp / heads)
@@ -549,6 +556,66 @@ class _Calc:
             return max(0, min(self.spec.max_context, int((per_seq - lay.windowed * lay.window) / lay.full)))
         per_tok = lay.per_token(self.wl.context_tokens) * b
         return max_context_tokens(free, per_tok, sequences, self.spec.max_context)
+
+    def _expert_layout(self) -> None:
+        """Data-parallel attention with expert parallelism for an MoE model, the layout vLLM, SGLang and TensorRT-LLM
+        document for DeepSeek-style models (planner.yaml expert_parallel): each GPU runs attention for its own
+        sequences and holds their KV cache once, the routed experts spread over all the replica's GPUs. Chosen where
+        tensor parallelism would hold the KV cache more than once (an MLA latent is one head on every rank; fewer KV
+        heads than ranks) and the users fill every rank; across nodes only where the engine spans them so and the
+        nodes talk over InfiniBand or RoCE (an all-to-all per MoE layer over Ethernet costs more than it saves: the
+        pipeline split stays)."""
+        ep, spec, t = self.cap.expert_parallel, self.spec, self.target
+        n = self.tp * self.pp
+        e, k = spec.moe_experts, spec.moe_active_experts
+        if ep is None or not e or not k or k >= e or n < 2 or self.cap.multi_gpu != "tensor":
+            return
+        if self.pp > 1 and (not ep.across_nodes or (t.interconnect or "") not in ("infiniband", "roce")):
+            return
+        native_mla = self.k.support.engines[self.engine].serving["mla_native"].status in ("supported", "experimental")
+        heads = 1 if spec.kv_lora_rank and native_mla else max(1, spec.kv_heads)
+        if self.tp <= heads or self.wl.concurrency < n:
+            return
+        self.ep_candidate = True
+        if self.layout_asked == "tensor":
+            return
+        self.ep_nodes = self.pp
+        self.tp, self.pp, self.attn_dp, self.ep = n, 1, n, n
+
+    def _routed_bytes(self) -> float:
+        """The routed experts' weights: total - active = routed x (1 - k/E)."""
+        e, k = self.spec.moe_experts, self.spec.moe_active_experts
+        if not e or not k or k >= e:
+            return 0.0
+        return max(0.0, (self.weights_b - self.active_b) / (1 - k / e))
+
+    def _replicated_bytes(self) -> float:
+        """With data-parallel attention every rank holds its own copy of what is not a routed expert (attention,
+        dense layers, shared experts, embeddings): the copies beyond the first."""
+        if self.attn_dp <= 1:
+            return 0.0
+        return max(0.0, self.weights_b - self._routed_bytes()) * (self.attn_dp - 1)
+
+    def alltoall_s_per_token(self) -> float:
+        """Expert parallelism's all-to-all per token a step carries: its hidden state to its k experts' ranks and back
+        (dispatch + combine) in every MoE layer, the share that leaves the GPU over the link it crosses (NVLink within
+        a node, the node link beyond), plus each all-to-all's latency spread over the tokens of a typical step."""
+        if self.ep <= 1:
+            return 0.0
+        sv, spec, t, n = self.k.serving, self.spec, self.target, self.ep
+        layers = spec.moe_layers or spec.layers
+        per_node = n // max(1, self.ep_nodes)
+        nv = (t.interconnect_gb_s or 0.0) / 2 * 1e9  # the catalogue's figure is both directions
+        nic = sv.node_link_gb_s.get(t.interconnect or "", 0.0) * 1e9
+        token = spec.moe_active_experts * spec.hidden_size * sv.alltoall_bytes
+        t_tok = 0.0
+        if per_node > 1 and nv:
+            t_tok += token * (per_node - 1) / n / nv
+        if self.ep_nodes > 1 and nic:
+            t_tok += token * (n - per_node) / n / nic
+        batch = max(1.0, float(min(self.wl.concurrency, self._max_running() or self.wl.concurrency)))
+        latency = sv.alltoall_us / 1e6 / batch
+        return 2 * layers * (t_tok / n + latency)
 
     def resident(self) -> float:
         """Tokens held per sequence while decoding; an upper bound on speed assumes the fewest: the prompt."""
@@ -643,7 +710,7 @@ class _Calc:
         if self.mem_fraction_static is not None:  # SGLang picks its chunk by the GPU's memory
             chunk = self.act_tokens
         ar = 0.0
-        if self.device == "gpu" and self.tp > 1 and self.bound_tensor:
+        if self.device == "gpu" and self.tp > 1 and self.bound_tensor and self.attn_dp <= 1:
             ar = 2 * self.spec.layers * self.k.serving.allreduce_us / 1e6
         # a prediction takes the CPU's measured fp32 rate as its peak (the bound's low-precision factor is the most
         # VNNI / AMX could give, not what a step reaches); the fitted flops_eff scales it
@@ -654,9 +721,12 @@ class _Calc:
         if e and k and k < e:  # the routed experts' bytes: total - active = routed x (1 - k/E)
             share = k / e
             routed = max(0.0, (self.weights_b - self.active_b) / (1 - share))
-        return Hw(bandwidth=bw, flops=flops, weights_read=self.active_b, moe_routed_bytes=routed, moe_share=share,
+        # data-parallel attention: every rank reads its own copy of what is not a routed expert each step
+        read = self.active_b + (self.dp_extra_b if self.attn_dp > 1 else 0.0)
+        return Hw(bandwidth=bw, flops=flops, weights_read=read, moe_routed_bytes=routed, moe_share=share,
                   kv_per_token=self.kv_typ * copies, matmul_params=self.spec.matmul_params_b * 1e9,
-                  chunk_tokens=int(chunk or 0), max_running=self._max_running(), allreduce_s=ar)
+                  chunk_tokens=int(chunk or 0), max_running=self._max_running(), allreduce_s=ar,
+                  a2a_s_per_token=self.alltoall_s_per_token())
 
     def _gpu_default(self):
         """The engine's target-dependent defaults (vLLM's max_num_seqs / max_num_batched_tokens by device and GPU
@@ -681,7 +751,11 @@ class _Calc:
         """The engine's cap on sequences per step: the answers' load.max_batch where the deployment sets one, else
         the engine's default on this target."""
         g = self.gpu_default
-        return self.wl.max_batch or (g.max_running if g is not None else self.k.serving.modes[self.engine].max_running)
+        cap = self.wl.max_batch or (g.max_running if g is not None else self.k.serving.modes[self.engine].max_running)
+        ep = self.cap.expert_parallel
+        if cap is not None and self.attn_dp > 1 and ep is not None and ep.cap_per_rank and not self.wl.max_batch:
+            return cap * self.attn_dp  # one scheduler per data-parallel rank, each with the engine's own cap
+        return cap
 
     def _max_running(self) -> int | None:
         """Sequences one step may hold: what the KV pool holds at the typical length, at most the engine's batch cap."""
@@ -714,6 +788,8 @@ class _Calc:
             return s("plan_par_offload", self.lang, ram=self.offload_layers, layers=self.spec.layers)
         if self.device != "gpu" or self.n <= 1:
             return None
+        if self.attn_dp > 1:
+            return s("plan_par_dp_ep", self.lang, n=self.n, nodes=self.ep_nodes)
         if self.cap.multi_gpu == "tensor" and self.pp > 1:
             return s("plan_par_tensor_pipeline", self.lang, tp=self.tp, pp=self.pp)
         if self.cap.multi_gpu == "tensor":
@@ -744,6 +820,13 @@ def _assumptions(c: _Calc) -> list[str]:
                      label=c.pspec.label, gib=round(c.weights_gib, 2), source=c.pspec.source))
     if c.decodes:
         out.append(_kv_text(c))
+    if c.attn_dp > 1:
+        a2a = c.alltoall_s_per_token() * max(1, min(wl.concurrency, c._max_running() or wl.concurrency)) * 1000
+        out.append(s("plan_a_dp_ep", lang, engine=c.k.engines[c.engine].name, n=c.n,
+                     dense=round((c.weights_b - c._routed_bytes()) / GIB, 2),
+                     experts=round(c._routed_bytes() / c.ep / GIB, 2), extra=round(c.dp_extra_b / GIB, 2),
+                     x=f"{c.tp / (1 if c.spec.kv_lora_rank else max(1, c.spec.kv_heads)):g}",
+                     a2a=f"{a2a:.2f}", source=c.cap.expert_parallel.source))
     if c.target.nodes > 1 and c.device == "gpu" and c.pp == 1 and c.cap.multi_gpu != "none":
         out.append(s("plan_a_one_node", lang, engine=c.k.engines[c.engine].name, n=c.n, nodes=c.target.nodes))
     name = c.k.engines[c.engine].name
@@ -839,7 +922,7 @@ def _plan(c: _Calc, options: list[PlanOption], detail: bool = True) -> EnginePla
         engine=c.engine, precision=c.prec, precision_label=c.pspec.label, device=c.device, gpus_used=c.n,
         accelerator=c.target.accelerator,
         parallelism=c.parallelism(), tensor_parallel=max(1, c.tp) if c.cap.multi_gpu == "tensor" else 1,
-        pipeline_parallel=c.pp, kv_attention=c.layout.kind, kv_window_tokens=c.layout.window,
+        pipeline_parallel=c.pp, attention_dp=c.attn_dp, expert_parallel=c.ep, kv_attention=c.layout.kind, kv_window_tokens=c.layout.window,
         kv_full_bytes_per_token=int(c.layout.full * c.kv_bytes * c.kv_copies) if c.decodes else 0,
         kv_window_bytes_per_token=int(c.layout.windowed * c.kv_bytes * c.kv_copies) if c.decodes else 0, context_tokens=c.wl.context_tokens, concurrency=c.wl.concurrency,
         weights_gib=_r(c.weights_gib, 3), kv_bytes_per_token=c.kv_tok, kv_cache_dtype=c.kv_dtype,
@@ -941,26 +1024,76 @@ def plan_engine(engine: str, spec: ModelSpec, target: Target, wl: Workload, k: K
 
     reuse = None if detail else reuse
 
-    def calc(w: Workload, prec: str | None) -> _Calc:
+    def calc_layout(w: Workload, prec: str | None, layout: str = "auto") -> _Calc:
         if reuse is None:
-            return _Calc(engine, spec, target, w, k, lang, prec)
-        key = (engine, id(spec), replace(w, ttft_target_ms=None), lang, prec)
+            return _Calc(engine, spec, target, w, k, lang, prec, layout=layout)
+        key = (engine, id(spec), replace(w, ttft_target_ms=None), lang, prec, layout)
         if key not in reuse:
-            reuse[key] = _Calc(engine, spec, target, w, k, lang, prec)
+            reuse[key] = _Calc(engine, spec, target, w, k, lang, prec, layout=layout)
         return reuse[key]
 
+    def calc(w: Workload, prec: str | None) -> _Calc:
+        return calc_layout(w, prec)
+
+    c = calc(wl, precision)
+    note = None
+    if c.ep_candidate:  # an MoE plan that data-parallel attention with EP may serve better: the prediction decides
+        c, note = _pick_layout(c, _Calc(engine, spec, target, wl, k, lang, precision, layout="tensor"))
+    layout = "dp_ep" if c.attn_dp > 1 else "tensor"
     if reuse is None:
-        c = calc(wl, precision)
         p = _plan(c, _options(c) if detail else [], detail)
     else:
-        c = calc(wl, precision)
-        key = ("plan", engine, id(spec), replace(wl, ttft_target_ms=None), lang, precision)
+        key = ("plan", engine, id(spec), replace(wl, ttft_target_ms=None), lang, precision, layout)
         if key not in reuse:
             reuse[key] = _plan(c, [], detail)
         p = reuse[key].model_copy()  # (the copy gets its own serving plan and prices)
-    p.serving = serving_plan(c, lambda n: calc(replace(wl, gpu_count=n), c.prec), calibration, detail, serving_skip,
-                             wl=wl)
+    if note is not None:
+        p.layout_note = note
+        if detail:
+            p.assumptions = [*p.assumptions, note]
+    fixed = c.layout_asked if c.ep_candidate else "auto"  # the fleet's smaller replicas keep the chosen layout's kind
+    p.serving = serving_plan(c, lambda n: calc_layout(replace(wl, gpu_count=n), c.prec, fixed), calibration, detail,
+                             serving_skip, wl=wl)
     return p
+
+
+def _layout_point(c: _Calc):
+    """Our serving model at the answers' users for one layout (the same in the plan and in the flip search, and
+    cheap: memoised points, no capacity search); None where it does not predict."""
+    from advisor.planner.perf import efficiency, hw_class
+    from advisor.planner.serving import Load, predict
+
+    hw = c.serving_hw()
+    if hw is None or c.loads() is False:
+        return None
+    eff = efficiency(c.engine, hw_class(c.target, c.device, c.k), c.k, None, batching=c.wl.concurrency > 1)[0]
+    wl = c.wl
+    return predict(c.mode, hw, eff, Load(wl.prompt_tokens, wl.output_tokens, wl.input_sd, concurrency=wl.concurrency))
+
+
+def _pick_layout(dp: _Calc, tp: _Calc) -> tuple[_Calc, str]:
+    """Data-parallel attention + EP or tensor parallelism on the same GPUs, whichever our serving model predicts to
+    serve the answers' users better: it loads; its p95 TTFT meets the target at those users; then more output tok/s.
+    Returns the chosen plan's calculator (its layout fixed) and the sentence that says why, with both layouts'
+    figures."""
+    goal = dp.wl.ttft_target_ms
+
+    def score(c: _Calc, pt) -> tuple:
+        meets = pt is not None and pt.ttft_ms_p95 is not None and (goal is None or pt.ttft_ms_p95 <= goal)
+        return (c.loads() is not False and pt is not None, meets, round(pt.output_tps or 0.0) if pt else 0)
+
+    a, b = _layout_point(dp), _layout_point(tp)
+    keep, other, kp, op = (dp, tp, a, b) if score(dp, a) > score(tp, b) else (tp, dp, b, a)
+    keep.layout_asked = "dp_ep" if keep is dp else "tensor"
+
+    def fig(pt, key: str, nd: int = 0) -> str:
+        v = getattr(pt, key, None) if pt is not None else None
+        return "—" if v is None else f"{v:,.{nd}f}"
+    k = dp.k
+    text = k.s("plan_layout_dp_ep" if keep is dp else "plan_layout_tp", dp.lang, n=dp.n, users=f"{dp.wl.concurrency:,}",
+               tps=fig(kp, "output_tps"), ttft=fig(kp, "ttft_ms_p95"), otps=fig(op, "output_tps"),
+               ottft=fig(op, "ttft_ms_p95"))
+    return keep, text
 
 
 def add_offload_option(plans: dict[str, EnginePlan], k: Knowledge, lang: str) -> None:

@@ -163,7 +163,7 @@ def _silicon(c, mode: str, hw, eff, wl, k: Knowledge) -> tuple[_Silicon | None, 
     if not aic.installed():
         return None, "not_installed"
     key, why = aic.key_for(c.engine, c.target.gpu_id, c.spec.id, c.prec, c.tp, c.kv_bytes,
-                           bool(c.spec.moe_experts), c.pp, k)
+                           bool(c.spec.moe_experts), c.pp, k, dp=c.attn_dp)
     if key is None:
         return None, why
     s = _Silicon(key, mode, hw, eff, wl, k.aiconfigurator.step_overhead_ms.get(c.engine, 0.0))
@@ -205,6 +205,7 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
                       output_tokens=wl.output_tokens, input_sd=wl.input_sd, typical_tokens=c.typical,
                       ttft_target_ms=target_ms, users=users, gpus_per_replica=gpus,
                       tensor_parallel=max(1, c.tp) if c.cap.multi_gpu == "tensor" and c.device == "gpu" else 1,
+                      attention_dp=c.attn_dp if c.device == "gpu" else 1,
                       measured_change=_change(cal),
                       measured_sweep_at=cal.sweep_at if cal is not None and basis == "measured" else None,
                       measured_levels=cal.levels if cal is not None and basis == "measured" else None)
@@ -297,9 +298,11 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
     out.replicas, out.fleet_gpus = replicas, replicas * n if n else None
     if lean is not None:
         out.leaner = LeanerFleet(gpus_per_replica=lean[1], tensor_parallel=max(1, lean[4]), replicas=lean[0],
-                                 fleet_gpus=lean[0] * lean[1], capacity=lean[2])
+                                 fleet_gpus=lean[0] * lean[1], capacity=lean[2],
+                                 attention_dp=lean[5].attn_dp if lean[5] is not None else 1)
     if n != gpus:
         out.gpus_per_replica, out.tensor_parallel = n, max(1, tp)
+        out.attention_dp = balt.attn_dp if balt is not None else 1
     if "band" in skip:
         return out
     slow, fast = with_band(eff, band)

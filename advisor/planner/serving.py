@@ -51,6 +51,9 @@ class Hw:
     allreduce_s: float = 0.0  # per step: tensor-parallel all-reduces (2 per layer x their latency)
     moe_routed_bytes: float = 0.0  # MoE: all routed experts' weights; a batch touches more of them than one token
     moe_share: float = 0.0  # experts per token / experts (the share one token reads)
+    # expert parallelism: every token's hidden state goes to its experts' ranks and back (dispatch + combine, an
+    # all-to-all per MoE layer), so a step costs this much more per token it carries (0: no expert parallelism)
+    a2a_s_per_token: float = 0.0
 
 
 def weights_read_at(b: float, hw: Hw) -> float:
@@ -106,7 +109,7 @@ def decode_step_s(b: float, hw: Hw, eff: Eff, held_tokens: float) -> float:
     """One decode step at batch b: memory or compute, whichever is longer, plus the step's fixed cost."""
     memory = (weights_read_at(b, hw) + b * hw.kv_per_token * held_tokens) / (hw.bandwidth * eff.bw_eff)
     compute = 2 * hw.matmul_params * b / (hw.flops * eff.flops_eff) if hw.flops else 0.0
-    return max(memory, compute) + eff.step_ms / 1000 + hw.allreduce_s
+    return max(memory, compute) + eff.step_ms / 1000 + hw.allreduce_s + b * hw.a2a_s_per_token
 
 
 def prefill_s(n: float, hw: Hw, eff: Eff) -> float:
@@ -115,7 +118,7 @@ def prefill_s(n: float, hw: Hw, eff: Eff) -> float:
     chunks = math.ceil(n / hw.chunk_tokens) if hw.chunk_tokens else 1
     compute = 2 * hw.matmul_params * n / (hw.flops * eff.flops_eff) if hw.flops else 0.0
     read = chunks * weights_read_at(n / chunks, hw) / (hw.bandwidth * eff.bw_eff)
-    return max(compute, read) + chunks * (eff.step_ms / 1000 + hw.allreduce_s)
+    return max(compute, read) + chunks * (eff.step_ms / 1000 + hw.allreduce_s) + n * hw.a2a_s_per_token
 
 
 def prefill_batched_s(n: float, hw: Hw, eff: Eff) -> float:
@@ -129,7 +132,7 @@ def prefill_batched_s(n: float, hw: Hw, eff: Eff) -> float:
     per = n / steps if steps >= 1 else budget
     compute = 2 * hw.matmul_params * n / (hw.flops * eff.flops_eff) if hw.flops else 0.0
     read = steps * weights_read_at(per, hw) / (hw.bandwidth * eff.bw_eff)
-    return max(compute, read) + steps * (eff.step_ms / 1000 + hw.allreduce_s)
+    return max(compute, read) + steps * (eff.step_ms / 1000 + hw.allreduce_s) + n * hw.a2a_s_per_token
 
 
 def prefill_mixed_s(n: float, b: float, hw: Hw, eff: Eff, held_tokens: float) -> float:
@@ -143,7 +146,7 @@ def prefill_mixed_s(n: float, b: float, hw: Hw, eff: Eff, held_tokens: float) ->
     per = n / chunks
     memory = (weights_read_at(b + per, hw) + b * hw.kv_per_token * held_tokens) / (hw.bandwidth * eff.bw_eff)
     compute = 2 * hw.matmul_params * (per + b) / (hw.flops * eff.flops_eff) if hw.flops else 0.0
-    return chunks * (max(memory, compute) + eff.step_ms / 1000 + hw.allreduce_s)
+    return chunks * (max(memory, compute) + eff.step_ms / 1000 + hw.allreduce_s + (per + b) * hw.a2a_s_per_token)
 
 
 def mdl_wait_s(share: float, service_s: float) -> float:
@@ -212,6 +215,7 @@ def _fixed_point(hw: Hw, eff: Eff, i: int, o: int, running: int | None, rate: fl
     bwd = hw.bandwidth * eff.bw_eff
     fd = hw.flops * eff.flops_eff if hw.flops else None
     sm, ar, req_s = eff.step_ms / 1000, hw.allreduce_s, eff.request_ms / 1000
+    at = hw.a2a_s_per_token
     o1 = o - 1
     n_i = max(1.0, i)  # prefill_mixed_s of the prompt: its chunks and their tokens
     chunks_i = math.ceil(n_i / hw.chunk_tokens) if hw.chunk_tokens else 1
@@ -219,7 +223,7 @@ def _fixed_point(hw: Hw, eff: Eff, i: int, o: int, running: int | None, rate: fl
     chunks_half = math.ceil(i / hw.chunk_tokens) if hw.chunk_tokens else 1
     if closed:
         return _closed_loop(x, b, running, pre, pre_b, held, cap, o, wr, kvpt, mm2, moe, routed, ms, keep, bwd, fd,
-                            sm, ar, req_s, chunks_i, per, chunks_half)
+                            sm, ar, req_s, chunks_i, per, chunks_half, at)
     for _ in range(ITERATIONS):
         x0, b0, itl0, ttft0 = x, b, itl, ttft
         # decode_step_s(b)
@@ -227,9 +231,9 @@ def _fixed_point(hw: Hw, eff: Eff, i: int, o: int, running: int | None, rate: fl
         memory = (w + b * kvpt * held) / bwd
         if fd is not None:
             compute = mm2 * b / fd
-            step = (compute if compute > memory else memory) + sm + ar
+            step = (compute if compute > memory else memory) + sm + ar + b * at
         else:
-            step = (0.0 if 0.0 > memory else memory) + sm + ar
+            step = (0.0 if 0.0 > memory else memory) + sm + ar + b * at
         if not closed:
             n = x * (ttft + o1 * itl) if itl else 1.0
             if not n > 1.0:
@@ -251,9 +255,9 @@ def _fixed_point(hw: Hw, eff: Eff, i: int, o: int, running: int | None, rate: fl
             memory = (w + bo * kvpt * held) / bwd
             if fd is not None:
                 compute = mm2 * (per + bo) / fd
-                own = chunks_i * ((compute if compute > memory else memory) + sm + ar)
+                own = chunks_i * ((compute if compute > memory else memory) + sm + ar + (per + bo) * at)
             else:
-                own = chunks_i * ((0.0 if 0.0 > memory else memory) + sm + ar)
+                own = chunks_i * ((0.0 if 0.0 > memory else memory) + sm + ar + (per + bo) * at)
         # for the step under way: its mean residual E[S^2] / 2E[S], steps with a prompt chunk (a share f of them, as
         # long as one chunk of a prompt) among plain decode steps
         if n > 1:
@@ -282,7 +286,7 @@ def _fixed_point(hw: Hw, eff: Eff, i: int, o: int, running: int | None, rate: fl
 
 
 def _closed_loop(x, b, running, pre, pre_b, held, cap, o, wr, kvpt, mm2, moe, routed, ms, keep, bwd, fd, sm, ar, req_s,
-                 chunks_i, per, chunks_half):
+                 chunks_i, per, chunks_half, at=0.0):
     """_fixed_point's loop for a closed loop, where the sequences running (so `others`) never change: the general
     loop's arithmetic with those branches taken once (the same floats; the capacity search asks only for these)."""
     n = running
@@ -297,9 +301,9 @@ def _closed_loop(x, b, running, pre, pre_b, held, cap, o, wr, kvpt, mm2, moe, ro
         memory = (w + b * kvpt * held) / bwd
         if fd is not None:
             compute = mm2 * b / fd
-            step = (compute if compute > memory else memory) + sm + ar
+            step = (compute if compute > memory else memory) + sm + ar + b * at
         else:
-            step = (0.0 if 0.0 > memory else memory) + sm + ar
+            step = (0.0 if 0.0 > memory else memory) + sm + ar + b * at
         share = x * pre_b
         if not share < SATURATION:
             share = SATURATION
@@ -316,9 +320,9 @@ def _closed_loop(x, b, running, pre, pre_b, held, cap, o, wr, kvpt, mm2, moe, ro
             memory = (w + bo * kvpt * held) / bwd
             if fd is not None:
                 compute = mm2 * (per + bo) / fd
-                own = chunks_i * ((compute if compute > memory else memory) + sm + ar)
+                own = chunks_i * ((compute if compute > memory else memory) + sm + ar + (per + bo) * at)
             else:
-                own = chunks_i * ((0.0 if 0.0 > memory else memory) + sm + ar)
+                own = chunks_i * ((0.0 if 0.0 > memory else memory) + sm + ar + (per + bo) * at)
         if many:
             long_step = own / chunks_half
             f = x * chunks_half * itl * others

@@ -66,6 +66,7 @@ def build_target(answers: Answers, hardware: Hardware | None, knowledge: Knowled
                       **_figures(g), accelerator=_accelerator(t.accelerator, g),
                       nodes=t.nodes, gpus_per_node=t.gpus_per_node,
                       interconnect=t.interconnect or (g.interconnect if g else None),
+                      interconnect_gb_s=g.interconnect_gb_s if g else None,
                       unified_memory=unified, ram_gib=t.ram_gb or (mem if unified else None), cpu_arch=t.cpu_arch,
                       cpu_bandwidth_gb_s=t.cpu_bandwidth_gb_s, cpu_gflops=t.cpu_gflops, cpu_amx=bool(t.cpu_amx))
     if hardware is None:
@@ -80,7 +81,7 @@ def build_target(answers: Answers, hardware: Hardware | None, knowledge: Knowled
                   gpu_id=g.id if g else None, gpu_count=len(hardware.gpus), gpu_memory_gib=mem,
                   **{**_figures(g), "gpu_compute_capability": (first.compute_capability if first else None) or (
                       g.compute_capability if g else None)},
-                  interconnect=g.interconnect if g else None,
+                  interconnect=g.interconnect if g else None, interconnect_gb_s=g.interconnect_gb_s if g else None,
                   unified_memory=hardware.apple_silicon or bool(g and g.unified_memory), ram_gib=ram,
                   cpu_bandwidth_gb_s=machine.memory_bandwidth_gb_s if machine else None,
                   cpu_gflops=machine.fp32_gflops if machine else None, cpu_measured=machine is not None,

@@ -31,6 +31,7 @@ class Target(BaseModel):
     nodes: int = 1
     gpus_per_node: int | None = None  # None = all on one node
     interconnect: str | None = None  # between the GPUs of a node (answers, else the catalogue's)
+    interconnect_gb_s: float | None = None  # the catalogue's GPU-to-GPU link within a node, both directions
     unified_memory: bool = False
     ram_gib: float | None = None
     cpu_bandwidth_gb_s: float | None = None
@@ -103,6 +104,7 @@ class LeanerFleet(BaseModel):
 
     gpus_per_replica: int
     tensor_parallel: int = 1
+    attention_dp: int = 1  # data-parallel attention + expert parallelism over this many GPUs (1: not)
     replicas: int
     fleet_gpus: int
     capacity: int | None = None
@@ -148,6 +150,7 @@ class ServingPlan(BaseModel):
     users: int  # Q1
     gpus_per_replica: int = 0  # the fleet's replica (0: a CPU machine); the curve and `capacity` are for the plan's
     tensor_parallel: int = 1  # own GPUs (EnginePlan.gpus_used), which the fleet may split into smaller replicas
+    attention_dp: int = 1  # the replica runs data-parallel attention + expert parallelism over this many GPUs
     levels: list[ServingLevel] = Field(default_factory=list)
     at_users: ServingLevel | None = None  # Q1's users on one replica
     capacity: int | None = None  # users one replica holds within Q2 (p95 TTFT), at the fit's centre
@@ -192,6 +195,9 @@ class EnginePlan(BaseModel):
     parallelism: str | None = None  # "tensor 4", "layers over 2 GPUs", "32 of 80 layers in RAM"
     tensor_parallel: int = 1  # the split: tensor-parallel ranks within a node x pipeline stages across nodes
     pipeline_parallel: int = 1
+    attention_dp: int = 1  # data-parallel attention ranks (1: attention split by tensor parallelism, or one GPU)
+    expert_parallel: int = 1  # ranks the routed experts are spread over (1: experts split like the rest)
+    layout_note: str | None = None  # an MoE plan's choice between data-parallel attention + EP and tensor parallel
     kv_attention: str = "gqa"  # how the KV cache is laid out: mha | gqa | mqa | mla | mla-expanded | none
     kv_window_tokens: int | None = None  # sliding-window layers hold at most this many tokens
     kv_full_bytes_per_token: int = 0  # KV held per token in full-attention layers, with the TP copies

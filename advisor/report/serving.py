@@ -102,7 +102,7 @@ def leaner_lines(plan: Plan, knowledge: Knowledge, lang: str) -> list[str]:
         name = knowledge.engines[e].name if e in knowledge.engines else e
         fleet = (s("srv_fleet_gpu", lang, r=f"{f.replicas:,}") if f.gpus_per_replica == 1
                  else s("srv_fleet_gpus", lang, r=f"{f.replicas:,}", g=f.gpus_per_replica))
-        fleet += s("srv_fleet_tp", lang, tp=f.tensor_parallel) if f.tensor_parallel > 1 else ""
+        fleet += _split_label(f.tensor_parallel, f.attention_dp, s, lang)
         out.append(s("srv_leaner", lang, engine=name, fleet=fleet, gpus=f"{f.fleet_gpus:,}",
                      ttft=_f(f.ttft_ms_p95, 0), usd=_f(f.fleet_usd_per_hour, 2), row=f"{sv.fleet_gpus or 0:,}"))
     return out
@@ -168,7 +168,14 @@ def fleet_text(sv: ServingPlan, knowledge: Knowledge, lang: str) -> str:
         return s("srv_fleet_machine", lang) if r == "1" else s("srv_fleet_machines", lang, r=r)
     text = (s("srv_fleet_gpu", lang, r=r) if sv.gpus_per_replica == 1
             else s("srv_fleet_gpus", lang, r=r, g=sv.gpus_per_replica))
-    return text + (s("srv_fleet_tp", lang, tp=sv.tensor_parallel) if sv.tensor_parallel > 1 else "")
+    return text + _split_label(sv.tensor_parallel, sv.attention_dp, s, lang)
+
+
+def _split_label(tp: int, dp: int, s, lang: str) -> str:
+    """" (TP 8)", or " (DP 8 + EP 8)" for data-parallel attention with expert parallelism; nothing for one GPU."""
+    if dp > 1:
+        return s("srv_fleet_dp_ep", lang, n=dp)
+    return s("srv_fleet_tp", lang, tp=tp) if tp > 1 else ""
 
 
 def serving_rows(plan: Plan, knowledge: Knowledge, lang: str) -> tuple[list[str], list[list[str]]]:

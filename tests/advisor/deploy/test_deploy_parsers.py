@@ -437,7 +437,9 @@ def test_sglang_takes_every_generated_command():
         assert ns.served_model_name == v["--served-model-name"]
         assert ns.context_length == int(v["--context-length"]) and ns.max_running_requests >= 1
         assert 0 < ns.mem_fraction_static < 1
-        assert ns.tp_size == int(v["--tp-size"]) and ns.dp_size == 1
+        assert ns.tp_size == int(v["--tp-size"])
+        # one data-parallel replica per server, or attention data-parallel over all its GPUs with the experts spread
+        assert ns.dp_size == 1 or (ns.dp_size is None and ns.attn_dp_size == ns.ep_size == ns.tp_size > 1)
         assert ns.kv_cache_dtype in t["values"]["--kv-cache-dtype"]["choices"]
         assert set(seen) == set(v) | {"--model-path"}
     assert any(values(b)["--kv-cache-dtype"] == "fp8_e4m3" for _, b in cmds)

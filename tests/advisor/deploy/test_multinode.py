@@ -75,7 +75,11 @@ def check_lws(b: Bundle) -> None:
     for c in (leader, worker):
         refs = {x for a in c["args"] for x in __import__("re").findall(r"(?<!\$)\$\(([A-Z_]+)\)", a)}
         assert refs <= set(LWS_ENV), refs
-    assert "$(LWS_WORKER_INDEX)" in worker["args"] and "$(LWS_WORKER_INDEX)" not in leader["args"]
+    assert "$(LWS_WORKER_INDEX)" not in leader["args"]
+    if any(a.role == "start_rank" for a in b.args):  # the worker's shell computes its start rank from its index
+        assert worker["command"][:2] == ["/bin/sh", "-c"] and "LWS_WORKER_INDEX" in worker["command"][2]
+        return
+    assert "$(LWS_WORKER_INDEX)" in worker["args"]
     # each pod runs exactly its node's command: the program once, then that node's arguments
     from advisor.deploy.types import MODEL
 
