@@ -120,6 +120,7 @@ cols, rows = serving_rows(plan, k, lang)
 st.markdown(md_table(cols, [[md_escape(c) for c in r] for r in rows], align="llrrrrrrrl"))
 st.caption(md_escape(srv.caption(k, lang)))
 st.markdown("\n".join(f"- {md_escape(x)}" for x in srv.rate_lines(plan, k, lang) + srv.leaner_lines(plan, k, lang)
+                        + srv.pd_lines(plan, k, lang)
                                             + srv.predictor_lines(plan, k, lang)))
 memory = srv.memory_markdown(plan, k, lang)
 if memory:

@@ -165,6 +165,9 @@ class LoadBlock(_Strict):
 class Answers(_Strict):
     concurrency: int = Field(default=1, ge=1, le=100_000)  # Q1
     ttft_p95_ms: int = Field(default=1000, ge=10, le=600_000)  # Q2
+    # optional: the p95 inter-token latency a user may see (ms per output token); with it the plan weighs
+    # prefill/decode disaggregation against the aggregated fleet (advisor.planner.disagg)
+    itl_p95_ms: float | None = Field(default=None, ge=1, le=60_000)
     hardware: TargetHardware | None = None  # Q3; None = this machine as detected
     cross_platform: bool = False  # Q4
     cuda_expertise: Literal["none", "some", "strong"] = "none"  # Q5

@@ -1098,6 +1098,9 @@ class ServingFile(Strict):
     alltoall_bytes: float = Field(default=2.0, gt=0)
     node_link_gb_s: dict[str, float] = Field(default_factory=dict)
     alltoall_source: SourceStr | None = None
+    # the engines whose documented prefill/decode disaggregation the planner weighs (with an ITL target)
+    pd_engines: list[EngineId] = Field(default_factory=list)
+    pd_source: SourceStr | None = None
     allreduce_source: str
     output_tokens: dict[Literal["short", "long", "mixed"], int]  # when the answers give no output length
     prompt_sd_share: dict[Literal["short", "long", "mixed"], float]  # the prompts' spread, a share of the mean

@@ -53,7 +53,8 @@ def workload_for(answers: Answers, knowledge: Knowledge) -> Workload:
                     typical_tokens=min(prompt + output, m.context_tokens), output_tokens=output, input_sd=sd,
                     ttft_target_ms=float(answers.ttft_p95_ms),
                     request_rate=answers.load.request_rate_rps if answers.load is not None else None,
-                    max_batch=answers.load.max_batch if answers.load is not None else None)
+                    max_batch=answers.load.max_batch if answers.load is not None else None,
+                    itl_target_ms=answers.itl_p95_ms)
 
 
 def _price(plans, answers: Answers, hardware: Hardware | None, target, knowledge: Knowledge) -> None:

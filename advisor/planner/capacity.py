@@ -41,6 +41,7 @@ class Workload:
     ttft_target_ms: float | None = None  # Q2, for the SLA capacity
     request_rate: float | None = None  # answers load.request_rate_rps: open-loop arrivals, predicted beside Q1
     max_batch: int | None = None  # answers load.max_batch: the engine's batch cap the deployment sets
+    itl_target_ms: float | None = None  # answers itl_p95_ms: weighs prefill/decode disaggregation
 
 
 def _sig3(x: float | None) -> float | None:

@@ -15,7 +15,7 @@ from typing import Callable
 from advisor.knowledge.load import Knowledge
 from advisor.planner.serving import Eff, Load, capacity, capacity_reaches, predict, replicas_for, with_band
 from advisor.planner.aic import predictor_name as aic_name
-from advisor.planner.types import Calibrated, LeanerFleet, ServingLevel, ServingPlan, Target
+from advisor.planner.types import Calibrated, Disaggregation, LeanerFleet, ServingLevel, ServingPlan, Target
 
 Calibration = dict[str, Calibrated]
 MAX_USERS = 100_000
@@ -303,6 +303,8 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
     if n != gpus:
         out.gpus_per_replica, out.tensor_parallel = n, max(1, tp)
         out.attention_dp = balt.attn_dp if balt is not None else 1
+    if detail and wl.itl_target_ms and c.device == "gpu" and mode != "sequential" and c.engine in k.serving.pd_engines:
+        out.disaggregation = _disaggregation(c, make_alt, hw, eff, band, wl, k, mode, out.label)
     if "band" in skip:
         return out
     slow, fast = with_band(eff, band)
@@ -320,6 +322,78 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
         lr, ln, _, lhw, _, lalt = lean
         lsi = None if si is None or lalt is None else _silicon(lalt, mode, lhw, eff, wl, k)[0]
         out.leaner.ttft_ms_p95 = level_at(max(1, -(-users // lr)), ln, lhw, lsi).ttft_ms_p95
+    return out
+
+
+def _disaggregation(c, make_alt, hw, eff, band: float, wl, k: Knowledge, mode: str, label: str) -> Disaggregation:
+    """Prefill/decode split against the aggregated fleet for Q1's users and both targets (advisor.planner.disagg), each
+    side with the replica size (the plan's own, or a smaller tensor-parallel degree that loads) that needs the fewest
+    GPUs, at the centre and at the band's slow end; recommended only where it needs fewer GPUs at both."""
+    from advisor.planner import disagg
+
+    t, sv = c.target, k.serving
+    users, i, o, sd = wl.concurrency, wl.prompt_tokens, wl.output_tokens, wl.input_sd
+    per_node = t.gpus_per_node or t.gpu_count or max(1, c.n)
+    sizes = [(max(1, c.n), hw, c)]
+    for n in k.planner.tensor_parallel_sizes:
+        if n < c.n and n <= per_node:
+            alt = make_alt(n)
+            ahw = alt.serving_hw() if alt.n == n and alt.device == "gpu" and alt.loads() else None
+            if ahw is not None:
+                sizes.append((n, ahw, alt))
+
+    def link(gpus: int) -> tuple[str, float]:
+        """Both pools in one node: NVLink (the catalogue's figure is both directions); else the node link."""
+        if gpus <= per_node and t.interconnect_gb_s:
+            return "nvlink", t.interconnect_gb_s / 2 * 1e9
+        name = t.interconnect if t.interconnect in sv.node_link_gb_s else "ethernet"
+        return name, sv.node_link_gb_s.get(name, 12.5) * 1e9
+
+    def best(e: Eff):
+        agg = sp = None  # (gpus, size, replicas, point) and (gpus, size, Split, link)
+        for g, h, cc in sizes:
+            a = disagg.aggregated_replicas(mode, h, e, users, i, o, sd, wl.ttft_target_ms, wl.itl_target_ms)
+            if a is not None and (agg is None or a[0] * g < agg[0]):
+                agg = (a[0] * g, g, a[0], a[1])
+            kv = cc.kv_tok_at(i)
+            for name in ("near", "far"):
+                ln, bw = link(g) if name == "near" else link(10**9)
+                x = disagg.split(h, e, users, i, o, sd, wl.ttft_target_ms / 1000, wl.itl_target_ms / 1000, kv, bw)
+                if x is None:
+                    continue
+                total = (x.prefill_workers + x.decode_workers) * g
+                if name == "near" and ln == "nvlink" and total > per_node:
+                    continue  # the pools do not fit in one node: the KV goes over the node link (next)
+                if sp is None or total < sp[0]:
+                    sp = (total, g, x, ln)
+                break
+        return agg, sp
+
+    agg, sp = best(eff)
+    slow_agg, slow_sp = best(with_band(eff, band)[0])
+    out = Disaggregation(itl_target_ms=wl.itl_target_ms, gpus_per_worker=sp[1] if sp else max(1, c.n),
+                         link=sp[3] if sp else "nvlink")
+    if agg is not None:
+        out.aggregated_gpus, out.aggregated_gpus_per_replica, out.aggregated_replicas = agg[0], agg[1], agg[2]
+        out.aggregated_ttft_ms_p95, out.aggregated_itl_ms_p95 = _r(agg[3].ttft_ms_p95), _r(agg[3].itl_ms_p95)
+    if sp is not None:
+        x = sp[2]
+        out.prefill_workers, out.decode_workers, out.gpus = x.prefill_workers, x.decode_workers, sp[0]
+        out.ttft_ms_p95, out.itl_ms, out.kv_transfer_ms = _r(x.ttft_ms_p95), _r(x.itl_ms), _r(x.kv_transfer_ms)
+        out.decode_batch = x.decode_batch
+    out.slow_gpus = slow_sp[0] if slow_sp else None
+    out.slow_aggregated_gpus = slow_agg[0] if slow_agg else None
+    if sp is None:
+        out.verdict = "both_miss" if agg is None else "split_misses"
+    elif agg is None:
+        out.verdict = "aggregated_misses"
+        out.recommended = out.slow_gpus is not None
+    elif out.gpus >= out.aggregated_gpus:
+        out.verdict = "no_gain"
+    elif out.slow_gpus is None or (out.slow_aggregated_gpus is not None and out.slow_gpus >= out.slow_aggregated_gpus):
+        out.verdict = "band"
+    else:
+        out.verdict, out.recommended = "pays", True
     return out
 
 

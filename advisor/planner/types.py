@@ -98,6 +98,31 @@ class Calibrated(BaseModel):
     change_ttft: float | None = Field(default=None, ge=1e-3, le=1e3, allow_inf_nan=False)
 
 
+class Disaggregation(BaseModel):
+    """Prefill/decode disaggregation against the aggregated fleet for the answers' users and both targets (advisor.
+    planner.disagg): workers are the plan's own replica; None figures: that side cannot meet the targets."""
+
+    itl_target_ms: float
+    gpus_per_worker: int
+    prefill_workers: int | None = None
+    decode_workers: int | None = None
+    gpus: int | None = None  # (prefill + decode workers) x gpus_per_worker
+    ttft_ms_p95: float | None = None
+    itl_ms: float | None = None
+    kv_transfer_ms: float | None = None  # one prompt's KV cache from its prefill worker to its decode worker
+    link: str = "nvlink"  # what carries it: nvlink (both pools in one node) or the node link (infiniband, ...)
+    decode_batch: int | None = None
+    aggregated_replicas: int | None = None
+    aggregated_gpus_per_replica: int | None = None
+    aggregated_gpus: int | None = None
+    aggregated_ttft_ms_p95: float | None = None
+    aggregated_itl_ms_p95: float | None = None
+    slow_gpus: int | None = None  # the split at the band's slow end (None: it misses there)
+    slow_aggregated_gpus: int | None = None
+    recommended: bool = False
+    verdict: Literal["pays", "no_gain", "split_misses", "both_miss", "aggregated_misses", "rough", "band"] = "no_gain"
+
+
 class LeanerFleet(BaseModel):
     """A fleet of smaller replicas than the plan's own (which the bundle deploys) that also meets Q2 for Q1's users
     with fewer GPUs: said on its own line, never mixed into the plan's row."""
@@ -151,6 +176,7 @@ class ServingPlan(BaseModel):
     gpus_per_replica: int = 0  # the fleet's replica (0: a CPU machine); the curve and `capacity` are for the plan's
     tensor_parallel: int = 1  # own GPUs (EnginePlan.gpus_used), which the fleet may split into smaller replicas
     attention_dp: int = 1  # the replica runs data-parallel attention + expert parallelism over this many GPUs
+    disaggregation: Disaggregation | None = None  # with an ITL target: prefill/decode split against aggregated
     levels: list[ServingLevel] = Field(default_factory=list)
     at_users: ServingLevel | None = None  # Q1's users on one replica
     capacity: int | None = None  # users one replica holds within Q2 (p95 TTFT), at the fit's centre

@@ -90,6 +90,27 @@ def rate_lines(plan: Plan, knowledge: Knowledge, lang: str) -> list[str]:
     return out
 
 
+def pd_lines(plan: Plan, knowledge: Knowledge, lang: str) -> list[str]:
+    """With an ITL target: whether prefill/decode disaggregation pays for each engine that can split, with both
+    sides' GPUs and figures and the band's slow end (plain text; advisor.planner.disagg)."""
+    s = knowledge.s
+    out = []
+    for e, sv in predicted(plan).items():
+        d = sv.disaggregation
+        if d is None:
+            continue
+        name = knowledge.engines[e].name if e in knowledge.engines else e
+        link = s(f"srv_pd_link_{d.link}", lang) if d.link in ("nvlink", "infiniband", "roce") else \
+            s("srv_pd_link_ethernet", lang)
+        out.append(s(f"srv_pd_{d.verdict}", lang, engine=name, p=d.prefill_workers or 0, d=d.decode_workers or 0,
+                     g=d.gpus_per_worker, gpus=_f(d.gpus, 0), ttft=_f(sv.ttft_target_ms, 0), itl=_f(d.itl_target_ms, 0),
+                     pt=_f(d.ttft_ms_p95, 0), pitl=_f(d.itl_ms), kv=_f(d.kv_transfer_ms), link=link,
+                     agpus=_f(d.aggregated_gpus, 0), ar=d.aggregated_replicas or 0, ag=d.aggregated_gpus_per_replica or 0,
+                     at=_f(d.aggregated_ttft_ms_p95, 0), aitl=_f(d.aggregated_itl_ms_p95), sg=_f(d.slow_gpus, 0),
+                     sag=_f(d.slow_aggregated_gpus, 0), band=_pct(sv.own_band)))
+    return out
+
+
 def leaner_lines(plan: Plan, knowledge: Knowledge, lang: str) -> list[str]:
     """Where smaller replicas than the row's (the plan's own layout, which the bundle deploys) also meet the target
     with fewer GPUs: one line per engine saying so, with its TTFT and cost (plain text)."""
@@ -286,6 +307,7 @@ def serving_markdown(plan: Plan, knowledge: Knowledge, lang: str, heading: str =
     out += ["| " + " | ".join(md_escape(fold(c)) for c in r) + " |" for r in rows]
     out.append("")
     out += [f"- {md_escape(x)}" for x in rate_lines(plan, knowledge, lang) + leaner_lines(plan, knowledge, lang)
+                                    + pd_lines(plan, knowledge, lang)
                                               + predictor_lines(plan, knowledge, lang)]
     out.append("")
     mem = memory_markdown(plan, knowledge, lang)
@@ -306,6 +328,7 @@ def serving_text(plan: Plan, knowledge: Knowledge, lang: str = "en") -> list[str
     for r in [header, *rows]:
         out.append(("  " + "  ".join(_pad(str(c), w) for c, w in zip(r, widths))).rstrip())
     out += [f"  - {x}" for x in rate_lines(plan, knowledge, lang) + leaner_lines(plan, knowledge, lang)
+                                    + pd_lines(plan, knowledge, lang)
                                               + predictor_lines(plan, knowledge, lang)]
     lines = memory_lines(plan, knowledge, lang)
     if lines:
