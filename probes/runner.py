@@ -267,12 +267,13 @@ def run_probe(settings: ProbeSettings, on_event: Callable[[Event], None] | None 
     def reader() -> None:
         with os.fdopen(read_fd, "r", encoding="utf-8", errors="replace") as f:
             for line in f:
-                if secrets:  # what the child says never holds the key, even where a server echoed it
-                    line = redact.redact_text(line, secrets)
                 try:
                     ev = json.loads(line)
                 except (ValueError, RecursionError):  # not an event line
                     continue
+                if secrets:  # what the child says never holds the key, even where a server echoed it: masked in
+                    # the parsed values (a key that is also a word of the line's JSON would break the line as text)
+                    ev = redact.redact_data(ev, secrets, keys=False)
                 if ev.get("type") == "result":
                     result["r"] = ev["result"]
                 else:
