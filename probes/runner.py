@@ -253,9 +253,14 @@ def run_probe(settings: ProbeSettings, on_event: Callable[[Event], None] | None 
     started_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     procs_before = _processes_cpu()
     cpu_before, wall_before = _machine_cpu_s(), time.monotonic()
+    from probes.backends.base import dies_with_this_process
+
+    # the parent-death signal is asked for between fork and exec, so it holds before the child's first instruction: a
+    # child stopped (SIGSTOP) before its own code could ask still dies with this process
     proc = subprocess.Popen([python_for(settings.engine), "-m", "probes.child", settings.model_dump_json()],
                             cwd=str(ROOT), env=env, pass_fds=(write_fd,), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True)
+                            stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True,
+                            preexec_fn=dies_with_this_process())  # noqa: PLW1509 (prctl only)
     os.close(write_fd)
     on_event({"type": "started", "pid": proc.pid, "phase": "start"})
     sampler = _Sampler(proc.pid)
