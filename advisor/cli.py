@@ -666,7 +666,7 @@ def cmd_deploy(args, knowledge) -> int:
             elif name in b.files:
                 parts.append(b.files[name])
             elif args.engine:
-                why = b.reason or f"{b.engine}: no {name} ({'no official image' if b.status == 'ok' else b.status})"
+                why = b.reason or f"{b.engine}: no {name} ({b.absent.get(name) or b.status})"
                 print(f"error: {why}", file=sys.stderr)
                 return 1
         text = ("\n---\n" if args.format in ("k8s", "kserve", "compose") else "\n").join(parts)

@@ -275,7 +275,7 @@ def kubernetes(b: Bundle, k: Knowledge) -> str:
 def kserve(b: Bundle, k: Knowledge) -> str | None:
     """KServe's Hugging Face runtime where the engine has one (vLLM as its backend; transformers for PyTorch)."""
     d = k.deploy.engines[b.engine]
-    if d.kserve is None or (b.engine == "vllm" and b.device != "gpu"):  # its vLLM backend serves on a GPU
+    if _no_kserve(b, k) is not None:
         return None
     from advisor.deploy.settings import served_name
 
@@ -300,7 +300,37 @@ def kserve(b: Bundle, k: Knowledge) -> str | None:
     if b.env:
         isvc["spec"]["predictor"]["model"]["env"] = [C({"name": e.name, "value": e.value}, e.why) for e in b.env]
     head = [f"# {x}" for x in _header(b, k)] + [f"# {comment(_t(k, 'kserve_note', b.lang))} ({d.kserve.source})"]
+    if b.engine == "vllm" and b.device != "gpu":
+        head.append(f"# {comment(_t(k, 'kserve_cpu', b.lang, read=d.kserve.cpu_read))} ({d.kserve.cpu_source})")
     return "\n".join(head + yaml_lines(isvc)) + "\n"
+
+
+def _no_kserve(b: Bundle, k: Knowledge) -> str | None:
+    """Why this bundle gets no kserve.yaml, or None when it does: KServe's Hugging Face runtime serves vLLM (on a GPU,
+    and on a CPU where its docs say so) and transformers."""
+    d = k.deploy.engines[b.engine]
+    name = k.engines[b.engine].name
+    if d.kserve is None:
+        return _t(k, "kserve_none", b.lang, engine=name)
+    if b.engine == "vllm" and b.device != "gpu" and d.kserve.cpu_source is None:
+        return _t(k, "kserve_no_cpu", b.lang, engine=name)
+    return None
+
+
+def _absent(b: Bundle, k: Knowledge, files: dict[str, str]) -> dict[str, str]:
+    """The usual files this bundle does not carry, each with the real reason."""
+    name = k.engines[b.engine].name
+    why: dict[str, str] = {}
+    for f in ("launch.sh", "docker-run.sh", "compose.yaml", "k8s.yaml", "kserve.yaml"):
+        if f in files:
+            continue
+        if b.nodes > 1:
+            why[f] = _t(k, "absent_multinode", b.lang, n=b.nodes)
+        elif f == "kserve.yaml":
+            why[f] = _no_kserve(b, k) or ""
+        elif not b.image:
+            why[f] = _t(k, "absent_no_image", b.lang, engine=name)
+    return {f: w for f, w in why.items() if w}
 
 
 def launch_node_sh(b: Bundle, k: Knowledge, rank: int) -> str:
@@ -403,7 +433,7 @@ def render(b: Bundle, k: Knowledge) -> Bundle:
         if b.image:
             files["k8s.yaml"] = leader_worker_set(b, k)
         files.update(b.extra_files)
-        return b.model_copy(update={"files": files})
+        return b.model_copy(update={"files": files, "absent": _absent(b, k, files)})
     files = {"launch.sh": launch_sh(b, k)}
     if b.image:
         files["docker-run.sh"] = docker_run(b, k)
@@ -413,4 +443,4 @@ def render(b: Bundle, k: Knowledge) -> Bundle:
     if ks:
         files["kserve.yaml"] = ks
     files.update(b.extra_files)
-    return b.model_copy(update={"files": files})
+    return b.model_copy(update={"files": files, "absent": _absent(b, k, files)})

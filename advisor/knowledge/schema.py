@@ -1188,6 +1188,10 @@ class DeployImage(Strict):
 class DeployKserve(Strict):
     runtime: Literal["huggingface"]
     source: SourceStr
+    # where KServe's docs serve this engine on a CPU (its CPU image, picked for a predictor asking for no GPU), and the
+    # day that was read; None: a CPU bundle of this engine gets no kserve.yaml
+    cpu_source: SourceStr | None = None
+    cpu_read: DateStr | None = None
 
 
 class DeployMultiNode(Strict):
