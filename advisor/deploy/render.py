@@ -110,18 +110,36 @@ def _args_with_notes(b: Bundle, model: str) -> list[tuple[str, str]]:
     return out
 
 
+_HERE = 'HERE="$(cd "$(dirname "$0")" && pwd)"'
+
+
+def _options_here(b: Bundle, k: Knowledge) -> list[str]:
+    """Shell lines that write the options files the command reads next to the script itself (not into the folder it
+    is run from), so the script finds them wherever it is started; none without such files."""
+    if not b.extra_files:
+        return []
+    lines = [f"{_HERE}  # {comment(_t(k, 'sh_here', b.lang))}"]
+    for name, body in b.extra_files.items():
+        lines += [f"cat > \"$HERE\"/{shlex.quote(name)} <<'OPTIONS_EOF'", *body.rstrip("\n").splitlines(), "OPTIONS_EOF"]
+    return lines
+
+
+def _here_token(tok: str, b: Bundle) -> str | None:
+    """The shell word for an options file's name among the arguments: its path next to the script."""
+    return f'"$HERE"/{shlex.quote(tok)}' if tok in b.extra_files else None
+
+
 def launch_sh(b: Bundle, k: Knowledge) -> str:
     lines = ["#!/bin/sh"] + [f"# {x}" for x in _header(b, k)]
     # no `set -u`: `"$@"` of an empty list is an unbound variable to older shells (bash 3.2, macOS's /bin/sh)
     lines += [f"# {comment(_t(k, 'sh_run', b.lang))}", "set -e",
               f"MODEL=\"${{MODEL:-{b.model_path}}}\"  # {comment(_t(k, 'model_path', b.lang, what=b.model_what))}"]
-    for name, body in b.extra_files.items():
-        lines += [f"cat > {shlex.quote(name)} <<'OPTIONS_EOF'", *body.rstrip("\n").splitlines(), "OPTIONS_EOF"]
+    lines += _options_here(b, k)
     for e in b.env:
         lines.append(f"export {e.name}={shlex.quote(e.value)}  # {comment(e.why)}")
     lines.append("set --")
     for tok, note in _args_with_notes(b, "\x00MODEL"):
-        q = '"$MODEL"' if tok == "\x00MODEL" else shlex.quote(tok)
+        q = '"$MODEL"' if tok == "\x00MODEL" else _here_token(tok, b) or shlex.quote(tok)
         lines.append(f"set -- \"$@\" {q}" + (f"  # {comment(note)}" if note else ""))
     lines.append("exec " + " ".join(shlex.quote(x) for x in b.program) + ' "$@"')
     return "\n".join(lines) + "\n"
@@ -137,7 +155,8 @@ def docker_run(b: Bundle, k: Knowledge) -> str:
     lines = ["#!/bin/sh"] + [f"# {x}" for x in _header(b, k)]
     lines += [f"# {comment(_t(k, 'docker_note', b.lang))} ({b.image_source})", "set -e",
               f"MODEL_DIR=\"${{MODEL_DIR:-$PWD/models}}\"  # "
-              f"{comment(_t(k, 'model_path', b.lang, what=b.model_what))}", "set --"]
+              f"{comment(_t(k, 'model_path', b.lang, what=b.model_what))}"]
+    lines += _options_here(b, k) + ["set --"]
     entry, args = _container_cmd(b)
     opts = ["--rm", "-p", f"{b.port}:{b.port}", "-v", f"\x00MODEL_DIR:{k.deploy.model_mount}:ro"]
     if b.gpu_resource == "nvidia.com/gpu":
@@ -148,14 +167,14 @@ def docker_run(b: Bundle, k: Knowledge) -> str:
         opts.append("--ipc=host")
     for e in b.env:
         opts += ["-e", f"{e.name}={e.value}"]
-    for name in b.extra_files:
-        opts += ["-v", f"\x00PWD/{name}:/{name}:ro"]
+    for name in b.extra_files:  # the copy the script has just written beside itself
+        opts += ["-v", f"\x00HERE/{name}:/{name}:ro"]
     if not b.image_entrypoint:
         opts += ["--entrypoint", b.program[0]]
     for o in opts:
         q = shlex.quote(o)
         if "\x00" in o:
-            q = '"' + o.replace("\x00MODEL_DIR", "$MODEL_DIR").replace("\x00PWD", "$PWD") + '"'
+            q = '"' + o.replace("\x00MODEL_DIR", "$MODEL_DIR").replace("\x00HERE", "$HERE") + '"'
         lines.append(f"set -- \"$@\" {q}")
     lines.append(f"set -- \"$@\" {shlex.quote(b.image or '')}  # {comment(_t(k, 'docker_note', b.lang))}")
     rest = [] if b.image_entrypoint else list(b.program[1:])
@@ -341,8 +360,7 @@ def launch_node_sh(b: Bundle, k: Knowledge, rank: int) -> str:
     lines += [f"# {comment(_t(k, 'sh_node', b.lang, r=rank, n=b.nodes))}", "set -e",
               f"MODEL=\"${{MODEL:-{b.model_path}}}\"  # {comment(_t(k, 'model_path', b.lang, what=b.model_what))}",
               'LEADER_ADDR="${LEADER_ADDR:?set LEADER_ADDR to node 0\'s address}"']
-    for name, body in b.extra_files.items():
-        lines += [f"cat > {shlex.quote(name)} <<'OPTIONS_EOF'", *body.rstrip("\n").splitlines(), "OPTIONS_EOF"]
+    lines += _options_here(b, k)
     for e in b.env:
         lines.append(f"export {e.name}={shlex.quote(e.value)}  # {comment(e.why)}")
     lines.append("set --")
@@ -352,7 +370,7 @@ def launch_node_sh(b: Bundle, k: Knowledge, rank: int) -> str:
         elif "\x00LEADER" in tok:
             q = '"' + tok.replace("\x00LEADER", "${LEADER_ADDR}") + '"'
         else:
-            q = shlex.quote(tok)
+            q = _here_token(tok, b) or shlex.quote(tok)
         lines.append(f"set -- \"$@\" {q}" + (f"  # {comment(note)}" if note else ""))
     lines.append("exec " + " ".join(shlex.quote(x) for x in b.program) + ' "$@"')
     return "\n".join(lines) + "\n"
