@@ -5,6 +5,7 @@ Bad input exits 2 with one line on stderr; never a traceback for a user's mistak
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
@@ -665,20 +666,20 @@ def cmd_deploy(args, knowledge) -> int:
             elif name in b.files:
                 parts.append(b.files[name])
             elif args.engine:
-                why = b.reason or f"{b.engine}: no {name} ({'no official image' if b.status == 'ok' else b.status})"
+                why = b.reason or f"{b.engine}: no {name} ({b.absent.get(name) or b.status})"
                 print(f"error: {why}", file=sys.stderr)
                 return 1
         text = ("\n---\n" if args.format in ("k8s", "kserve", "compose") else "\n").join(parts)
     if out is not None:
         try:
-            out.mkdir(parents=True, exist_ok=True)
-            for b in found:
-                if b.files:
-                    _write_bundle_folder(out, b.engine, {**b.files, "bundle.json": b.model_dump_json(indent=2)})
-                else:  # refused here: an earlier run's bundle for it must not stay beside this run's
-                    _remove_stale_bundle(out / b.engine)
+            _write_bundles(out, found)
         except OSError as err:
-            raise UsageError(f"--out: cannot write there: {err.strerror or err}") from None
+            why = err.strerror or str(err)
+            if err.errno in _PATH_ERRNOS:  # the folder given is the problem: bad input
+                raise UsageError(f"--out: cannot write there: {why}") from None
+            # the machine is the problem (a full disk, a quota, an I/O error): one line, exit 1, DIR as it was
+            print(f"error: --out: writing the bundles failed ({why}); nothing of this run was kept", file=sys.stderr)
+            return 1
         print("\n".join(f"{b.engine}: " + (str(out / b.engine) if b.files else f"{b.status}: {b.reason or ''}")
                         for b in found))
     else:
@@ -689,28 +690,23 @@ def cmd_deploy(args, knowledge) -> int:
     return 0
 
 
-def _remove_stale_bundle(target: Path) -> None:
-    """An engine folder of an earlier run (it holds our bundle.json), or a link in its place: removed; anything
-    else of that name is left alone."""
-    import shutil
-
+def _stale(target: Path, ours: bool) -> bool:
+    """Whether what holds an engine's name in DIR goes: anything in the way of a folder this run writes (a link, a
+    file, an earlier run's folder); for an engine refused now, a link or an earlier run's folder (it holds our
+    bundle.json), while anything else of that name is left alone."""
     if target.is_symlink():
-        target.unlink()
-    elif target.is_dir() and (target / "bundle.json").is_file():
-        shutil.rmtree(target)
+        return True
+    if not target.exists():
+        return False
+    return ours or (target.is_dir() and (target / "bundle.json").is_file())
 
 
-def _write_bundle_folder(out: Path, engine: str, files: dict[str, str]) -> None:
-    """One engine's folder under --out, whole or not at all: written into a fresh temp folder beside it (files created
-    new, never through a link), then renamed into place. Whatever held the name before (an earlier run's folder with
-    its stale files, a link to a folder or file elsewhere) is moved aside and removed, never written through, so a
-    link planted at DIR/llama.cpp/launch.sh cannot turn a file elsewhere into our script."""
+def _stage_folder(out: Path, engine: str, files: dict[str, str], mask: int) -> Path:
+    """One engine's folder written into a fresh temp folder in DIR (files created new, never through a link)."""
     import shutil
     import tempfile
     from pathlib import Path
 
-    mask = os.umask(0)
-    os.umask(mask)
     tmp = Path(tempfile.mkdtemp(dir=out, prefix=f".{engine}.tmp-"))
     try:
         for name, body in files.items():
@@ -719,18 +715,70 @@ def _write_bundle_folder(out: Path, engine: str, files: dict[str, str]) -> None:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write(body)
         os.chmod(tmp, 0o755 & ~mask)
-        target, old = out / engine, None
-        if target.is_symlink() or (target.exists() and not target.is_dir()):
-            target.unlink()
-        elif target.exists():
-            old = Path(tempfile.mkdtemp(dir=out, prefix=f".{engine}.old-"))
-            os.rename(target, old / engine)
-        os.rename(tmp, target)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    return tmp
+
+
+def _write_bundles(out: Path, found) -> None:
+    """This run's engine folders under --out, all of them or none. Every folder is written whole into a temp folder
+    first (a full disk fails here, before anything in DIR changed); only then is each one renamed into place, what
+    held its name before (an earlier run's folder with its stale files, a link to a folder or file elsewhere, a
+    refused engine's old bundle) moved aside, never written through, so a link planted at DIR/llama.cpp/launch.sh
+    cannot turn a file elsewhere into our script. If a step fails, what was renamed is put back, the temp folders
+    go, and a DIR this run created goes too: a failed run leaves DIR as it found it."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    made = [p for p in (out, *out.parents) if not os.path.lexists(p)][::-1]  # the folders this run creates
+    mask = os.umask(0)
+    os.umask(mask)
+    staged: dict[str, Path] = {}
+    aside = None
+    done: list[tuple[Path, Path | None, bool]] = []  # (target, where its old content went, a new folder put there)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for b in found:
+            if b.files:
+                staged[b.engine] = _stage_folder(out, b.engine, {**b.files, "bundle.json": b.model_dump_json(indent=2)},
+                                                 mask)
+        aside = Path(tempfile.mkdtemp(dir=out, prefix=".deploy.old-"))
+        for b in found:  # renames only from here
+            target = out / b.engine
+            old = aside / b.engine if _stale(target, b.engine in staged) else None
+            if old is not None:
+                os.rename(target, old)
+            done.append((target, old, False))
+            if b.engine in staged:
+                os.rename(staged.pop(b.engine), target)
+                done[-1] = (target, old, True)
+    except BaseException:
+        for target, old, new in reversed(done):  # put back what was there
+            try:
+                if new:
+                    shutil.rmtree(target)
+                if old is not None:
+                    os.rename(old, target)
+            except OSError:
+                pass
+        for tmp in staged.values():
+            shutil.rmtree(tmp, ignore_errors=True)
+        if aside is not None:
+            shutil.rmtree(aside, ignore_errors=True)
+        for folder in reversed(made):
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+        raise
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+#: errors that say the --out path itself cannot be written (bad input, exit 2); any other is the machine's (exit 1)
+_PATH_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR, errno.EEXIST, errno.ENAMETOOLONG,
+                          errno.ELOOP, errno.EISDIR, errno.ENOENT})
 
 
 COMMANDS = {"deploy": cmd_deploy, "knowledge": cmd_knowledge, "detect": cmd_detect, "recommend": cmd_recommend, "plan": cmd_plan, "report": cmd_report}

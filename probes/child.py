@@ -87,6 +87,12 @@ def _own_peak_rss_mb() -> float:
 
 
 def measure(settings: ProbeSettings, ev: Events) -> ProbeResult:
+    """The run's result, with the run's secrets masked in the object itself: a server may echo the key it was sent
+    (in its model id, an error body), and every result built here carries what the server said."""
+    return _measure(settings, ev).masked(settings.secrets())
+
+
+def _measure(settings: ProbeSettings, ev: Events) -> ProbeResult:
     from probes import metrics
     from probes.backends.base import Unavailable
     from probes.models import ModelError, default_model, detect_format, file_size_mb
@@ -193,7 +199,8 @@ def _on_stop(signum, frame) -> None:
     _LIVE["stopping"] = True  # progress events stop: the result line must not interleave with one
     records = sorted(list(FINISHED), key=lambda r: r.index)
     try:
-        res = _result(records, _LIVE["settings"], _LIVE["backend"], _LIVE["base"], _LIVE["notes"], stopped=why)
+        res = _result(records, _LIVE["settings"], _LIVE["backend"], _LIVE["base"], _LIVE["notes"], stopped=why
+                      ).masked(_LIVE["settings"].secrets())
         res.peak_child_maxrss_mb = _own_peak_rss_mb()
         _EVENTS[0].emit({"type": "result", "result": json.loads(res.model_dump_json())})
     finally:

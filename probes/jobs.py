@@ -88,8 +88,10 @@ class ProbeJob:
         try:
             res = run_probe(s, on_event=on_event or self._event, cancel=cancel or self.cancel)
         except Exception as err:  # noqa: BLE001 (a job must always end and say why)
-            res = ProbeResult(engine=s.engine, status="error", settings=s,
-                              reason=f"the probe could not start: {type(err).__name__}: {err}"[:500])
+            from probes.redact import redact_text
+
+            why = redact_text(f"the probe could not start: {type(err).__name__}: {err}", s.secrets())  # then cut
+            res = ProbeResult(engine=s.engine, status="error", settings=s, reason=why[:500])
         self.results.append(res)
         rid = None
         if self.on_result is not None:

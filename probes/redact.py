@@ -6,7 +6,10 @@ password field) and kept in a private attribute of `ProbeSettings` that is never
 child through its environment (readable by this user only), never its argv. A URL's userinfo and credential-like
 query or fragment parameters are replaced by `***` wherever a URL is stored, printed, logged or rendered:
 `ProbeSettings` redacts its endpoint on construction (keeping the real one privately for the request) and
-`ProbeResult` redacts every text it holds, so the history, the reports and the pages only ever see `***`.
+`ProbeResult` redacts every text it holds, so the history, the reports and the pages only ever see `***`. A key a
+server echoes (in a model id, an error body) is masked in the result object itself (`ProbeResult.masked`): in the
+probe child as the result is built, and in the parent value by value as it is read, never only in printed text; a
+server's text cut at a size limit is redacted before the cut, or with the cut in mind (`redact_text(cut=True)`).
 
 Redaction is by pattern over text, not by parsing, so it also catches a URL inside an error message; the patterns
 are bounded (no nested quantifiers) and run in linear time.
@@ -26,6 +29,7 @@ CREDENTIAL_PARAMS = ("api_key", "apikey", "key", "token", "access_token", "id_to
 ENV_URL = "PROBE_ENDPOINT_URL"  # the endpoint with its credentials, for the engine child only
 ENV_KEY = "PROBE_API_KEY"  # the bearer key, for the engine child only
 MIN_SECRET_CHARS = 4  # a shorter "secret" would mask ordinary words
+MIN_CUT_CHARS = 3  # a text cut at a size limit: a secret's first characters (this many or more) at its end are masked
 
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]{0,30}://)[^/\s@?#'\"<>]{1,2048}@")
 # ... and any name one of whose words is one of these (hf_token, X-Amz-Signature, private_token, access_key,
@@ -45,18 +49,22 @@ def _is_credential(name: str) -> bool:
 _BEARER = re.compile(r"(?i)\b(bearer|basic)(\s+)[A-Za-z0-9._~+/=\-]{4,}")
 
 
-def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
+def redact_text(text: str, secrets: Iterable[str] = (), cut: bool = False) -> str:
     """`text` with every URL's userinfo, every credential-like parameter value, every `Bearer …` and each of
-    `secrets` replaced by `***`."""
+    `secrets` replaced by `***`. `cut`: the text was cut at a size limit (a server's error body), so a secret may
+    end it half-written; its first MIN_CUT_CHARS or more characters there are masked too."""
     if not isinstance(text, str) or not text:
         return text
     for s in secrets:
         if not isinstance(s, str) or len(s) < MIN_SECRET_CHARS:
             continue
         # as given, and as a server echoes it inside JSON (a key with `"` or `\` arrives escaped)
-        for form in dict.fromkeys((s, json.dumps(s)[1:-1], json.dumps(s, ensure_ascii=False)[1:-1])):
+        forms = dict.fromkeys((s, json.dumps(s)[1:-1], json.dumps(s, ensure_ascii=False)[1:-1]))
+        for form in forms:
             if form in text:
                 text = text.replace(form, MASK)
+        if cut:
+            text = _cut_secret(text, forms)
     if "@" in text:
         text = _USERINFO.sub(lambda m: f"{m.group(1)}{MASK}@", text)
     if "=" in text:
@@ -67,23 +75,34 @@ def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
     return text
 
 
+def _cut_secret(text: str, forms: Iterable[str]) -> str:
+    """`text` with a secret's beginning at its very end (where a cut left it) masked."""
+    for form in forms:
+        for n in range(min(len(form) - 1, len(text), 4096), MIN_CUT_CHARS - 1, -1):
+            if text.endswith(form[:n]):
+                return text[:-n] + MASK
+    return text
+
+
 def redact_url(url: str | None) -> str | None:
     """The URL as it may be shown and stored."""
     return redact_text(url) if isinstance(url, str) else url
 
 
-def redact_data(value: Any, secrets: Iterable[str] = (), depth: int = 0) -> Any:
-    """Every string inside a JSON-like value redacted (dict keys too); bounded in depth (deeper is dropped)."""
+def redact_data(value: Any, secrets: Iterable[str] = (), depth: int = 0, keys: bool = True) -> Any:
+    """Every string inside a JSON-like value redacted (dict keys too, unless `keys` is False: the field names of our
+    own records, which a key that happens to be a word like "status" must not rename); bounded in depth (deeper is
+    dropped)."""
     secrets = tuple(secrets)
     if isinstance(value, str):
         return redact_text(value, secrets)
     if depth > 32:
         return None
     if isinstance(value, dict):
-        return {redact_text(k, secrets) if isinstance(k, str) else k: redact_data(v, secrets, depth + 1)
+        return {redact_text(k, secrets) if keys and isinstance(k, str) else k: redact_data(v, secrets, depth + 1, keys)
                 for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return type(value)(redact_data(v, secrets, depth + 1) for v in value)
+        return type(value)(redact_data(v, secrets, depth + 1, keys) for v in value)
     return value
 
 

@@ -4,6 +4,7 @@
 """
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Literal, get_args
 
@@ -240,6 +241,15 @@ class ProbeResult(BaseModel):
             raise ValueError("status \"ok\" without the figures an ok run has (no TTFT p95, or no request finished "
                              "ok): not a probe's own result")
         return self
+
+    def masked(self, secrets: list[str]) -> "ProbeResult":
+        """This result with every text in it (settings, requests, notes, backend settings) redacted against
+        `secrets` (a run's key, its URL's secret pieces): the object itself holds none, so whatever serialises it
+        later (the event pipe, the history, a report) cannot show one. The pattern masks run on any result; a key
+        echoed by a server is known only to the run that sent it."""
+        if not secrets:
+            return self
+        return ProbeResult.model_validate(redact_data(json.loads(self.model_dump_json()), secrets, keys=False))
 
     @property
     def ok(self) -> bool:

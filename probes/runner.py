@@ -253,9 +253,14 @@ def run_probe(settings: ProbeSettings, on_event: Callable[[Event], None] | None 
     started_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     procs_before = _processes_cpu()
     cpu_before, wall_before = _machine_cpu_s(), time.monotonic()
+    from probes.backends.base import dies_with_this_process
+
+    # the parent-death signal is asked for between fork and exec, so it holds before the child's first instruction: a
+    # child stopped (SIGSTOP) before its own code could ask still dies with this process
     proc = subprocess.Popen([python_for(settings.engine), "-m", "probes.child", settings.model_dump_json()],
                             cwd=str(ROOT), env=env, pass_fds=(write_fd,), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True)
+                            stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True,
+                            preexec_fn=dies_with_this_process())  # noqa: PLW1509 (prctl only)
     os.close(write_fd)
     on_event({"type": "started", "pid": proc.pid, "phase": "start"})
     sampler = _Sampler(proc.pid)
@@ -267,12 +272,13 @@ def run_probe(settings: ProbeSettings, on_event: Callable[[Event], None] | None 
     def reader() -> None:
         with os.fdopen(read_fd, "r", encoding="utf-8", errors="replace") as f:
             for line in f:
-                if secrets:  # what the child says never holds the key, even where a server echoed it
-                    line = redact.redact_text(line, secrets)
                 try:
                     ev = json.loads(line)
                 except (ValueError, RecursionError):  # not an event line
                     continue
+                if secrets:  # what the child says never holds the key, even where a server echoed it: masked in
+                    # the parsed values (a key that is also a word of the line's JSON would break the line as text)
+                    ev = redact.redact_data(ev, secrets, keys=False)
                 if ev.get("type") == "result":
                     result["r"] = ev["result"]
                 else:

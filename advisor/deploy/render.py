@@ -110,18 +110,36 @@ def _args_with_notes(b: Bundle, model: str) -> list[tuple[str, str]]:
     return out
 
 
+_HERE = 'HERE="$(cd "$(dirname "$0")" && pwd)"'
+
+
+def _options_here(b: Bundle, k: Knowledge) -> list[str]:
+    """Shell lines that write the options files the command reads next to the script itself (not into the folder it
+    is run from), so the script finds them wherever it is started; none without such files."""
+    if not b.extra_files:
+        return []
+    lines = [f"{_HERE}  # {comment(_t(k, 'sh_here', b.lang))}"]
+    for name, body in b.extra_files.items():
+        lines += [f"cat > \"$HERE\"/{shlex.quote(name)} <<'OPTIONS_EOF'", *body.rstrip("\n").splitlines(), "OPTIONS_EOF"]
+    return lines
+
+
+def _here_token(tok: str, b: Bundle) -> str | None:
+    """The shell word for an options file's name among the arguments: its path next to the script."""
+    return f'"$HERE"/{shlex.quote(tok)}' if tok in b.extra_files else None
+
+
 def launch_sh(b: Bundle, k: Knowledge) -> str:
     lines = ["#!/bin/sh"] + [f"# {x}" for x in _header(b, k)]
     # no `set -u`: `"$@"` of an empty list is an unbound variable to older shells (bash 3.2, macOS's /bin/sh)
     lines += [f"# {comment(_t(k, 'sh_run', b.lang))}", "set -e",
               f"MODEL=\"${{MODEL:-{b.model_path}}}\"  # {comment(_t(k, 'model_path', b.lang, what=b.model_what))}"]
-    for name, body in b.extra_files.items():
-        lines += [f"cat > {shlex.quote(name)} <<'OPTIONS_EOF'", *body.rstrip("\n").splitlines(), "OPTIONS_EOF"]
+    lines += _options_here(b, k)
     for e in b.env:
         lines.append(f"export {e.name}={shlex.quote(e.value)}  # {comment(e.why)}")
     lines.append("set --")
     for tok, note in _args_with_notes(b, "\x00MODEL"):
-        q = '"$MODEL"' if tok == "\x00MODEL" else shlex.quote(tok)
+        q = '"$MODEL"' if tok == "\x00MODEL" else _here_token(tok, b) or shlex.quote(tok)
         lines.append(f"set -- \"$@\" {q}" + (f"  # {comment(note)}" if note else ""))
     lines.append("exec " + " ".join(shlex.quote(x) for x in b.program) + ' "$@"')
     return "\n".join(lines) + "\n"
@@ -137,7 +155,8 @@ def docker_run(b: Bundle, k: Knowledge) -> str:
     lines = ["#!/bin/sh"] + [f"# {x}" for x in _header(b, k)]
     lines += [f"# {comment(_t(k, 'docker_note', b.lang))} ({b.image_source})", "set -e",
               f"MODEL_DIR=\"${{MODEL_DIR:-$PWD/models}}\"  # "
-              f"{comment(_t(k, 'model_path', b.lang, what=b.model_what))}", "set --"]
+              f"{comment(_t(k, 'model_path', b.lang, what=b.model_what))}"]
+    lines += _options_here(b, k) + ["set --"]
     entry, args = _container_cmd(b)
     opts = ["--rm", "-p", f"{b.port}:{b.port}", "-v", f"\x00MODEL_DIR:{k.deploy.model_mount}:ro"]
     if b.gpu_resource == "nvidia.com/gpu":
@@ -148,14 +167,14 @@ def docker_run(b: Bundle, k: Knowledge) -> str:
         opts.append("--ipc=host")
     for e in b.env:
         opts += ["-e", f"{e.name}={e.value}"]
-    for name in b.extra_files:
-        opts += ["-v", f"\x00PWD/{name}:/{name}:ro"]
+    for name in b.extra_files:  # the copy the script has just written beside itself
+        opts += ["-v", f"\x00HERE/{name}:/{name}:ro"]
     if not b.image_entrypoint:
         opts += ["--entrypoint", b.program[0]]
     for o in opts:
         q = shlex.quote(o)
         if "\x00" in o:
-            q = '"' + o.replace("\x00MODEL_DIR", "$MODEL_DIR").replace("\x00PWD", "$PWD") + '"'
+            q = '"' + o.replace("\x00MODEL_DIR", "$MODEL_DIR").replace("\x00HERE", "$HERE") + '"'
         lines.append(f"set -- \"$@\" {q}")
     lines.append(f"set -- \"$@\" {shlex.quote(b.image or '')}  # {comment(_t(k, 'docker_note', b.lang))}")
     rest = [] if b.image_entrypoint else list(b.program[1:])
@@ -275,7 +294,7 @@ def kubernetes(b: Bundle, k: Knowledge) -> str:
 def kserve(b: Bundle, k: Knowledge) -> str | None:
     """KServe's Hugging Face runtime where the engine has one (vLLM as its backend; transformers for PyTorch)."""
     d = k.deploy.engines[b.engine]
-    if d.kserve is None or (b.engine == "vllm" and b.device != "gpu"):  # its vLLM backend serves on a GPU
+    if _no_kserve(b, k) is not None:
         return None
     from advisor.deploy.settings import served_name
 
@@ -300,7 +319,37 @@ def kserve(b: Bundle, k: Knowledge) -> str | None:
     if b.env:
         isvc["spec"]["predictor"]["model"]["env"] = [C({"name": e.name, "value": e.value}, e.why) for e in b.env]
     head = [f"# {x}" for x in _header(b, k)] + [f"# {comment(_t(k, 'kserve_note', b.lang))} ({d.kserve.source})"]
+    if b.engine == "vllm" and b.device != "gpu":
+        head.append(f"# {comment(_t(k, 'kserve_cpu', b.lang, read=d.kserve.cpu_read))} ({d.kserve.cpu_source})")
     return "\n".join(head + yaml_lines(isvc)) + "\n"
+
+
+def _no_kserve(b: Bundle, k: Knowledge) -> str | None:
+    """Why this bundle gets no kserve.yaml, or None when it does: KServe's Hugging Face runtime serves vLLM (on a GPU,
+    and on a CPU where its docs say so) and transformers."""
+    d = k.deploy.engines[b.engine]
+    name = k.engines[b.engine].name
+    if d.kserve is None:
+        return _t(k, "kserve_none", b.lang, engine=name)
+    if b.engine == "vllm" and b.device != "gpu" and d.kserve.cpu_source is None:
+        return _t(k, "kserve_no_cpu", b.lang, engine=name)
+    return None
+
+
+def _absent(b: Bundle, k: Knowledge, files: dict[str, str]) -> dict[str, str]:
+    """The usual files this bundle does not carry, each with the real reason."""
+    name = k.engines[b.engine].name
+    why: dict[str, str] = {}
+    for f in ("launch.sh", "docker-run.sh", "compose.yaml", "k8s.yaml", "kserve.yaml"):
+        if f in files:
+            continue
+        if b.nodes > 1:
+            why[f] = _t(k, "absent_multinode", b.lang, n=b.nodes)
+        elif f == "kserve.yaml":
+            why[f] = _no_kserve(b, k) or ""
+        elif not b.image:
+            why[f] = _t(k, "absent_no_image", b.lang, engine=name)
+    return {f: w for f, w in why.items() if w}
 
 
 def launch_node_sh(b: Bundle, k: Knowledge, rank: int) -> str:
@@ -311,8 +360,7 @@ def launch_node_sh(b: Bundle, k: Knowledge, rank: int) -> str:
     lines += [f"# {comment(_t(k, 'sh_node', b.lang, r=rank, n=b.nodes))}", "set -e",
               f"MODEL=\"${{MODEL:-{b.model_path}}}\"  # {comment(_t(k, 'model_path', b.lang, what=b.model_what))}",
               'LEADER_ADDR="${LEADER_ADDR:?set LEADER_ADDR to node 0\'s address}"']
-    for name, body in b.extra_files.items():
-        lines += [f"cat > {shlex.quote(name)} <<'OPTIONS_EOF'", *body.rstrip("\n").splitlines(), "OPTIONS_EOF"]
+    lines += _options_here(b, k)
     for e in b.env:
         lines.append(f"export {e.name}={shlex.quote(e.value)}  # {comment(e.why)}")
     lines.append("set --")
@@ -322,7 +370,7 @@ def launch_node_sh(b: Bundle, k: Knowledge, rank: int) -> str:
         elif "\x00LEADER" in tok:
             q = '"' + tok.replace("\x00LEADER", "${LEADER_ADDR}") + '"'
         else:
-            q = shlex.quote(tok)
+            q = _here_token(tok, b) or shlex.quote(tok)
         lines.append(f"set -- \"$@\" {q}" + (f"  # {comment(note)}" if note else ""))
     lines.append("exec " + " ".join(shlex.quote(x) for x in b.program) + ' "$@"')
     return "\n".join(lines) + "\n"
@@ -403,7 +451,7 @@ def render(b: Bundle, k: Knowledge) -> Bundle:
         if b.image:
             files["k8s.yaml"] = leader_worker_set(b, k)
         files.update(b.extra_files)
-        return b.model_copy(update={"files": files})
+        return b.model_copy(update={"files": files, "absent": _absent(b, k, files)})
     files = {"launch.sh": launch_sh(b, k)}
     if b.image:
         files["docker-run.sh"] = docker_run(b, k)
@@ -413,4 +461,4 @@ def render(b: Bundle, k: Knowledge) -> Bundle:
     if ks:
         files["kserve.yaml"] = ks
     files.update(b.extra_files)
-    return b.model_copy(update={"files": files})
+    return b.model_copy(update={"files": files, "absent": _absent(b, k, files)})

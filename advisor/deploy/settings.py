@@ -370,7 +370,14 @@ class _Builder:
         slots = max(1, p.concurrency)
         typ = min(p.typical_tokens or self.ctx, self.ctx)
         total = max(slots * typ, self.ctx)
-        self.flag("context", total, self.t("ctx_total", total=_n(total), n=slots, typ=_n(typ), ctx=_n(self.ctx)))
+        most = self.d.max_context
+        if most is not None and total > most:  # llama-server refuses a -c beyond a C int: capped, and said
+            fit = max(1, most // typ)
+            self.warnings.append(self.t("warn_ctx_int", total=_n(total), most=_n(most), fit=_n(fit), n=_n(slots)))
+            self.flag("context", most, self.t("ctx_total_capped", most=_n(most), n=slots, typ=_n(typ),
+                                              total=_n(total), fit=_n(fit), ctx=_n(self.ctx)))
+        else:
+            self.flag("context", total, self.t("ctx_total", total=_n(total), n=slots, typ=_n(typ), ctx=_n(self.ctx)))
         self.flag("parallel", slots, self.t("parallel", n=slots) if slots > 1 else self.t("parallel_one"))
         self.flag("kv_unified", None, self.t("kv_unified"))
         layers = self.plan.model.layers

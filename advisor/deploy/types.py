@@ -65,6 +65,9 @@ class Bundle(BaseModel):
     name: str = "server"  # a DNS-1123 name for containers and Kubernetes objects
     extra_files: dict[str, str] = Field(default_factory=dict)  # files the command reads (trtllm-serve's options)
     files: dict[str, str] = Field(default_factory=dict)  # launch.sh, docker-run.sh, compose.yaml, k8s.yaml, kserve.yaml
+    # the files of those five this bundle does not carry, each with why (in the bundle's language), so what is said
+    # is the real reason (no KServe runtime for the engine, no official image, a replica over several nodes)
+    absent: dict[str, str] = Field(default_factory=dict)
 
     @computed_field  # in the JSON: what `python -m probes serve` starts (it cannot import this package)
     @property

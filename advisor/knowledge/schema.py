@@ -1191,6 +1191,10 @@ class DeployImage(Strict):
 class DeployKserve(Strict):
     runtime: Literal["huggingface"]
     source: SourceStr
+    # where KServe's docs serve this engine on a CPU (its CPU image, picked for a predictor asking for no GPU), and the
+    # day that was read; None: a CPU bundle of this engine gets no kserve.yaml
+    cpu_source: SourceStr | None = None
+    cpu_read: DateStr | None = None
 
 
 class DeployMultiNode(Strict):
@@ -1249,6 +1253,9 @@ class DeployEngine(Strict):
     python_image: str | None = None
     multi_node: DeployMultiNode | None = None  # None: a plan that spans nodes is refused with what to do instead
     dp_multi_node: DeployDpMultiNode | None = None  # data-parallel attention across nodes (else multi_node's launch)
+    # the most tokens the context flag takes (llama-server: a C int), and where that is read; None: no such limit known
+    max_context: int | None = Field(default=None, ge=1)
+    max_context_source: SourceStr | None = None
 
     @model_validator(mode="after")
     def _flags_documented(self) -> "DeployEngine":

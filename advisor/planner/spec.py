@@ -540,15 +540,29 @@ def keep_config(raw: bytes, directory: Path, name: str = "config.json") -> Path:
         raise ModelSpecError(f"{name}: {err}") from None
     except Exception as err:  # a crafted config: one line, never a traceback
         raise ModelSpecError(f"{name}: cannot read it ({type(err).__name__}: {mf.clip(str(err), 100)})") from None
+    import os
+
+    from probes.cache import write_cache_file
+
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"config-{hashlib.sha256(raw).hexdigest()[:16]}.json"
-    if not path.exists():
-        tmp = path.with_suffix(".tmp")
-        tmp.write_bytes(raw)
-        tmp.replace(path)
-    kept = sorted((f for f in directory.glob("config-*.json") if f.is_file() and not f.is_symlink()),
-                  key=lambda f: f.stat().st_mtime, reverse=True)
-    for old in kept[MAX_KEPT_CONFIGS:]:
+    if path.is_file() and not path.is_symlink():
+        try:
+            os.utime(path)  # kept again: the newest, so a later save's pruning keeps it
+        except OSError:
+            pass
+    else:
+        # a temp file of its own beside the kept one, then a rename: sessions saving the same file at once (one
+        # temp name per hash took one session's temp away from another's rename) all succeed, each whole
+        write_cache_file(path, raw)
+    kept = []
+    for f in directory.glob("config-*.json"):
+        try:  # another session may remove a file between the listing and this look
+            if f.is_file() and not f.is_symlink():
+                kept.append((f.stat().st_mtime, f.name, f))
+        except OSError:
+            continue
+    for _, _, old in sorted(kept, reverse=True)[MAX_KEPT_CONFIGS:]:
         if old != path:
             old.unlink(missing_ok=True)
     return path

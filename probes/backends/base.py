@@ -61,8 +61,9 @@ def die_with_parent(parent_pid: int | None = None) -> bool:
 
 
 def dies_with_this_process():
-    """preexec_fn for a process an engine starts (llama-server): it is killed when this process dies, however that
-    ends (a SIGKILLed probe child has no chance to stop it, and the child's group is not killed by anyone then)."""
+    """preexec_fn for a process an engine starts (llama-server), and for the probe child itself: it is killed when this
+    process dies, however that ends (a SIGKILLed probe child has no chance to stop it, and the child's group is not
+    killed by anyone then), and even if it is stopped before its own code runs (asked for before exec)."""
     import os
 
     me = os.getpid()

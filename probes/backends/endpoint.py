@@ -66,7 +66,7 @@ def _encoding(r: httpx.Response) -> str | None:
     it before any cap of ours could look (10 KB of `gzip, gzip` inflate to gigabytes in one chunk), so such a body is
     never decoded: the raw bytes are read, or none."""
     enc = ",".join(r.headers.get_list("content-encoding")).strip().lower()
-    return None if enc in ("", "identity") else " ".join(enc.split())[:60]
+    return None if enc in ("", "identity") else " ".join(enc.split())  # cut by excerpt(), after its redaction
 
 
 def _raw(r: httpx.Response, what: str):
@@ -828,7 +828,10 @@ class EndpointBackend(Backend):
                     break
         except Exception:  # the body is only for the message: whatever it got so far will do
             pass
-        text = bytes(head[:MAX_ERROR_BYTES])
+        cut = len(head) >= MAX_ERROR_BYTES
+        text = bytes(head[:MAX_ERROR_BYTES]).decode("utf-8", "replace")
+        if cut:  # a key the body echoes may end the cut half-written: what is left of it is masked as well
+            text = redact_text(text.rstrip("\ufffd"), _SECRETS, cut=True)
         return f"HTTP {r.status_code}: {excerpt(text)}" if text.strip() else f"HTTP {r.status_code} (no body)"
 
     def _read_stream(self, r: httpx.Response, times: list[float], want: int, state: dict, deadline: float

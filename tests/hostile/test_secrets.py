@@ -233,3 +233,87 @@ def test_a_key_in_the_urls_query_is_sent_to_the_server_and_kept_nowhere():
         srv.shutdown()
     assert seen and all("api_key=s3cr3t-in-the-url" in p for p in seen), seen
     assert res.status != "ok" and "s3cr3t-in-the-url" not in res.model_dump_json()
+
+
+class _Echoes(http.server.BaseHTTPRequestHandler):
+    """A server that takes any key and echoes it: in its model id and owner, and in every chat error's body, where
+    the key sits across the client's 300-byte cut (spaces before it fold away in the excerpt)."""
+
+    def log_message(self, *a):
+        pass
+
+    def _key(self) -> str:
+        return self.headers.get("Authorization", "").removeprefix("Bearer ")
+
+    def do_GET(self):  # noqa: N802
+        send_json(self, 200, {"object": "list", "data": [{"id": f"served-for-{self._key()}",
+                                                           "owned_by": f"team-{self._key()}"}]})
+
+    def do_POST(self):  # noqa: N802
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        body = (" " * 285 + f"invalid {self._key()} for this model").encode()
+        self.send_response(400)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def _pieces(text: str, secret: str = KEY, n: int = 6) -> list[str]:
+    """Every n-character run of `secret` found in `text`: a cut-off key is a leak too."""
+    return sorted({secret[i:i + n] for i in range(len(secret) - n + 1) if secret[i:i + n] in text})
+
+
+@pytest.fixture
+def echoing():
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Echoes)
+    srv.daemon_threads = True
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}/v1"
+    srv.shutdown()
+
+
+def _settings(url: str):
+    from probes.result import ProbeSettings
+
+    return ProbeSettings(engine="endpoint", endpoint=url, requests=2, warmup=0, timeout_s=60).with_credentials(KEY)
+
+
+def test_the_result_object_itself_holds_no_piece_of_an_echoed_key(echoing):
+    """Audit (medium): redaction must be in the parsed result, not only in its text. The result run_probe returns
+    holds no piece of the key in any field (a key cut at the error body's 300 bytes kept its first characters)."""
+    from probes.runner import run_probe
+
+    res = run_probe(_settings(echoing))
+    assert res.requests_total == 2 and res.errors == 2, res.reason
+    assert _pieces(res.model_dump_json()) == [] and _pieces(repr(res)) == []
+    assert "***" in res.backend_settings["model"] and all("***" in r.error for r in res.requests)
+
+
+def test_the_childs_own_result_holds_no_echoed_key(echoing):
+    """The result the probe child builds from the server's answers is redacted as built, before anything (its event
+    pipe, a log, a stop signal's partial result) serialises it."""
+    from probes.child import measure
+
+    class _Quiet:
+        def emit(self, event):
+            pass
+
+        def phase(self, *a, **k):
+            pass
+
+    res = measure(_settings(echoing), _Quiet())
+    assert res.requests_total == 2, res.reason
+    assert _pieces(res.model_dump_json()) == [] and _pieces(repr(res)) == []
+
+
+def test_a_key_that_is_also_a_word_of_the_result_is_masked_without_breaking_it(echoing):
+    """The child's result line was redacted as text: a key such as "status" (a field name of the result) turned
+    `"status": "error"` into `"***": "error"`, and the run's result no longer read back. Masked value by value, the
+    result keeps its shape and the echoed key is still masked."""
+    from probes.result import ProbeSettings
+    from probes.runner import run_probe
+
+    res = run_probe(ProbeSettings(engine="endpoint", endpoint=echoing, requests=1, warmup=0,
+                                  timeout_s=60).with_credentials("status"))
+    assert res.status == "error" and res.requests_total == 1, res.reason
+    assert res.backend_settings["model"] == "served-for-***"

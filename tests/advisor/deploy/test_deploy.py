@@ -340,9 +340,10 @@ def test_a_hostile_model_name_stays_a_value(case, i, tmp_path):
         assert b.model_name == name
         where = tmp_path / b.engine
         where.mkdir()
-        # launch.sh: exactly the command's tokens, the model from MODEL
+        # launch.sh: exactly the command's tokens, the model from MODEL, an options file the one beside the script
         out = run_stubbed(b.files["launch.sh"], "exec " + " ".join(b.program) + ' "$@"', where, {"MODEL": model_dir})
-        assert out == b.argv(model=model_dir)[len(b.program):], b.engine
+        assert out == [str(where / t) if t in b.extra_files else t
+                       for t in b.argv(model=model_dir)[len(b.program):]], b.engine
         # a name that is no model id (spaces, quotes, markup) is served as its safe form: no raw user text is a value
         assert out.count(name) == sum(a.value == name for a in b.args) == 0
         assert sum(a.value == served_name(name) for a in b.args) == (b.engine not in ("pytorch", "tensorrt-llm"))
