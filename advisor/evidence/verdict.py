@@ -22,6 +22,11 @@ class EngineVerdict(BaseModel):
     elsewhere: str | None = None  # why this measurement does not speak for the target hardware
     held: str | None = None  # why it cannot change the advice (a busy machine, not served as deployed)
     failed: bool = False  # its latest run is partial or error: "not measured", with the cause in `text`
+    run: str | None = None  # the label of the run that decided ("#12 llama.cpp")
+    concurrency: int | None = None  # the concurrency that run measured at
+    requests: int = 0  # how many requests it ran
+    device: str | None = None  # what the run recorded (ProbeResult.device, .model): to pair it with a sweep
+    model: str | None = None
 
 
 class Verdict(BaseModel):
@@ -225,6 +230,12 @@ def _judge_one(res: ProbeResult, target_ms: float, lang: str) -> tuple[bool | No
     return meets, text, held
 
 
+def _run_facts(res: ProbeResult, label: str) -> dict:
+    """What a run was (its label, load, size, device and model), kept on its verdict so a sweep can cite it."""
+    return {"run": label, "concurrency": res.settings.concurrency if res.settings else None,
+            "requests": res.requests_total, "device": res.device, "model": res.model}
+
+
 def revisit(rec: Recommendation, results: list[ProbeResult], target_ms: float, lang: str = "en",
             labels: list[str] | None = None, target: TargetDevice | None = None, knowledge=None) -> Verdict:
     """The latest measured result per engine decides (results come oldest first; labels, e.g. "#12 llama.cpp", name
@@ -263,7 +274,8 @@ def revisit(rec: Recommendation, results: list[ProbeResult], target_ms: float, l
             if said:
                 text = said + _t(lang, ": ", "：") + text
             out.append(EngineVerdict(engine=engine, rank=rank.get(engine), measured=False, target_ms=target_ms,
-                                     text=text, failed=bad is not None))
+                                     text=text, failed=bad is not None,
+                                     **(_run_facts(bad, label[engine]) if bad else {})))
             continue
         run_target = res.ttft_target_ms if res.ttft_target_ms is not None else target_ms
         meets, text, held = _judge_one(res, run_target, lang)
@@ -288,7 +300,8 @@ def revisit(rec: Recommendation, results: list[ProbeResult], target_ms: float, l
             text += _t(lang, "; ", "；") + held
         out.append(EngineVerdict(engine=engine, rank=rank.get(engine), measured=True, ttft_p95_ms=res.ttft_ms.p95,
                                  target_ms=run_target, meets_sla=meets, goodput=res.goodput,
-                                 output_tps_total=res.output_tps_total, text=text, elsewhere=elsewhere, held=held))
+                                 output_tps_total=res.output_tps_total, text=text, elsewhere=elsewhere, held=held,
+                                 **_run_facts(res, label[engine])))
     top = rec.ranking[0].engine if rec.ranking else None
     by = {v.engine: v for v in out}
     changes = False
