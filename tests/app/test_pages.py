@@ -1,5 +1,6 @@
 """Page logic with streamlit.testing.v1.AppTest: drive widgets, assert no exception and what renders."""
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -103,6 +104,20 @@ def test_recommendation_page_shows_the_predicted_serving_performance():
     assert "16 users of about 2,300 tokens fit" in text and "rough = a band wider than" in text
     specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
     assert any(d.get("name") == "within p95 TTFT ≤ 800 ms (predicted)" for sp in specs for d in sp["data"])
+
+
+def test_recommendation_page_says_a_capacity_is_kv_bound_in_its_serving_table():
+    """Walk-3 L5: the page's serving table (the report's rows) names the KV pool instead of a falsely narrow band."""
+    at = app().run()
+    at.session_state["answers"] = {"concurrency": 50, "model": {"name": "qwen3-32b", "precision": "fp8"},
+                                   "hardware": {"gpu_vendor": "nvidia", "gpu_model": "H100", "gpu_count": 1}}
+    at.switch_page("pages/3_Recommendation.py").run()
+    assert not at.exception
+    table = next(m.value for m in at.markdown if m.value.startswith("| engine | how it serves"))
+    head = [c.strip() for c in table.splitlines()[0].strip("|").split("|")]
+    vllm = dict(zip(head, (c.strip() for c in next(r for r in table.splitlines() if r.startswith("| vLLM |"))
+                                                .strip("|").split("|"))))
+    assert re.fullmatch(r"[\d,]+ \(KV-bound: [\d,]+ in the pool\)", vllm["users per replica"])
 
 
 def test_unknown_model_name_plans_as_generic_with_a_note():

@@ -169,3 +169,28 @@ def test_the_report_has_the_section_and_its_chart(lang, title):
     section = md[md.index(title):]
     assert "vLLM" in section and ("±" in section)
     assert "serving" in chart_figures(rec, [], lang)
+
+
+H100_QWEN = {"concurrency": 50, "hardware": {"gpu_vendor": "nvidia", "gpu_model": "H100", "gpu_count": 1},
+             "model": {"name": "qwen3-32b", "precision": "fp8"}}
+
+
+@pytest.mark.parametrize("lang,bound", [("en", "{cap} (KV-bound: {n} in the pool)"),
+                                        ("zh", "{cap}（受 KV 池限制：池中可容纳 {n} 路）")])
+def test_a_capacity_bound_by_the_kv_pool_says_so_instead_of_a_falsely_narrow_band(lang, bound):
+    """Walk-3 L5: "users per replica 124 (123–126)" beside "fitted ±25%": past the KV pool the users queue, so the
+    band's ends sit a user or two apart however rough the figures are. The cell names the pool instead."""
+    plan = make_plan(parse_answers(H100_QWEN), None, K)
+    header, rows = serving_rows(plan, K, lang)
+    col = header.index(K.s("srv_cols", lang, users="50").split("|")[5])
+    vllm, p = plan.engines["vllm"].serving, plan.engines["vllm"]
+    assert vllm.kv_bound and vllm.capacity_bound == "kv" and vllm.running_cap == p.max_running == p.max_concurrency
+    assert vllm.capacity_low >= vllm.running_cap  # even the band's slow end queues past the pool
+    assert _row(rows, "vLLM")[col] == bound.format(cap=f"{vllm.capacity:,}", n=f"{vllm.running_cap:,}")
+    for e, sv in ((e, q.serving) for e, q in plan.engines.items() if q.serving and q.serving.capacity):
+        name = K.engines[e].name
+        if not sv.kv_bound and sv.capacity_low is not None and sv.capacity_low != sv.capacity_high:
+            # a band whose slow end is below the pool is a real band: it stays, with no KV claim
+            assert "KV" not in _row(rows, name)[col] and re.search(r"\d[–]\d", _row(rows, name)[col])
+    assert any(not q.serving.kv_bound and q.serving.capacity_low < q.serving.capacity_high
+               for q in plan.engines.values() if q.serving and q.serving.capacity_low is not None)
