@@ -6,7 +6,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from advisor.decide.recommendation import Recommendation
-from probes.result import ProbeResult, device_kind
+from probes.result import ProbeResult, device_kind, on_another_machine
 
 
 class EngineVerdict(BaseModel):
@@ -79,6 +79,13 @@ def target_device(answers, hardware, knowledge, lang: str = "en") -> TargetDevic
 #: own server, scheduler and defaults, not llama.cpp's llama-server mode), TGI, LMDeploy and OVMS (engines this advice
 #: does not rank); their runs, and unrecognised servers, stay "endpoint"
 SERVER_ENGINE = {"vllm": "vllm", "sglang": "sglang", "llama-server": "llama.cpp", "trtllm-serve": "tensorrt-llm"}
+
+
+def busy_here(res) -> bool:
+    """A run (ProbeResult) or sweep measured while this machine's CPU was busy, where that can matter: never for a
+    server on another machine, which this machine's load does not slow (walk-3 L13; stored runs kept the flag)."""
+    load = getattr(res, "system_load", None)
+    return bool(load.busy if load is not None else getattr(res, "busy", False)) and not on_another_machine(res)
 
 
 def _remote(r: ProbeResult) -> bool:
@@ -212,12 +219,12 @@ def _judge_one(res: ProbeResult, target_ms: float, lang: str) -> tuple[bool | No
     if good is not None and not (meets is False and p95 is not None and p95 <= target_ms):
         text += _t(lang, f"; goodput {good:.0%}", f"；达标率 {good:.0%}")
     held = None
-    if res.system_load.busy and res.system_load.collapsed_roofline_pct is not None:
+    if busy_here(res) and res.system_load.collapsed_roofline_pct is not None:
         pct = res.system_load.collapsed_roofline_pct
         held = _t(lang, f"decoded at only {pct:g}% of this machine's memory-bandwidth roofline, so the machine was "
                         "contended during the run: shown, but it cannot change the advice; rerun on an idle machine",
                   f"解码速度仅为本机内存带宽上限的 {pct:g}%，说明运行期间机器被占用：仅供参考，不改变建议；请在空闲时重测")
-    elif res.system_load.busy:
+    elif busy_here(res):
         pct = res.system_load.other_processes_cpu_percent or 0
         held = _t(lang, f"measured on a busy machine (other processes used {pct:.0f}% of the CPU): shown, but it "
                         "cannot change the advice; rerun on an idle machine",

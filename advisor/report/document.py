@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from advisor.decide.recommendation import Recommendation
-from advisor.evidence.verdict import not_measured, revisit, target_device
+from advisor.evidence.verdict import busy_here, not_measured, revisit, target_device
 from advisor.inputs.answers import Answers, ModelBlock, TargetHardware
 from advisor.inputs.hardware import Hardware
 from advisor.knowledge import age
@@ -272,7 +272,7 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
         out += _figure(images, "serving")
     # measurements
     out += [f"## {s('report_measurements')}", ""]
-    busy = [(lab, r) for lab, r in zip(labels, results) if r.system_load.busy]
+    busy = [(lab, r) for lab, r in zip(labels, results) if busy_here(r)]
     shown = list(zip(labels, results))[:MAX_RUNS_SHOWN]  # the rest: one line (_more_runs)
     if not results:
         out += [s("report_no_measurements"), ""]
