@@ -419,6 +419,63 @@ def test_a_pasted_config_json_plans_that_model_and_a_bad_one_keeps_the_answers(t
     assert "Qwen/Qwen3-8B" in " ".join(c.value for c in at.caption)
 
 
+NOVA_MOE = {"architectures": ["NovaMoeForCausalLM"], "model_type": "nova_moe", "hidden_size": 2048,
+            "num_hidden_layers": 48, "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128,
+            "intermediate_size": 6144, "moe_intermediate_size": 768, "num_experts": 128, "num_experts_per_tok": 8,
+            "vocab_size": 151936, "max_position_embeddings": 40960, "tie_word_embeddings": False}
+
+
+@pytest.mark.parametrize("lang,shape", [
+    ("en", "The file gives 30.5 B parameters (3.35 B active), 48 layers, 128 experts (8 per token), 4 KV heads of 32 "
+           "attention heads (architecture NovaMoeForCausalLM)."),
+    ("zh", "文件给出：30.5 B 参数（激活 3.35 B），48 层，128 个专家（每 token 8 个），32 个注意力头、4 个 KV 头（架构 "
+           "NovaMoeForCausalLM）。")])
+def test_an_uploaded_config_json_echoes_its_shape_and_shows_its_own_size(lang, shape, tmp_path, monkeypatch):
+    """Walk-3 L6: after the upload the step said only "Read nova-moe-config.json", and the parameter field still
+    showed the previous model's 32.80. The shape read is echoed at the upload, and the size field shows the file's
+    (greyed: the file decides), never the earlier model's; the answers' own params_b is not written over."""
+    monkeypatch.setenv("INFERENCE_ADVISOR_CACHE", str(tmp_path))
+    at = app()
+    at.session_state["answers"] = {"model": {"name": "qwen3-32b", "params_b": 32.8}}
+    at.session_state["lang"] = lang
+    at.session_state["wizard_step"] = 8
+    at.run()
+    at.switch_page("pages/1_Checklist.py").run()
+    assert at.selectbox(key="m_name").value == "qwen3-32b"
+    at.file_uploader(key="m_config").set_value(("nova-moe-config.json", json.dumps(NOVA_MOE).encode(),
+                                                 "application/json")).run()
+    assert not at.exception
+    model = at.session_state["answers"]["model"]
+    assert Path(model["path"]).parent == tmp_path / "configs" and "name" not in model
+    assert model["params_b"] == 32.8  # the answers keep what was there; the file wins in the plan
+    assert shape in [c.value for c in at.caption]
+    size = next(x for x in at.number_input if x.key.startswith("m_params_file_"))
+    assert size.disabled and size.value == 30.53
+    assert not any(x.key == "m_params" for x in at.number_input)  # the earlier model's 32.8 is not in view
+    # a file that cannot be read leaves the field blank, and says why
+    Path(model["path"]).write_text("{}", encoding="utf-8")
+    at.run()
+    assert not at.exception
+    size = next(x for x in at.number_input if x.key.startswith("m_params_file_"))
+    assert size.disabled and size.value is None and at.warning
+
+
+def test_a_pasted_config_without_heads_names_the_file_once(tmp_path, monkeypatch):
+    """Walk-3 L6: "config.json cannot be used: config.json: config.json gives no attention head count …"."""
+    monkeypatch.setenv("INFERENCE_ADVISOR_CACHE", str(tmp_path))
+    at = app()
+    at.session_state["wizard_step"] = 8
+    at.run()
+    at.switch_page("pages/1_Checklist.py").run()
+    bad = {k: v for k, v in NOVA_MOE.items() if k != "num_attention_heads"}
+    at.text_area(key="m_config_text").set_value(json.dumps(bad)).run()
+    at.button(key="m_config_use").click().run()
+    text = at.error[0].value
+    assert "config.json cannot be used: config.json gives no attention head count" in text
+    assert text.count("config.json") == 2, text  # once as the file, once as what it lacks a count in
+    assert "attention head" in text
+
+
 def test_nothing_fits_leads_the_recommendation_page():
     at = app().run()
     at.session_state["answers"] = {"concurrency": 4, "model": {"name": "llama-3.1-70b", "precision": "fp16"},
