@@ -141,6 +141,37 @@ def test_hardware_page_plans_for_other_hardware():
     assert parse_answers(at.session_state["answers"]).hardware.ram_gb == 256
 
 
+@pytest.mark.parametrize("lang,word", [("en", "Install"), ("zh", "安装")])
+def test_hardware_page_shows_install_commands_whole(lang, word, monkeypatch):
+    """Walk-3 L10: at 1300 px the table's "install with" column was cut ("pip install uv && uv pip insta…"). Each
+    missing engine's command is a code block that wraps, with its copy button, and no table column holds it."""
+    from advisor.inputs.hardware import EngineInstall
+
+    import ui.planning
+
+    real = ui.planning.hardware()
+    long = ("pip install uv && uv pip install --prerelease=allow sglang  # Linux, CUDA 13 driver (R580+); brings "
+            "sglang-kernel and flashinfer")
+    engines = [e if e.engine != "sglang" else EngineInstall(engine="sglang", import_name="sglang",
+                                                               distribution="sglang", installed=False,
+                                                               install_hint=long) for e in real.engines]
+    fake = real.model_copy(update={"engines": engines})
+    monkeypatch.setattr(ui.planning, "hardware", lambda: fake)
+    monkeypatch.setattr(ui, "hardware", lambda: fake)  # the page takes it from the room
+    at = app()
+    at.session_state["lang"] = lang
+    at.run()
+    at.switch_page("pages/2_Hardware.py").run()
+    assert not at.exception
+    table = next(d.value for d in at.dataframe if len(d.value) == len(engines))
+    assert not any(long in str(v) for v in table.to_numpy().ravel())
+    blocks = {c.value: c for c in at.code}
+    assert long in blocks and blocks[long].language == "bash" and blocks[long].proto.wrap_lines
+    missing = [e for e in engines if not e.installed]
+    assert len([c for c in at.code if c.language == "bash"]) >= len(missing)
+    assert any(m.value.startswith(word) and "SGLang" in m.value for m in at.markdown)
+
+
 def test_gpu_chosen_at_step_3_survives_the_hardware_page_and_back():
     at = app().run()
     at.switch_page("pages/1_Checklist.py").run()
