@@ -11,8 +11,10 @@ import streamlit as st
 from advisor.inputs import Precision, dump_answers
 from advisor.inputs.answers import MAX_FILE_BYTES
 from advisor.report import md_escape
-from ui import (ANSWERS, NOTICE, STEP, T, answers, file_uploader, knowledge, lang, model_shape_caption, on_change, seed,
-                set_answers, show_notice, size_text, take_model_config, target_editor)
+from advisor.report import file_shape_text
+from ui import (ANSWERS, NOTICE, STEP, T, answers, file_uploader, knowledge, lang, model_file_shape,
+                model_shape_caption, on_change, seed, set_answers, show_notice, size_text, take_model_config,
+                target_editor)
 
 k = knowledge()
 L = lang()
@@ -75,8 +77,15 @@ else:
                      ctx=f"{known.max_context:,}") + " " + model_shape_caption(known))
     elif m.get("name"):  # a name from a file or a link that the catalogue does not hold: kept, and said
         st.warning(T("ui_unknown_name", name=md_escape(m["name"][:80])))
+    file_spec = file_err = None
     if m.get("path") and not known:  # the file's own shape wins over the size and architecture below
         st.info(T("ui_path_wins", path=md_escape(Path(m["path"]).name[:120])))
+        # what the file gives, echoed where it was given (walk-3 L6)
+        file_spec, file_err = model_file_shape(m["path"], m.get("architecture") or "decoder-only")
+        if file_spec is not None:
+            st.caption(md_escape(file_shape_text(file_spec, k, L)))
+        else:
+            st.warning(md_escape(T("ui_file_unreadable", err=file_err)))
     with st.expander(T("ui_config_upload"), expanded=False):
         from advisor.planner.model_files import MAX_JSON_BYTES
 
@@ -87,6 +96,10 @@ else:
     c1, c2 = st.columns(2)
     if known:  # the named model's own size, shown (not the answers' params_b, which it overrides)
         c1.number_input(T("ui_params_b"), value=float(known.params_b), disabled=True, key=f"m_params_known_{known.id}")
+    elif m.get("path"):  # the file's size (it is the user's choice too), never the previous model's; blank if unread
+        size = round(file_spec.params_b, 2) if file_spec else None  # in the key: a widget keeps its first value
+        c1.number_input(T("ui_params_b"), value=size, disabled=True, help=T("ui_params_from_file"),
+                        key=f"m_params_file_{Path(m['path']).name[:80]}_{size}")
     else:
         c1.number_input(T("ui_params_b"), min_value=0.01, max_value=2000.0, step=0.5,
                         key=seed("m_params", float(m.get("params_b", 7.0))),

@@ -37,8 +37,13 @@ st.markdown(T("ui_ram_line", total=f"{hw.ram_total_mb / 1024:.1f}", avail=f"{hw.
               os=hw.os, release=f"`{hw.os_release}`"))
 st.subheader(T("engines_installed"))
 st.dataframe([{T("col_engine"): e.engine, T("col_installed"): "✓" if e.installed else "✗",
-               T("col_version"): e.version or "", T("col_where"): e.location or "",
-               T("col_install"): "" if e.installed else e.install_hint} for e in hw.engines], hide_index=True)
+               T("col_version"): e.version or "", T("col_where"): e.location or ""} for e in hw.engines],
+             hide_index=True)
+# the install commands as wrapped code blocks with a copy button, not a table column cut at 1300 px (walk-3 L10)
+for e in (x for x in hw.engines if not x.installed):
+    st.markdown(T("ui_install_with", engine=md_escape(knowledge().engines[e.engine].name
+                                                      if e.engine in knowledge().engines else e.engine)))
+    st.code(e.install_hint, language="bash", wrap_lines=True)
 build_panel()
 cpu_llama = llama_cpu_build_on_gpu_machine(hw)
 if cpu_llama:

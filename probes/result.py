@@ -268,6 +268,33 @@ _TEXT_FIELDS = ("reason", "install_hint", "model", "device", "backend_settings",
 _GPU_WORDS = ("cuda", "gpu", "rocm", "hip", "metal", "mps", "xpu", "dml", "webgpu")
 
 
+LOOPBACK_HOSTS = ("localhost", "::1")
+
+
+def is_loopback(host: str | None) -> bool:
+    """127.0.0.0/8, ::1 or localhost: a server on this machine."""
+    h = (host or "").strip().lower()
+    return h in LOOPBACK_HOSTS or h.startswith("127.")
+
+
+def on_another_machine(res) -> bool:
+    """A run (or sweep) that measured a server on another machine: its device says "remote … server HOST:PORT" with
+    a host that is not this machine's loopback, or, when it recorded no device, it is an endpoint run. This machine's
+    CPU load says nothing of such a server, so it never makes the run busy (walk-3 L13)."""
+    d = (getattr(res, "device", None) or "").strip()
+    if not d:
+        return getattr(res, "engine", None) == "endpoint"
+    if not d.lower().startswith("remote"):
+        return False
+    from urllib.parse import urlsplit
+
+    try:
+        host = urlsplit("//" + d.split()[-1]).hostname
+    except ValueError:
+        return True
+    return not is_loopback(host)
+
+
 def device_kind(device: str | None) -> tuple[str | None, str | None]:
     """Read a result's `device` ("cpu", "cuda:0 NVIDIA H200", "remote server host:port", an ORT provider list):
     ("cpu" | "gpu" | "remote" | None, the GPU's name when it is given)."""

@@ -129,6 +129,20 @@ def _local_server(settings: ProbeSettings) -> list:
         return []
 
 
+def _remote_server(settings: ProbeSettings) -> bool:
+    """An endpoint run against a server on another machine (its host is not this machine's loopback)."""
+    if settings.engine != "endpoint" or not settings.endpoint:
+        return False
+    from urllib.parse import urlsplit
+
+    from probes.result import is_loopback
+
+    try:
+        return not is_loopback(urlsplit(settings.endpoint).hostname)
+    except ValueError:
+        return True
+
+
 def _tree_cpu_s(procs: list) -> float:
     import psutil
 
@@ -323,7 +337,8 @@ def run_probe(settings: ProbeSettings, on_event: Callable[[Event], None] | None 
     other = max(other, _others_cpu_s(procs_before, _processes_cpu(), mine) / (wall * ncpu) * 100)
     load = SystemLoad(loadavg_1m_before=round(load_before, 2), loadavg_1m_after=round(os.getloadavg()[0], 2),
                       cpu_count=ncpu, other_processes_cpu_percent=round(other, 1))
-    load.busy = other > BUSY_OTHER_CPU_PERCENT
+    # a server on another machine is not slowed by this one's CPU: its run is never busy for it (walk-3 L13)
+    load.busy = other > BUSY_OTHER_CPU_PERCENT and not _remote_server(settings)
     if load.busy:
         load.note = (f"other processes used {other:.0f}% of this machine's CPU during the run; figures are "
                      "likely slower than on an idle machine (a busy CPU measured up to 4× slower here)")

@@ -138,6 +138,20 @@ def model_shape_caption(m) -> str:
     return T("ui_model_shape", **shape_parts(known_spec(m), knowledge(), lang()))
 
 
+def model_file_shape(path: str, architecture: str = "decoder-only"):
+    """(the ModelSpec the answers' model.path gives, as the planner reads it, or None; why it cannot be read, or
+    None). Read once per file version (read_model_path's cache), so a rerun of the page costs nothing."""
+    from pathlib import Path
+
+    from advisor.planner import ModelSpecError
+    from advisor.planner.spec import read_model_path
+
+    try:
+        return read_model_path(Path(path).expanduser(), architecture), None
+    except ModelSpecError as err:
+        return None, str(err)[:300]
+
+
 def take_model_config(pasted: bool = False) -> None:
     """A config.json uploaded or pasted on the model step: checked as model.path would read it, kept in the user
     cache dir under its hash, and model.path pointed at it (a reload or a link finds the same file)."""
@@ -160,7 +174,10 @@ def take_model_config(pasted: bool = False) -> None:
     try:
         path = keep_config(raw, cache_dir() / "configs", name)
     except (ModelSpecError, OSError) as err:
-        st.session_state[NOTICE] = ("error", T("ui_config_error", file=md_escape(name), err=md_escape(str(err)[:300])))
+        why = str(err)
+        while why.startswith(f"{name}: "):  # the file is named once, by the sentence around it
+            why = why[len(name) + 2:]
+        st.session_state[NOTICE] = ("error", T("ui_config_error", file=md_escape(name), err=md_escape(why[:300])))
         return
     model = {key: v for key, v in (answers_data().get("model") or {}).items() if key not in ("name", "path")}
     if set_answers({**answers_data(), "model": {**model, "path": str(path)}}) is None:

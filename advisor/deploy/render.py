@@ -11,6 +11,7 @@ import json
 import re
 import shlex
 
+from advisor.deploy.settings import count
 from advisor.deploy.types import Bundle
 from advisor.knowledge.load import Knowledge
 
@@ -85,6 +86,18 @@ def _t(k: Knowledge, key: str, lang: str, **kw) -> str:
     return text.format(**kw) if kw else text
 
 
+def _gpus_note(b: Bundle, k: Knowledge) -> str:
+    """"1 GPU per replica (plan)", "2 GPUs per replica (plan)"."""
+    return _t(k, "gpus", b.lang, gpus=count(k, "gpu", b.gpus_per_replica, b.lang))
+
+
+def _host_notes(args: list[tuple[str, str]], b: Bundle, k: Knowledge, key: str) -> list[tuple[str, str]]:
+    """The listen address's note as this file has it (walk-3 L9: launch.sh runs no container, so none of its ports is
+    "published below"): host_sh, host_docker, host_k8s; compose.yaml keeps the generic one (its ports follow)."""
+    generic = _t(k, "host", b.lang)
+    return [(tok, _t(k, key, b.lang) if note == generic else note) for tok, note in args]
+
+
 def _header(b: Bundle, k: Knowledge) -> list[str]:
     name = k.engines[b.engine].name
     lines = [_t(k, "header", b.lang, engine=name, model=b.model_name[:120], hw=b.target, version=b.version,
@@ -138,7 +151,7 @@ def launch_sh(b: Bundle, k: Knowledge) -> str:
     for e in b.env:
         lines.append(f"export {e.name}={shlex.quote(e.value)}  # {comment(e.why)}")
     lines.append("set --")
-    for tok, note in _args_with_notes(b, "\x00MODEL"):
+    for tok, note in _host_notes(_args_with_notes(b, "\x00MODEL"), b, k, "host_sh"):
         q = '"$MODEL"' if tok == "\x00MODEL" else _here_token(tok, b) or shlex.quote(tok)
         lines.append(f"set -- \"$@\" {q}" + (f"  # {comment(note)}" if note else ""))
     lines.append("exec " + " ".join(shlex.quote(x) for x in b.program) + ' "$@"')
@@ -158,6 +171,7 @@ def docker_run(b: Bundle, k: Knowledge) -> str:
               f"{comment(_t(k, 'model_path', b.lang, what=b.model_what))}"]
     lines += _options_here(b, k) + ["set --"]
     entry, args = _container_cmd(b)
+    args = _host_notes(args, b, k, "host_docker")
     opts = ["--rm", "-p", f"{b.port}:{b.port}", "-v", f"\x00MODEL_DIR:{k.deploy.model_mount}:ro"]
     if b.gpu_resource == "nvidia.com/gpu":
         opts += ["--gpus", str(b.gpus_per_replica)]
@@ -212,7 +226,7 @@ def compose(b: Bundle, k: Knowledge) -> str:
         svc["ipc"] = C("host", _t(k, "shm", b.lang))
     if b.gpu_resource == "nvidia.com/gpu":
         svc["deploy"] = {"resources": {"reservations": {"devices": [
-            {"driver": "nvidia", "count": C(b.gpus_per_replica, _t(k, "gpus", b.lang, n=b.gpus_per_replica)),
+            {"driver": "nvidia", "count": C(b.gpus_per_replica, _gpus_note(b, k)),
              "capabilities": ["gpu"]}]}}}
     elif b.gpu_resource == "amd.com/gpu":
         svc["devices"] = ["/dev/kfd", "/dev/dri"]
@@ -227,7 +241,7 @@ def _resources(b: Bundle, k: Knowledge) -> dict:
     # a memory-backed /dev/shm counts against the container's memory limit
     lim: dict = {"memory": f"{b.memory_gib + (SHM_GIB if b.shm else 0)}Gi"}
     if b.gpu_resource:
-        lim[b.gpu_resource] = C(b.gpus_per_replica, _t(k, "gpus", b.lang, n=b.gpus_per_replica))
+        lim[b.gpu_resource] = C(b.gpus_per_replica, _gpus_note(b, k))
     return {"requests": req, "limits": lim}
 
 
@@ -269,6 +283,7 @@ def _options_map(b: Bundle) -> list[str]:
 
 def kubernetes(b: Bundle, k: Knowledge) -> str:
     entry, args = _container_cmd(b)
+    args = _host_notes(args, b, k, "host_k8s")
     mounts, volumes = _storage(b, k)
     container: dict = {"name": "server", "image": C(b.image, _t(k, "docker_note", b.lang)), "command": entry,
                        "args": _no_interpolation(_yaml_args(args, b.extra_files), "$(", "$$(")}
@@ -364,7 +379,7 @@ def launch_node_sh(b: Bundle, k: Knowledge, rank: int) -> str:
     for e in b.env:
         lines.append(f"export {e.name}={shlex.quote(e.value)}  # {comment(e.why)}")
     lines.append("set --")
-    for tok, note in b.node_args(rank, "\x00LEADER"):
+    for tok, note in _host_notes(b.node_args(rank, "\x00LEADER"), b, k, "host_sh"):
         if tok == MODEL:
             q = '"$MODEL"'
         elif "\x00LEADER" in tok:
@@ -381,8 +396,8 @@ def _lws_container(b: Bundle, k: Knowledge, leader: bool, mounts: list) -> dict:
     from advisor.deploy.types import MODEL
 
     args = []
-    for tok, note in b.node_args(0 if leader else 1, "$(LWS_LEADER_ADDRESS)",
-                                 rank_value=None if leader else "$(LWS_WORKER_INDEX)"):
+    for tok, note in _host_notes(b.node_args(0 if leader else 1, "$(LWS_LEADER_ADDRESS)",
+                                             rank_value=None if leader else "$(LWS_WORKER_INDEX)"), b, k, "host_k8s"):
         tok = b.model_path if tok == MODEL else f"/config/{tok}" if tok in b.extra_files else tok
         tok = tok.replace("$(", "$$(")  # Kubernetes expands $(VAR) in args: only LWS's own two are meant
         for var in ("LWS_LEADER_ADDRESS", "LWS_WORKER_INDEX"):
@@ -391,7 +406,8 @@ def _lws_container(b: Bundle, k: Knowledge, leader: bool, mounts: list) -> dict:
     per_pod = max(1, b.gpus_per_replica // max(1, b.nodes))
     res = _resources(b, k)
     if b.gpu_resource:
-        res["limits"][b.gpu_resource] = C(per_pod, _t(k, "lws_gpus", b.lang, n=per_pod))
+        res["limits"][b.gpu_resource] = C(per_pod, _t(k, "lws_gpus", b.lang,
+                                                      gpus=count(k, "gpu", per_pod, b.lang)))
     command = list(b.image_entrypoint) or list(b.program)
     start = next((a for a in b.args if a.role == "start_rank"), None)
     if not leader and start is not None:

@@ -15,6 +15,12 @@ from advisor.knowledge.load import Knowledge
 from advisor.planner.types import EnginePlan, Plan
 
 
+def count(k: Knowledge, what: str, n: int, lang: str) -> str:
+    """"1 GPU", "2 GPUs", "1 replica" (deploy.yaml's count_<what> / count_<what>s; Chinese has one form)."""
+    text = k.deploy.texts[f"count_{what}" if n == 1 else f"count_{what}s"].get(lang)
+    return text.format(n=n)
+
+
 class _Refused(Exception):
     pass
 
@@ -441,7 +447,9 @@ def build_settings(engine: str, plan: Plan, answers: Answers, knowledge: Knowled
     sv = p.serving
     if sv is not None and sv.replicas:
         replicas = sv.replicas
-        why_r = b.t("replicas", n=sv.replicas, gpus=max(sv.gpus_per_replica, p.gpus_used), users=p.concurrency,
+        g = max(sv.gpus_per_replica, p.gpus_used)
+        why_r = b.t("replicas", replicas=count(knowledge, "replica", sv.replicas, lang),
+                    gpus=count(knowledge, "gpu", g, lang), users=count(knowledge, "user", p.concurrency, lang),
                     label=knowledge.s(f"val_plan_label_{sv.label}", lang), band=round(sv.band * 100))
     else:
         replicas, why_r = 1, b.t("replicas_one")

@@ -2,6 +2,8 @@
 of a million output tokens at that capacity, and whether that changes the advice. Pure."""
 from __future__ import annotations
 
+import re
+
 from pydantic import BaseModel
 
 from advisor.knowledge.load import Knowledge
@@ -60,6 +62,23 @@ def stop_text(sw, knowledge: Knowledge, lang: str) -> str:
     return sw.stop_reason or ""
 
 
+_FAILED = re.compile(r"requests failed(?: or ended early)?: (.+)$", re.S)
+
+
+def failed_line(sw, name: str, knowledge: Knowledge, lang: str) -> str:
+    """A sweep whose first level was not measured: when its requests ran and too many failed, it ran, and says how
+    many and why ("ran; 15 of 20 requests failed: “HTTP 500 …”", walk-3 L13); it "did not run" only when no request
+    did (the engine would not start, the endpoint was refused)."""
+    lv = next((x for x in sw.levels if x.status != "ok"), None)
+    bad = (lv.errors + lv.requests_incomplete) if lv is not None else 0
+    if lv is None or not lv.requests_total or not bad:
+        return knowledge.s("cap_line_failed", lang, engine=name, why=sw.reason or sw.status)
+    m = _FAILED.search(lv.reason or sw.reason or "")
+    cause = " ".join((m.group(1) if m else (lv.reason or sw.reason or lv.status)).split())[:300]
+    return knowledge.s("cap_line_ran_failed", lang, engine=name, c=lv.concurrency, bad=bad, total=lv.requests_total,
+                       cause=cause.replace("“", '"').replace("”", '"'))
+
+
 def check_capacity(sweeps, asked: int, top: str | None, knowledge: Knowledge, lang: str = "en",
                    cores: int | None = None, gpu_price: float | None = None,
                    core_price: float | None = None, target=None, target_ms: float | None = None,
@@ -67,7 +86,7 @@ def check_capacity(sweeps, asked: int, top: str | None, knowledge: Knowledge, la
     """Each sweep is judged against the target it was run with. A sweep measured on a busy machine, on another
     device than `target` (a TargetDevice) or for other answers than `answers_id` is shown, and cannot change
     the advice."""
-    from advisor.evidence.verdict import mismatch
+    from advisor.evidence.verdict import busy_here, mismatch
 
     s = lambda key, **kw: knowledge.s(key, lang, **kw)  # noqa: E731
     rows, lines = [], []
@@ -76,7 +95,7 @@ def check_capacity(sweeps, asked: int, top: str | None, knowledge: Knowledge, la
         at = next((lv for lv in sw.levels if lv.concurrency == sw.capacity), None)
         usd = machine_usd_per_hour(sw.device, cores, knowledge, gpu_price, core_price)
         held = None
-        if sw.busy:
+        if busy_here(sw):  # never for a server on another machine: this machine's CPU does not slow it
             held = s("cap_held_busy", pct=f"{max((lv.other_cpu_percent or 0) for lv in sw.levels):.0f}")
         elsewhere = mismatch(sw, target, knowledge, lang) if target is not None else None
         if elsewhere:
@@ -105,7 +124,7 @@ def check_capacity(sweeps, asked: int, top: str | None, knowledge: Knowledge, la
             if kept and sw.capacity:
                 line += " " + s("cap_line_cancelled_capacity", c=sw.capacity, ms=target_txt)
         elif sw.status != "ok":
-            line = s("cap_line_failed", engine=name, why=sw.reason or sw.status)
+            line = failed_line(sw, name, knowledge, lang)
         elif sw.capacity is None and sw.inconclusive_at:
             line = s("cap_line_inconclusive", engine=name, ms=target_txt, c=sw.inconclusive_at, asked=their_asked)
         elif sw.capacity is None:

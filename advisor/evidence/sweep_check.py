@@ -23,7 +23,8 @@ from advisor.planner.serving import Eff, Load, capacity, fit_grid, predict
 from advisor.planner.spec import ModelSpec, ModelSpecError, read_model_path
 from advisor.planner.target import build_target
 from advisor.planner.types import Calibrated
-from probes.result import device_kind
+from advisor.evidence.verdict import busy_here
+from probes.result import device_kind, on_another_machine
 from probes.sweep_result import SweepResult
 
 SERVER_ENGINE = {"vllm": "vllm", "sglang": "sglang", "llama-server": "llama.cpp", "trtllm-serve": "tensorrt-llm"}
@@ -213,7 +214,8 @@ def check_sweep(sweep: SweepResult, knowledge: Knowledge, hardware: Hardware | N
     label = "measured" if basis == "measured" else ("rough" if band > knowledge.serving.rough_above else "fitted")
     out_check = SweepCheck(engine=engine, label=label, band=round(band, 3), group=group, hw_class=cls,
                            input_tokens=prompt, output_tokens=out, ttft_target_ms=sweep.ttft_target_ms,
-                           busy=sweep.busy, measured_capacity=sweep.capacity)
+                           busy=busy_here(sweep), measured_capacity=sweep.capacity)
+    here = not on_another_machine(sweep)  # a remote server's levels are never busy for this machine's CPU
     for lv in sweep.levels:
         if lv.status != "ok":
             continue
@@ -221,7 +223,7 @@ def check_sweep(sweep: SweepResult, knowledge: Knowledge, hardware: Hardware | N
         out_check.levels.append(LevelCheck(
             concurrency=lv.concurrency, measured_ttft_ms_p95=lv.ttft_ms.p95, predicted_ttft_ms_p95=_r(p.ttft_ms_p95),
             measured_itl_ms_p50=lv.itl_ms.p50, predicted_itl_ms_p50=_r(p.itl_ms_p50),
-            measured_output_tps=lv.output_tps_total, predicted_output_tps=_r(p.output_tps), busy=lv.busy))
+            measured_output_tps=lv.output_tps_total, predicted_output_tps=_r(p.output_tps), busy=lv.busy and here))
     if sweep.ttft_target_ms:
         out_check.predicted_capacity = capacity(c.mode, hw, eff, prompt, out, sd, sweep.ttft_target_ms,
                                                 max(lv.concurrency for lv in sweep.levels))

@@ -6,7 +6,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from advisor.decide.recommendation import Recommendation
-from probes.result import ProbeResult, device_kind
+from probes.result import ProbeResult, device_kind, on_another_machine
 
 
 class EngineVerdict(BaseModel):
@@ -22,6 +22,11 @@ class EngineVerdict(BaseModel):
     elsewhere: str | None = None  # why this measurement does not speak for the target hardware
     held: str | None = None  # why it cannot change the advice (a busy machine, not served as deployed)
     failed: bool = False  # its latest run is partial or error: "not measured", with the cause in `text`
+    run: str | None = None  # the label of the run that decided ("#12 llama.cpp")
+    concurrency: int | None = None  # the concurrency that run measured at
+    requests: int = 0  # how many requests it ran
+    device: str | None = None  # what the run recorded (ProbeResult.device, .model): to pair it with a sweep
+    model: str | None = None
 
 
 class Verdict(BaseModel):
@@ -74,6 +79,13 @@ def target_device(answers, hardware, knowledge, lang: str = "en") -> TargetDevic
 #: own server, scheduler and defaults, not llama.cpp's llama-server mode), TGI, LMDeploy and OVMS (engines this advice
 #: does not rank); their runs, and unrecognised servers, stay "endpoint"
 SERVER_ENGINE = {"vllm": "vllm", "sglang": "sglang", "llama-server": "llama.cpp", "trtllm-serve": "tensorrt-llm"}
+
+
+def busy_here(res) -> bool:
+    """A run (ProbeResult) or sweep measured while this machine's CPU was busy, where that can matter: never for a
+    server on another machine, which this machine's load does not slow (walk-3 L13; stored runs kept the flag)."""
+    load = getattr(res, "system_load", None)
+    return bool(load.busy if load is not None else getattr(res, "busy", False)) and not on_another_machine(res)
 
 
 def _remote(r: ProbeResult) -> bool:
@@ -207,12 +219,12 @@ def _judge_one(res: ProbeResult, target_ms: float, lang: str) -> tuple[bool | No
     if good is not None and not (meets is False and p95 is not None and p95 <= target_ms):
         text += _t(lang, f"; goodput {good:.0%}", f"；达标率 {good:.0%}")
     held = None
-    if res.system_load.busy and res.system_load.collapsed_roofline_pct is not None:
+    if busy_here(res) and res.system_load.collapsed_roofline_pct is not None:
         pct = res.system_load.collapsed_roofline_pct
         held = _t(lang, f"decoded at only {pct:g}% of this machine's memory-bandwidth roofline, so the machine was "
                         "contended during the run: shown, but it cannot change the advice; rerun on an idle machine",
                   f"解码速度仅为本机内存带宽上限的 {pct:g}%，说明运行期间机器被占用：仅供参考，不改变建议；请在空闲时重测")
-    elif res.system_load.busy:
+    elif busy_here(res):
         pct = res.system_load.other_processes_cpu_percent or 0
         held = _t(lang, f"measured on a busy machine (other processes used {pct:.0f}% of the CPU): shown, but it "
                         "cannot change the advice; rerun on an idle machine",
@@ -223,6 +235,12 @@ def _judge_one(res: ProbeResult, target_ms: float, lang: str) -> tuple[bool | No
                         "llama-server batches them, so this run cannot change the advice",
                   f"在并发 {conc} 下于进程内逐个服务；以 llama-server 部署的 llama.cpp 会批处理，因此这次运行不改变建议")
     return meets, text, held
+
+
+def _run_facts(res: ProbeResult, label: str) -> dict:
+    """What a run was (its label, load, size, device and model), kept on its verdict so a sweep can cite it."""
+    return {"run": label, "concurrency": res.settings.concurrency if res.settings else None,
+            "requests": res.requests_total, "device": res.device, "model": res.model}
 
 
 def revisit(rec: Recommendation, results: list[ProbeResult], target_ms: float, lang: str = "en",
@@ -263,7 +281,8 @@ def revisit(rec: Recommendation, results: list[ProbeResult], target_ms: float, l
             if said:
                 text = said + _t(lang, ": ", "：") + text
             out.append(EngineVerdict(engine=engine, rank=rank.get(engine), measured=False, target_ms=target_ms,
-                                     text=text, failed=bad is not None))
+                                     text=text, failed=bad is not None,
+                                     **(_run_facts(bad, label[engine]) if bad else {})))
             continue
         run_target = res.ttft_target_ms if res.ttft_target_ms is not None else target_ms
         meets, text, held = _judge_one(res, run_target, lang)
@@ -288,7 +307,8 @@ def revisit(rec: Recommendation, results: list[ProbeResult], target_ms: float, l
             text += _t(lang, "; ", "；") + held
         out.append(EngineVerdict(engine=engine, rank=rank.get(engine), measured=True, ttft_p95_ms=res.ttft_ms.p95,
                                  target_ms=run_target, meets_sla=meets, goodput=res.goodput,
-                                 output_tps_total=res.output_tps_total, text=text, elsewhere=elsewhere, held=held))
+                                 output_tps_total=res.output_tps_total, text=text, elsewhere=elsewhere, held=held,
+                                 **_run_facts(res, label[engine])))
     top = rec.ranking[0].engine if rec.ranking else None
     by = {v.engine: v for v in out}
     changes = False

@@ -310,6 +310,11 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
     slow, fast = with_band(eff, band)
     out.capacity_low = cap_of(hw, e=slow)
     out.capacity_high = cap_of(hw, e=fast)
+    if mode != "sequential" and hw.max_running and out.capacity_low >= hw.max_running:
+        # even the band's slow end is past what one step holds: the users beyond it queue, which sets the capacity
+        pool = c.max_concurrency()  # the running cap is the KV pool's when the pool is the smaller of the two
+        out.capacity_bound = "kv" if pool is not None and hw.max_running >= pool else "batch"
+        out.kv_bound, out.running_cap = out.capacity_bound == "kv", hw.max_running
     if not detail:
         return out
     slow_cap = cap_of(bhw, e=slow)

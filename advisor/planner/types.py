@@ -182,6 +182,12 @@ class ServingPlan(BaseModel):
     capacity: int | None = None  # users one replica holds within Q2 (p95 TTFT), at the fit's centre
     capacity_low: int | None = None  # ... at the band's slow end
     capacity_high: int | None = None
+    # even the band's slow end is at or past what one step may hold, so the users beyond it queue and the band's ends
+    # sit a few users apart whatever the efficiencies (walk-3 L5): bound by the KV pool ("kv": `running_cap`
+    # sequences of the typical length fit) or by the engine's batch cap ("batch"); None: the efficiencies set it
+    kv_bound: bool = False
+    capacity_bound: Literal["kv", "batch"] | None = None
+    running_cap: int | None = None
     replicas: int | None = None  # replicas of gpus_per_replica GPUs for Q1's users within Q2; None: none meets it
     replicas_high: int | None = None  # at the band's slow end
     fleet_gpus: int | None = None

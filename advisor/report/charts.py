@@ -67,6 +67,12 @@ def _t(key: str, lang: str, **kw) -> str:
     return load_knowledge().s(key, lang, **kw)
 
 
+def _rgba(hex_colour: str, alpha: float) -> str:
+    """"#0072B2" at an opacity, for a band's fill in its curve's colour."""
+    h = hex_colour.lstrip("#")
+    return f"rgba({int(h[0:2], 16)},{int(h[2:4], 16)},{int(h[4:6], 16)},{alpha})"
+
+
 def _i(engine: str, fallback: int) -> int:
     """A stable style index per engine (vLLM is always the same colour), else by position."""
     return ENGINE_ORDER.index(engine) if engine in ENGINE_ORDER else fallback
@@ -465,7 +471,10 @@ def _envelope(points: list[tuple[float, float]], x_left: float, floor: float) ->
 def serving_chart(plan: Plan, names: dict[str, str], lang: str = "en") -> go.Figure:
     """The predicted serving curve per engine: output tok/s per user (x) against output tok/s per GPU (per machine
     on a CPU; y), one point per closed-loop concurrency, filled where its p95 TTFT meets the target and hollow where
-    not; the region every meeting point reaches (the staircase Pareto envelope) shaded and labelled."""
+    not; the region every meeting point reaches (the staircase Pareto envelope) shaded and labelled. Each curve
+    carries its band (walk-3 M1: a "rough ±60%" curve drawn as sharply as a fitted one): the area between the curve
+    at the band's slow and fast ends (both figures of a point scale with the throughput, so a point moves along its
+    ray from the origin), in the curve's colour, and its label and band in the legend ("llama.cpp (rough ±136%)")."""
     from advisor.report.serving import predicted
 
     fig = go.Figure()
@@ -473,9 +482,12 @@ def serving_chart(plan: Plan, names: dict[str, str], lang: str = "en") -> go.Fig
     meeting: list[tuple[float, float]] = []
     xs_all: list[float] = []
     ys_all: list[float] = []
+    ext_x: list[float] = []  # the bands' extent too: the axes hold every band whole
+    ext_y: list[float] = []
     per_gpu = per_machine = False
     target = None
     traces = []
+    bands = []
     for n, (e, sv) in enumerate(shown.items()):
         lv = [x for x in sv.levels if x.output_tps_per_user and x.output_tps_per_gpu]
         if not lv:
@@ -489,11 +501,21 @@ def serving_chart(plan: Plan, names: dict[str, str], lang: str = "en") -> go.Fig
         ys_all += ys
         meeting += [(x.output_tps_per_user, x.output_tps_per_gpu) for x in lv if x.meets]
         sym = MARKERS[i % len(MARKERS)]
+        f = 1 + max(0.0, sv.band)  # throughput x (1 + band) at the fast end, / (1 + band) at the slow end
+        bx = [x * f for x in xs] + [x / f for x in reversed(xs)] + [xs[0] * f]
+        by = [y * f for y in ys] + [y / f for y in reversed(ys)] + [ys[0] * f]
+        ext_x += bx
+        ext_y += by
+        bands.append(go.Scatter(x=bx, y=by, fill="toself", mode="lines", hoverinfo="skip", showlegend=False,
+                                legendgroup=e, meta={"band_of": e}, line=dict(width=0),
+                                fillcolor=_rgba(COLORS[i % len(COLORS)], 0.12)))
+        label = _t("srv_chart_label_silicon" if sv.label == "silicon" else f"val_plan_label_{sv.label}", lang)
+        name = _t("srv_chart_curve", lang, engine=names.get(e, e), label=label, band=f"{round(sv.band * 100)}")
         hover = [_t("srv_chart_hover", lang, users=f"{x.concurrency:,}",
                     ttft="—" if x.ttft_ms_p95 is None else f"{x.ttft_ms_p95:,.0f}",
                     itl="—" if x.itl_ms_p50 is None else f"{x.itl_ms_p50:,.1f}") for x in lv]
         traces.append(go.Scatter(
-            x=xs, y=ys, mode="lines+markers", name=_wrap(names.get(e, e)), text=hover,
+            x=xs, y=ys, mode="lines+markers", name=_wrap(name), text=hover, legendgroup=e,
             hovertemplate="%{text}<br>%{x:,.1f} · %{y:,.1f}<extra>%{fullData.name}</extra>",
             line=dict(color=COLORS[i % len(COLORS)], dash=DASHES[i % len(DASHES)], width=2),
             marker=dict(color=COLORS[i % len(COLORS)], size=10, line=dict(color=COLORS[i % len(COLORS)], width=2),
@@ -515,8 +537,14 @@ def serving_chart(plan: Plan, names: dict[str, str], lang: str = "en") -> go.Fig
             return lo / 1.5, [math.log10(lo / 1.5), math.log10(hi * 1.5)]
         return 0.0, [0, hi * 1.08]
 
-    x_lo, x_range = bounds(xs_all, log_x)
-    y_lo, y_range = bounds(ys_all, log_y)
+    x_lo, x_range = bounds(ext_x or xs_all, log_x)
+    y_lo, y_range = bounds(ext_y or ys_all, log_y)
+    for b in bands:  # under everything: a band is where its curve may lie
+        fig.add_trace(b)
+    if bands:  # one legend entry says what the shading is (each band follows its curve in and out of view)
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", hoverinfo="skip",
+                                 marker=dict(symbol="square", size=14, color="rgba(120,120,120,0.3)"),
+                                 name=_wrap(_t("srv_chart_band_legend", lang), 30)))
     if meeting and target:  # drawn first: under the lines
         rx, ry = _envelope(meeting, x_lo, y_lo)
         fig.add_trace(go.Scatter(x=rx, y=ry, fill="toself", mode="lines", hoverinfo="skip",

@@ -3,6 +3,7 @@ the files. Everything in a fenced block is the file as generated; a fence long e
 a value cannot close it."""
 from __future__ import annotations
 
+import datetime as dt
 import io
 import re
 import shlex
@@ -119,13 +120,17 @@ def zip_name(b: Bundle) -> str:
     return f"{b.engine}-deploy.zip"
 
 
-def bundle_zip(b: Bundle) -> bytes:
-    """Every file of the bundle in one zip, in a folder named after the engine; the scripts executable. In memory."""
+def bundle_zip(b: Bundle, when: dt.datetime | None = None) -> bytes:
+    """Every file of the bundle in one zip, in a folder named after the engine; the scripts executable. In memory.
+    The files are dated when they were made (`when`, else now, to the minute: a page that redraws every second
+    offers the same bytes), not a fixed day in the past (walk-3 L9: they read 1 Jan 2024)."""
+    when = (when or dt.datetime.now()).replace(second=0, microsecond=0)
+    stamp = (max(1980, when.year), when.month, when.day, when.hour, when.minute, 0)  # a zip dates from 1980 on
     buf = io.BytesIO()
     folder = f"{b.engine}-deploy"
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
         for name in file_names(b):
-            info = zipfile.ZipInfo(f"{folder}/{name}", date_time=(2024, 1, 1, 0, 0, 0))
+            info = zipfile.ZipInfo(f"{folder}/{name}", date_time=stamp)
             info.compress_type = zipfile.ZIP_DEFLATED
             info.external_attr = (0o100755 if name.endswith(".sh") else 0o100644) << 16
             z.writestr(info, b.files[name])

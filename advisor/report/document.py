@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from advisor.decide.recommendation import Recommendation
-from advisor.evidence.verdict import not_measured, revisit, target_device
+from advisor.evidence.verdict import busy_here, not_measured, revisit, target_device
 from advisor.inputs.answers import Answers, ModelBlock, TargetHardware
 from advisor.inputs.hardware import Hardware
 from advisor.knowledge import age
@@ -272,7 +272,7 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
         out += _figure(images, "serving")
     # measurements
     out += [f"## {s('report_measurements')}", ""]
-    busy = [(lab, r) for lab, r in zip(labels, results) if r.system_load.busy]
+    busy = [(lab, r) for lab, r in zip(labels, results) if busy_here(r)]
     shown = list(zip(labels, results))[:MAX_RUNS_SHOWN]  # the rest: one line (_more_runs)
     if not results:
         out += [s("report_no_measurements"), ""]
@@ -317,23 +317,38 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
         n_ok, n_drawn = sum(r.status == "ok" for r in results), len(_charted(results))
         if n_drawn < n_ok and any(k in images for k in ("ttft", "itl", "throughput")):
             out += [f"*{s('report_charts_capped', n=n_drawn, total=f'{n_ok:,}')}*", ""]
-        v = revisit(rec, results, float(answers.ttft_p95_ms), lang, labels=labels,
-                    target=target_device(answers, hardware, knowledge, lang), knowledge=knowledge)
-        out += [f"## {s('report_verdict')}", "", f"**{_txt(v.summary)}**", ""]
-        out += _capped([f"- {_txt(e.engine)}{s('colon')}{_txt(e.text)}" for e in v.engines if e.measured or e.failed],
-                       knowledge, lang)
-        out.append("")
-    # caveats
+    cap = None
     if sweeps:
         from advisor.evidence.capacity_check import check_capacity
 
         from advisor.inputs import answers_id
 
-        v = check_capacity(sweeps, answers.concurrency, rec.top.engine if rec.top else None, knowledge, lang,
-                           cores=cores, gpu_price=answers.gpu_usd_per_hour, core_price=answers.cpu_core_usd_per_hour,
-                           target=target_device(answers, hardware, knowledge, lang),
-                           target_ms=float(answers.ttft_p95_ms), answers_id=answers_id(answers))
-        out += ["", f"## {s('cap_title')}", "", f"**{_txt(v.summary)}**", ""]
+        cap = check_capacity(sweeps, answers.concurrency, rec.top.engine if rec.top else None, knowledge, lang,
+                             cores=cores, gpu_price=answers.gpu_usd_per_hour, core_price=answers.cpu_core_usd_per_hour,
+                             target=target_device(answers, hardware, knowledge, lang),
+                             target_ms=float(answers.ttft_p95_ms), answers_id=answers_id(answers))
+    if results:
+        v = revisit(rec, results, float(answers.ttft_p95_ms), lang, labels=labels,
+                    target=target_device(answers, hardware, knowledge, lang), knowledge=knowledge)
+        out += [f"## {s('report_verdict')}", ""]
+        if cap is None:
+            out += [f"**{_txt(v.summary)}**", ""]
+            out += _capped([f"- {_txt(e.engine)}{s('colon')}{_txt(e.text)}" for e in v.engines
+                            if e.measured or e.failed], knowledge, lang)
+        else:  # probe runs and sweeps: one conclusion per engine (advisor.evidence.conclusion's rule)
+            from advisor.evidence.conclusion import reconcile
+
+            c = reconcile(v, cap, sweeps, answers.concurrency, rec.top.engine if rec.top else None, knowledge, lang,
+                          ranked=[r.engine for r in rec.ranking])
+            out += [f"**{_txt(c.summary)}**", ""]
+            out += _capped([f"- **{_txt(e.name)}**{s('colon')}{_txt(e.text)}"
+                            + "".join(f"\n    - {_txt(x)}" for x in e.cited) for e in c.engines], knowledge, lang)
+        out.append("")
+    # caveats
+    if cap is not None:
+        v = cap
+        lead = (s("concl_see_verdict", title=s("report_verdict")) if results else f"**{_txt(v.summary)}**")
+        out += ["", f"## {s('cap_title')}", "", lead, ""]
         out += _capped([f"- {_txt(line)}" for line in v.lines], knowledge, lang) + [""]
         ran = [sw for sw in sweeps[:MAX_RUNS_SHOWN] if getattr(sw, "deployed", None) is not None]
         if ran:  # a sweep of a server started from its deployment bundle: the exact command beside its figures

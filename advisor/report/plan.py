@@ -84,6 +84,20 @@ def shape_parts(m, knowledge: Knowledge, lang: str) -> dict[str, str]:
     return dict(attn=s(f"attn_{m.attention_kind}", lang), moe=moe, window=window)
 
 
+def file_shape_text(m, knowledge: Knowledge, lang: str) -> str:
+    """What a model file (an uploaded config.json, a GGUF, a model folder) gives the plan, said where it was given
+    (walk-3 L6: the checklist said only "Read nova-moe-config.json", and kept the previous model's size in view):
+    parameters and active ones, layers, experts, KV heads and the architecture class it names."""
+    s = knowledge.s
+    moe = (s("ui_file_shape_moe", lang, experts=m.moe_experts, active=m.moe_active_experts)
+           if m.moe_experts and m.moe_active_experts else "")
+    kv = (s("plan_model_kv_mla", lang, rank=m.kv_lora_rank, rope=m.qk_rope_head_dim, heads=m.attention_heads)
+          if m.kv_lora_rank else s("ui_file_shape_kv", lang, kv_heads=m.kv_heads, heads=m.attention_heads))
+    arch = ", ".join(m.hf_architectures)[:200]
+    return s("ui_file_shape", lang, params=f"{m.params_b:.3g}", active=f"{m.active_params_b:.3g}", layers=m.layers,
+             moe=moe, kv=kv, arch=s("ui_file_shape_arch", lang, arch=arch) if arch else "")
+
+
 def model_kind_line(m, knowledge: Knowledge, lang: str) -> str:
     return knowledge.s("plan_model_kind_line", lang, modality=knowledge.s(f"mod_{m.modality}", lang),
                        **shape_parts(m, knowledge, lang))

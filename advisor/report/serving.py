@@ -164,12 +164,16 @@ def predictor_lines(plan: Plan, knowledge: Knowledge, lang: str) -> list[str]:
 def capacity_text(sv: ServingPlan, p: EnginePlan | None = None, knowledge: Knowledge | None = None,
                   lang: str = "en") -> str:
     """Users one replica holds within the target: "96 (87–117)", the band's ends in brackets when they differ; with
-    "on 4 GPUs" when the plan's replica (what the capacity is for) is not the fleet's."""
+    "on 4 GPUs" when the plan's replica (what the capacity is for) is not the fleet's. A capacity bound by the KV pool
+    (or the batch cap) says so instead of its band, "124 (KV-bound: 121 in the pool)": past what one step holds the
+    users queue, so the band's ends sit a user or two apart however rough the figures are (walk-3 L5)."""
     if sv.capacity is None:
         return DASH
     lo, hi = sv.capacity_low, sv.capacity_high
     text = f"{sv.capacity:,}"
-    if lo is not None and hi is not None and not lo == hi == sv.capacity:
+    if sv.capacity_bound and sv.running_cap and knowledge is not None:
+        text = knowledge.s(f"srv_capacity_{sv.capacity_bound}_bound", lang, cap=text, n=f"{sv.running_cap:,}")
+    elif lo is not None and hi is not None and not lo == hi == sv.capacity:
         text += f"（{lo:,}–{hi:,}）" if lang == "zh" else f" ({lo:,}–{hi:,})"
     if p is not None and knowledge is not None and p.gpus_used > 1 and p.gpus_used != sv.gpus_per_replica:
         text = knowledge.s("srv_capacity_on", lang, cap=text, g=p.gpus_used)

@@ -1,5 +1,6 @@
 """Page logic with streamlit.testing.v1.AppTest: drive widgets, assert no exception and what renders."""
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -105,6 +106,20 @@ def test_recommendation_page_shows_the_predicted_serving_performance():
     assert any(d.get("name") == "within p95 TTFT ≤ 800 ms (predicted)" for sp in specs for d in sp["data"])
 
 
+def test_recommendation_page_says_a_capacity_is_kv_bound_in_its_serving_table():
+    """Walk-3 L5: the page's serving table (the report's rows) names the KV pool instead of a falsely narrow band."""
+    at = app().run()
+    at.session_state["answers"] = {"concurrency": 50, "model": {"name": "qwen3-32b", "precision": "fp8"},
+                                   "hardware": {"gpu_vendor": "nvidia", "gpu_model": "H100", "gpu_count": 1}}
+    at.switch_page("pages/3_Recommendation.py").run()
+    assert not at.exception
+    table = next(m.value for m in at.markdown if m.value.startswith("| engine | how it serves"))
+    head = [c.strip() for c in table.splitlines()[0].strip("|").split("|")]
+    vllm = dict(zip(head, (c.strip() for c in next(r for r in table.splitlines() if r.startswith("| vLLM |"))
+                                                .strip("|").split("|"))))
+    assert re.fullmatch(r"[\d,]+ \(KV-bound: [\d,]+ in the pool\)", vllm["users per replica"])
+
+
 def test_unknown_model_name_plans_as_generic_with_a_note():
     at = app().run()
     at.session_state["answers"] = {"model": {"name": "llama-9-7b", "params_b": 7}}
@@ -124,6 +139,37 @@ def test_hardware_page_plans_for_other_hardware():
     assert hw.gpu_vendor == "nvidia" and hw.gpu_memory_gb >= 80 and hw.gpu_model == "NVIDIA H100 SXM"
     at.number_input(key="hw_ram").set_value(256).run()
     assert parse_answers(at.session_state["answers"]).hardware.ram_gb == 256
+
+
+@pytest.mark.parametrize("lang,word", [("en", "Install"), ("zh", "安装")])
+def test_hardware_page_shows_install_commands_whole(lang, word, monkeypatch):
+    """Walk-3 L10: at 1300 px the table's "install with" column was cut ("pip install uv && uv pip insta…"). Each
+    missing engine's command is a code block that wraps, with its copy button, and no table column holds it."""
+    from advisor.inputs.hardware import EngineInstall
+
+    import ui.planning
+
+    real = ui.planning.hardware()
+    long = ("pip install uv && uv pip install --prerelease=allow sglang  # Linux, CUDA 13 driver (R580+); brings "
+            "sglang-kernel and flashinfer")
+    engines = [e if e.engine != "sglang" else EngineInstall(engine="sglang", import_name="sglang",
+                                                               distribution="sglang", installed=False,
+                                                               install_hint=long) for e in real.engines]
+    fake = real.model_copy(update={"engines": engines})
+    monkeypatch.setattr(ui.planning, "hardware", lambda: fake)
+    monkeypatch.setattr(ui, "hardware", lambda: fake)  # the page takes it from the room
+    at = app()
+    at.session_state["lang"] = lang
+    at.run()
+    at.switch_page("pages/2_Hardware.py").run()
+    assert not at.exception
+    table = next(d.value for d in at.dataframe if len(d.value) == len(engines))
+    assert not any(long in str(v) for v in table.to_numpy().ravel())
+    blocks = {c.value: c for c in at.code}
+    assert long in blocks and blocks[long].language == "bash" and blocks[long].proto.wrap_lines
+    missing = [e for e in engines if not e.installed]
+    assert len([c for c in at.code if c.language == "bash"]) >= len(missing)
+    assert any(m.value.startswith(word) and "SGLang" in m.value for m in at.markdown)
 
 
 def test_gpu_chosen_at_step_3_survives_the_hardware_page_and_back():
@@ -402,6 +448,63 @@ def test_a_pasted_config_json_plans_that_model_and_a_bad_one_keeps_the_answers(t
     at.switch_page("pages/3_Recommendation.py").run()
     assert not at.exception
     assert "Qwen/Qwen3-8B" in " ".join(c.value for c in at.caption)
+
+
+NOVA_MOE = {"architectures": ["NovaMoeForCausalLM"], "model_type": "nova_moe", "hidden_size": 2048,
+            "num_hidden_layers": 48, "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128,
+            "intermediate_size": 6144, "moe_intermediate_size": 768, "num_experts": 128, "num_experts_per_tok": 8,
+            "vocab_size": 151936, "max_position_embeddings": 40960, "tie_word_embeddings": False}
+
+
+@pytest.mark.parametrize("lang,shape", [
+    ("en", "The file gives 30.5 B parameters (3.35 B active), 48 layers, 128 experts (8 per token), 4 KV heads of 32 "
+           "attention heads (architecture NovaMoeForCausalLM)."),
+    ("zh", "文件给出：30.5 B 参数（激活 3.35 B），48 层，128 个专家（每 token 8 个），32 个注意力头、4 个 KV 头（架构 "
+           "NovaMoeForCausalLM）。")])
+def test_an_uploaded_config_json_echoes_its_shape_and_shows_its_own_size(lang, shape, tmp_path, monkeypatch):
+    """Walk-3 L6: after the upload the step said only "Read nova-moe-config.json", and the parameter field still
+    showed the previous model's 32.80. The shape read is echoed at the upload, and the size field shows the file's
+    (greyed: the file decides), never the earlier model's; the answers' own params_b is not written over."""
+    monkeypatch.setenv("INFERENCE_ADVISOR_CACHE", str(tmp_path))
+    at = app()
+    at.session_state["answers"] = {"model": {"name": "qwen3-32b", "params_b": 32.8}}
+    at.session_state["lang"] = lang
+    at.session_state["wizard_step"] = 8
+    at.run()
+    at.switch_page("pages/1_Checklist.py").run()
+    assert at.selectbox(key="m_name").value == "qwen3-32b"
+    at.file_uploader(key="m_config").set_value(("nova-moe-config.json", json.dumps(NOVA_MOE).encode(),
+                                                 "application/json")).run()
+    assert not at.exception
+    model = at.session_state["answers"]["model"]
+    assert Path(model["path"]).parent == tmp_path / "configs" and "name" not in model
+    assert model["params_b"] == 32.8  # the answers keep what was there; the file wins in the plan
+    assert shape in [c.value for c in at.caption]
+    size = next(x for x in at.number_input if x.key.startswith("m_params_file_"))
+    assert size.disabled and size.value == 30.53
+    assert not any(x.key == "m_params" for x in at.number_input)  # the earlier model's 32.8 is not in view
+    # a file that cannot be read leaves the field blank, and says why
+    Path(model["path"]).write_text("{}", encoding="utf-8")
+    at.run()
+    assert not at.exception
+    size = next(x for x in at.number_input if x.key.startswith("m_params_file_"))
+    assert size.disabled and size.value is None and at.warning
+
+
+def test_a_pasted_config_without_heads_names_the_file_once(tmp_path, monkeypatch):
+    """Walk-3 L6: "config.json cannot be used: config.json: config.json gives no attention head count …"."""
+    monkeypatch.setenv("INFERENCE_ADVISOR_CACHE", str(tmp_path))
+    at = app()
+    at.session_state["wizard_step"] = 8
+    at.run()
+    at.switch_page("pages/1_Checklist.py").run()
+    bad = {k: v for k, v in NOVA_MOE.items() if k != "num_attention_heads"}
+    at.text_area(key="m_config_text").set_value(json.dumps(bad)).run()
+    at.button(key="m_config_use").click().run()
+    text = at.error[0].value
+    assert "config.json cannot be used: config.json gives no attention head count" in text
+    assert text.count("config.json") == 2, text  # once as the file, once as what it lacks a count in
+    assert "attention head" in text
 
 
 def test_nothing_fits_leads_the_recommendation_page():

@@ -210,3 +210,58 @@ def test_a_sweep_that_measured_nothing_does_not_print_a_capacity():
 
     text = _sweep_text(SweepResult(engine="llama.cpp", status="error", reason="the server exited", levels=[]))
     assert "not measured" in text and "not even 1" not in text
+
+
+def _flaky(device):
+    """Walk-3 L13's flaky endpoint: level 1 ran 20 requests and 15 failed, while other processes here used 63 %."""
+    from probes.result import SystemLoad
+
+    def runner(s, on_event=None, cancel=None):
+        return ProbeResult(engine="endpoint", status="partial", device=device, requests_total=20, requests_ok=5,
+                           errors=15, top_cause="HTTP 500: upstream crashed",
+                           reason="not measured: 15 of 20 requests failed or ended early: HTTP 500: upstream crashed",
+                           system_load=SystemLoad(busy=True, other_processes_cpu_percent=63.0))
+    return run_sweep(BASE.model_copy(update={"engine": "endpoint", "endpoint": "http://10.0.0.2:8000"}), [1, 2],
+                     runner=runner)
+
+
+@pytest.mark.parametrize("lang,ran,cpu", [
+    ("en", "endpoint: the sweep ran; at concurrency 1, 15 of 20 requests failed: “HTTP 500: upstream crashed”", "CPU"),
+    ("zh", "endpoint：扫描已运行；在并发 1 时 20 个请求中有 15 个失败：“HTTP 500: upstream crashed”", "CPU")])
+def test_a_failed_endpoint_sweep_says_it_ran_and_never_blames_this_machines_cpu(lang, ran, cpu):
+    """Walk-3 L13: "the sweep did not run (not measured: 15 of 20 requests failed …)" and "other processes used up to
+    63% of the CPU during it", for a server on another machine."""
+    from advisor.evidence import check_capacity
+    from advisor.knowledge.load import load_knowledge
+
+    k = load_knowledge()
+    sw = _flaky("remote vLLM 0.11.0 server 10.0.0.2:8000")
+    line = check_capacity([sw], 4, None, k, lang).lines[0]
+    assert line.startswith(ran) and cpu not in line and "did not run" not in line and "未能运行" not in line
+    # the same failures from a server on this machine: its CPU could slow it, so the caveat stays
+    here = check_capacity([_flaky("remote server 127.0.0.1:8000")], 4, None, k, lang).lines[0]
+    assert here.startswith(ran) and cpu in here
+    # a sweep whose engine never answered did not run, and says so
+    from probes.sweep_result import SweepResult
+
+    none = SweepResult(engine="endpoint", status="error", reason="connection refused", levels=[])
+    assert "connection refused" in check_capacity([none], 4, None, k, lang).lines[0]
+
+
+def test_an_endpoint_run_on_another_machine_is_never_busy_for_this_ones_cpu():
+    from advisor.evidence.verdict import busy_here
+    from probes.result import SystemLoad, on_another_machine
+    from probes.runner import _remote_server
+
+    for url, remote in (("http://10.0.0.2:8000/v1", True), ("https://api.example.com", True),
+                        ("http://127.0.0.1:8080", False), ("http://localhost:8080", False),
+                        ("http://[::1]:8080", False)):
+        assert _remote_server(ProbeSettings(engine="endpoint", endpoint=url)) is remote, url
+    assert not _remote_server(ProbeSettings(engine="llama.cpp"))
+    busy = SystemLoad(busy=True, other_processes_cpu_percent=63.0)
+    far = ProbeResult(engine="endpoint", status="ok", device="remote server 10.0.0.2:8000", system_load=busy,
+                      ttft_ms=Percentiles(p50=100.0, p95=200.0), goodput=1.0, requests_total=8, requests_ok=8)
+    near = far.model_copy(update={"device": "remote server 127.0.0.1:8000"})
+    local = far.model_copy(update={"engine": "llama.cpp", "device": "cpu"})
+    assert on_another_machine(far) and not busy_here(far)
+    assert not on_another_machine(near) and busy_here(near) and busy_here(local)

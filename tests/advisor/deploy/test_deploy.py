@@ -595,3 +595,50 @@ def test_an_fp8_checkpoints_own_kv_is_left_to_the_engines_auto():
     found, _ = deploy_bundles(parse_answers(asked), knowledge(), "en")
     trt = next(b for b in found if b.engine == "tensorrt-llm")
     assert "dtype: fp8" in "".join(trt.extra_files.values())
+
+
+# ------------------------------------------------------------------------------------------- wording per file (L9)
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_each_file_says_what_its_own_listen_address_and_counts_mean(lang):
+    """Walk-3 L9: launch.sh (no container) said "the container's port is published below", and k8s.yaml "1 replicas of
+    1 GPU(s)". Each file now has its own note on 0.0.0.0, and counts read as counted."""
+    k = knowledge()
+    texts = k.deploy.texts
+    b = by_engine("8b-l40s", "vllm", lang)
+    assert b.replicas == 1 and b.gpus_per_replica == 1
+
+    def note_on_host(name: str) -> str:
+        line = next(x for x in b.files[name].splitlines() if "0.0.0.0" in x)
+        return line.split("  # ", 1)[1]
+
+    assert note_on_host("launch.sh") == texts["host_sh"].get(lang)
+    assert note_on_host("docker-run.sh") == texts["host_docker"].get(lang)
+    assert note_on_host("k8s.yaml") == texts["host_k8s"].get(lang)
+    assert note_on_host("compose.yaml") == texts["host"].get(lang)  # its ports follow the command
+    for name in ("launch.sh", "docker-run.sh", "k8s.yaml"):
+        assert "published below" not in b.files[name] and "下方映射" not in b.files[name]
+    replicas = next(x for x in b.files["k8s.yaml"].splitlines() if x.strip().startswith("replicas:"))
+    want = "1 replica of 1 GPU for the checklist's 16 users" if lang == "en" else "1 个副本、每个 1 块 GPU，满足清单中 16 个用户的"
+    assert want in replicas and "(s)" not in b.files["k8s.yaml"] + b.files["compose.yaml"]
+    two = by_engine("70b-2xh100", "vllm", lang)  # two GPUs in one replica: the plural
+    gpus = next(x for x in two.files["k8s.yaml"].splitlines() if "nvidia.com/gpu:" in x)
+    assert gpus.split("  # ", 1)[1] == ("2 GPUs per replica (plan)" if lang == "en" else "每个副本 2 块 GPU（规划）")
+
+
+def test_the_zip_is_dated_when_it_was_made():
+    """Walk-3 L9: every file of the deployment zip was dated 1 Jan 2024."""
+    import datetime as dt
+    import io
+    import zipfile
+
+    from advisor.report.deploy import bundle_zip
+
+    b = by_engine("8b-l40s", "vllm")
+    when = dt.datetime(2026, 12, 5, 14, 37, 51)
+    with zipfile.ZipFile(io.BytesIO(bundle_zip(b, when))) as z:
+        assert {i.date_time for i in z.infolist()} == {(2026, 12, 5, 14, 37, 0)}
+    before = dt.datetime.now().replace(second=0, microsecond=0)
+    with zipfile.ZipFile(io.BytesIO(bundle_zip(b))) as z:
+        made = {dt.datetime(*i.date_time) for i in z.infolist()}
+    assert len(made) == 1 and before <= made.pop() <= dt.datetime.now()
+    assert bundle_zip(b, when) == bundle_zip(b, when.replace(second=2))  # a redraw within the minute: the same bytes

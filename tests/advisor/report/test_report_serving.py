@@ -118,8 +118,8 @@ def test_user_text_is_escaped_in_the_markdown(plan):
 
 def test_the_chart_draws_one_line_per_predicted_engine_and_the_target_region(plan):
     fig = serving_chart(plan, NAMES, "en")
-    region = [t for t in fig.data if t.fill == "toself"]
-    lines = [t for t in fig.data if t.fill != "toself"]
+    region = [t for t in fig.data if t.fill == "toself" and not t.meta]
+    lines = [t for t in fig.data if t.mode == "lines+markers"]
     assert len(region) == 1 and region[0].name == "within p95 TTFT ≤ 800 ms (predicted)"
     assert len(lines) == len(predicted(plan)) == 6
     assert fig.layout.xaxis.title.text.startswith("output tok/s per user")
@@ -133,7 +133,36 @@ def test_the_chart_draws_one_line_per_predicted_engine_and_the_target_region(pla
              if lv.meets]
     assert max(region[0].y) == max(y for _, y in meets) and max(region[0].x) == max(x for x, _ in meets)
     zh = serving_chart(plan, NAMES, "zh")
-    assert next(t for t in zh.data if t.fill == "toself").name == "首 token p95 ≤ 800 毫秒以内（预测）"
+    assert next(t for t in zh.data if t.fill == "toself" and not t.meta).name == "首 token p95 ≤ 800 毫秒以内（预测）"
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_each_curve_draws_its_band_and_names_its_label(lang, plan):
+    """Walk-3 M1: llama.cpp's "rough ±60%" curve was drawn above vLLM's with no band. Each curve now has its band as a
+    shaded area in its colour, between the curve at the band's slow end and at its fast end, and its legend entry
+    names the label and band; the axes hold every band whole."""
+    fig = serving_chart(plan, NAMES, lang)
+    bands = {t.meta["band_of"]: t for t in fig.data if t.meta and "band_of" in t.meta}
+    assert set(bands) == set(predicted(plan))
+    for e, sv in predicted(plan).items():
+        curve = next(t for t in fig.data if t.mode == "lines+markers" and t.legendgroup == e)
+        b, f = bands[e], 1 + sv.band
+        n = len(curve.x)
+        assert b.fill == "toself" and b.legendgroup == e and not b.showlegend
+        assert list(b.x[:n]) == pytest.approx([x * f for x in curve.x])  # the fast end over the curve
+        assert list(b.y[n:2 * n]) == pytest.approx([y / f for y in reversed(curve.y)])  # the slow end under it
+        label = K.s("srv_chart_label_silicon" if sv.label == "silicon" else f"val_plan_label_{sv.label}", lang)
+        assert curve.name.replace("<br>", " ") == K.s("srv_chart_curve", lang, engine=NAMES[e], label=label,
+                                                      band=round(sv.band * 100))
+        assert b.fillcolor.startswith("rgba(") and curve.line.color.lstrip("#").lower()[:2] == \
+            f"{int(b.fillcolor[5:].split(',')[0]):02x}"  # the band in its curve's colour
+    rough = [e for e, sv in predicted(plan).items() if sv.label == "rough"]
+    assert rough and all(f"±{round(predicted(plan)[e].band * 100)}%" in next(
+        t.name for t in fig.data if t.legendgroup == e and t.mode == "lines+markers") for e in rough)
+    legend = [t.name.replace("<br>", " ") for t in fig.data if t.mode == "markers" and t.x == (None,)]
+    assert legend == [K.s("srv_chart_band_legend", lang)]
+    top = max(max(b.y) for b in bands.values())
+    assert fig.layout.yaxis.range[1] >= (top if fig.layout.yaxis.type != "log" else __import__("math").log10(top))
 
 
 def test_a_cpu_fleet_is_machines_and_its_chart_is_per_machine(plan):
@@ -169,3 +198,28 @@ def test_the_report_has_the_section_and_its_chart(lang, title):
     section = md[md.index(title):]
     assert "vLLM" in section and ("±" in section)
     assert "serving" in chart_figures(rec, [], lang)
+
+
+H100_QWEN = {"concurrency": 50, "hardware": {"gpu_vendor": "nvidia", "gpu_model": "H100", "gpu_count": 1},
+             "model": {"name": "qwen3-32b", "precision": "fp8"}}
+
+
+@pytest.mark.parametrize("lang,bound", [("en", "{cap} (KV-bound: {n} in the pool)"),
+                                        ("zh", "{cap}（受 KV 池限制：池中可容纳 {n} 路）")])
+def test_a_capacity_bound_by_the_kv_pool_says_so_instead_of_a_falsely_narrow_band(lang, bound):
+    """Walk-3 L5: "users per replica 124 (123–126)" beside "fitted ±25%": past the KV pool the users queue, so the
+    band's ends sit a user or two apart however rough the figures are. The cell names the pool instead."""
+    plan = make_plan(parse_answers(H100_QWEN), None, K)
+    header, rows = serving_rows(plan, K, lang)
+    col = header.index(K.s("srv_cols", lang, users="50").split("|")[5])
+    vllm, p = plan.engines["vllm"].serving, plan.engines["vllm"]
+    assert vllm.kv_bound and vllm.capacity_bound == "kv" and vllm.running_cap == p.max_running == p.max_concurrency
+    assert vllm.capacity_low >= vllm.running_cap  # even the band's slow end queues past the pool
+    assert _row(rows, "vLLM")[col] == bound.format(cap=f"{vllm.capacity:,}", n=f"{vllm.running_cap:,}")
+    for e, sv in ((e, q.serving) for e, q in plan.engines.items() if q.serving and q.serving.capacity):
+        name = K.engines[e].name
+        if not sv.kv_bound and sv.capacity_low is not None and sv.capacity_low != sv.capacity_high:
+            # a band whose slow end is below the pool is a real band: it stays, with no KV claim
+            assert "KV" not in _row(rows, name)[col] and re.search(r"\d[–]\d", _row(rows, name)[col])
+    assert any(not q.serving.kv_bound and q.serving.capacity_low < q.serving.capacity_high
+               for q in plan.engines.values() if q.serving and q.serving.capacity_low is not None)
