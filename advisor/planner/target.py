@@ -1,6 +1,8 @@
 """The target hardware as numbers: from the answers' hardware block, else from what was detected."""
 from __future__ import annotations
 
+import re
+
 from advisor.inputs.answers import Answers
 from advisor.inputs.hardware import Hardware
 from advisor.knowledge.load import Knowledge
@@ -20,16 +22,32 @@ def find_gpu(name: str | None, knowledge: Knowledge):
     return _FOUND[key]
 
 
+_SPLIT = re.compile(r"[\s_/-]+")
+_MEMORY = re.compile(r"^(\d{1,4})g(?:b|ib)?$")
+
+
+def _tokens(name: str) -> set[str]:
+    return {t for t in _SPLIT.split(name.lower()) if t and t != "nvidia"}
+
+
 def _find_gpu(name: str, knowledge: Knowledge):
+    """An exact id, name or alias; else the known name with the most words all found in the given one ("NVIDIA
+    GeForce RTX 4090 D" -> rtx-4090, "A100 SXM 80GB" -> a100-80gb, never the bare "A100" alias of the 40 GB card): a
+    memory size the given name states ("80GB") puts a card of that size first."""
     want = name.strip().lower()
-    best, best_len = None, 0
+    have = _tokens(want)
+    sizes = {int(m.group(1)) for t in have if (m := _MEMORY.match(t))}
+    best, best_score = None, (0, 0, 0)
     for g in knowledge.gpus.gpus:
         names = [g.id, g.name, *g.aliases]
         if want in (n.lower() for n in names):
             return g
-        for n in names:  # the longest known name inside the given one ("...RTX 4090 D" -> rtx-4090)
-            if len(n) > best_len and len(n) >= 3 and f" {n.lower()} " in f" {want} ":
-                best, best_len = g, len(n)
+        size_ok = int(not sizes or any(abs(g.memory_gb - x) <= 0.1 * x for x in sizes))
+        for n in names:
+            toks = _tokens(n)
+            score = (size_ok, len(toks), len(n))
+            if len(n) >= 3 and toks and toks <= have and score > best_score:
+                best, best_score = g, score
     return best
 
 

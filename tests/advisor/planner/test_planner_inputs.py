@@ -237,3 +237,20 @@ def test_a_measured_label_names_the_sweep_that_made_it():
     assert "2026-12-04T10:00:00" in zh and "3 个级别" in zh
     others = [x for x in predictor_lines(rec.plan, k, "en") if not x.startswith("llama.cpp")]
     assert not any("calibrated on this machine" in x for x in others)  # only the engine that was swept
+
+
+@pytest.mark.parametrize("name, gpu_id", [
+    ("A100 SXM 80GB", "a100-80gb"),  # the size the name states, not the bare "A100" alias of the 40 GB card
+    ("a100-sxm-80gb", "a100-80gb"),
+    ("NVIDIA A100-SXM4-80GB", "a100-80gb"),
+    ("A100 SXM", "a100-40gb"),
+    ("NVIDIA GeForce RTX 4090 D", "rtx-4090"),
+    ("GH200 480GB", "gh200-96gb"),  # a size that is not the GPU's memory (its CPU's) finds the card all the same
+    ("H100 PCIe", "h100-pcie"),
+])
+def test_a_gpu_name_as_people_write_it_finds_its_card(name, gpu_id):
+    from advisor.knowledge.load import load_knowledge
+    from advisor.planner.target import find_gpu
+
+    g = find_gpu(name, load_knowledge())
+    assert g is not None and g.id == gpu_id
