@@ -263,6 +263,7 @@ class _Calc:
         self.attn_dp = self.ep = 1  # data-parallel attention ranks and expert-parallel ranks (1: neither)
         self.ep_nodes = 1
         self.ep_candidate = False  # the rule holds: plan_engine weighs this layout against tensor parallelism
+        self.ep_skipped: str | None = None  # why an MoE plan over nodes keeps the pipeline split (said in the text)
         if self.device == "gpu":
             self._expert_layout()
         self.n = self.tp * self.pp
@@ -572,6 +573,7 @@ class _Calc:
         if ep is None or not e or not k or k >= e or n < 2 or self.cap.multi_gpu != "tensor":
             return
         if self.pp > 1 and (not ep.across_nodes or (t.interconnect or "") not in ("infiniband", "roce")):
+            self.ep_skipped = "slow_link" if ep.across_nodes else "one_node"
             return
         native_mla = self.k.support.engines[self.engine].serving["mla_native"].status in ("supported", "experimental")
         heads = 1 if spec.kv_lora_rank and native_mla else max(1, spec.kv_heads)
@@ -821,6 +823,9 @@ def _assumptions(c: _Calc) -> list[str]:
                      label=c.pspec.label, gib=round(c.weights_gib, 2), source=c.pspec.source))
     if c.decodes:
         out.append(_kv_text(c))
+    if c.ep_skipped:
+        out.append(s(f"plan_a_ep_{c.ep_skipped}", lang, engine=c.k.engines[c.engine].name, nodes=c.pp,
+                     link=c.target.interconnect or "—"))
     if c.attn_dp > 1:
         a2a = c.alltoall_s_per_token() * max(1, min(wl.concurrency, c._max_running() or wl.concurrency)) * 1000
         out.append(s("plan_a_dp_ep", lang, engine=c.k.engines[c.engine].name, n=c.n,

@@ -165,3 +165,22 @@ def test_sglang_and_tensorrt_llm_flags_on_one_node(one_node_busy):
     ctx = trtllm_command().make_context("serve", argv, resilient_parsing=False)
     assert (ctx.params["tp_size"], ctx.params["ep_size"]) == (8, 8)
     assert "enable_attention_dp: true" in t.extra_files["extra-llm-api-options.yaml"]
+
+
+def test_an_moe_model_over_ethernet_nodes_keeps_the_pipeline_split_and_says_why(tmp_path):
+    """Qwen3-235B-A22B in BF16 on 4 x 8 A100 over Ethernet: TP 8 in each node, PP 4 across (an all-to-all per MoE
+    layer over Ethernet is not planned), said in the plan; vLLM's bundle is a LeaderWorkerSet of 4 pods."""
+    ans = parse_answers({"concurrency": 64, "ttft_p95_ms": 3000,
+                         "hardware": {"gpu_vendor": "nvidia", "gpu_model": "A100 SXM 80GB", "nodes": 4,
+                                      "gpus_per_node": 8, "interconnect": "ethernet"},
+                         "model": {"name": "Qwen/Qwen3-235B-A22B", "precision": "bf16", "context_tokens": 16384}})
+    plan = make_plan(ans, None, _k(), lang="en")
+    for e in ("vllm", "sglang", "tensorrt-llm"):
+        p = plan.engines[e]
+        assert (p.tensor_parallel, p.pipeline_parallel, p.attention_dp, p.gpus_used) == (8, 4, 1, 32), e
+    assert plan.target.gpu_memory_gib == 80  # the 80 GB card the name says
+    assert any("Expert parallelism is not planned across the 4 nodes" in a for a in plan.engines["vllm"].assumptions)
+    found, _ = deploy_bundles(ans, _k(), "en")
+    v = next(b for b in found if b.engine == "vllm")
+    assert v.status == "ok" and v.nodes == 4
+    check_lws(v)
