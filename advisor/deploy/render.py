@@ -459,9 +459,63 @@ def leader_worker_set(b: Bundle, k: Knowledge) -> str:
     return "\n".join(docs) + "\n"
 
 
+def pd_sh(b: Bundle, k: Knowledge, side: str) -> str:
+    """pd-prefill.sh / pd-decode.sh: the bundle's own command on the side's port and worker size, with the engine's
+    prefill/decode switches (knowledge/deploy.yaml pd), on the GPUs PD_PREFILL_GPUS / PD_DECODE_GPUS name."""
+    pd = k.deploy.engines[b.engine].pd
+    port = pd.prefill_port if side == "prefill" else pd.decode_port
+    tp_flag = k.deploy.engines[b.engine].flags.get("tp")
+    first = 0 if side == "prefill" else b.pd_prefill * b.pd_gpus  # one worker of each side, side by side
+    gpus = ",".join(str(first + i) for i in range(b.pd_gpus))
+    var = "PD_PREFILL_GPUS" if side == "prefill" else "PD_DECODE_GPUS"
+    sname = _t(k, f"pd_side_{side}", b.lang)
+    lines = ["#!/bin/sh"] + [f"# {x}" for x in _header(b, k)]
+    lines += [f"# {comment(_t(k, 'pd_side', b.lang, side=sname, source=pd.source))}", "set -e",
+              f"MODEL=\"${{MODEL:-{b.model_path}}}\"  # {comment(_t(k, 'model_path', b.lang, what=b.model_what))}",
+              f"export CUDA_VISIBLE_DEVICES=\"${{{var}:-{gpus}}}\""]
+    lines += _options_here(b, k)
+    for e in b.env:
+        lines.append(f"export {e.name}={shlex.quote(e.value)}  # {comment(e.why)}")
+    lines.append("set --")
+    toks = _args_with_notes(b, "\x00MODEL")
+    for i, (tok, note) in enumerate(toks):
+        prev = toks[i - 1][0] if i else ""
+        if prev == next((a.flag for a in b.args if a.role == "port"), None):
+            tok, note = str(port), _t(k, "pd_port", b.lang, port=port, side=sname)
+        elif tp_flag and prev == tp_flag and b.pd_gpus:
+            tok, note = str(b.pd_gpus), _t(k, "pd_tp", b.lang, n=b.pd_gpus)
+        q = '"$MODEL"' if tok == "\x00MODEL" else _here_token(tok, b) or shlex.quote(tok)
+        lines.append(f"set -- \"$@\" {q}" + (f"  # {comment(note)}" if note else ""))
+    switches = pd.prefill if side == "prefill" else pd.decode
+    for j, tok in enumerate(switches):
+        note = _t(k, "pd_side", b.lang, side=sname, source=pd.source) if j == len(switches) - 1 else ""
+        lines.append(f"set -- \"$@\" {shlex.quote(tok)}" + (f"  # {comment(note)}" if note else ""))
+    lines.append("exec " + " ".join(shlex.quote(x) for x in b.program) + ' "$@"')
+    return "\n".join(lines) + "\n"
+
+
+def pd_router_sh(b: Bundle, k: Knowledge) -> str:
+    """pd-router.sh: the engine's router pairing the prefill and decode instances (their addresses from PREFILL_URL
+    and DECODE_URL, this host's ports by default), serving the API on the bundle's port."""
+    pd = k.deploy.engines[b.engine].pd
+    lines = ["#!/bin/sh"] + [f"# {x}" for x in _header(b, k)]
+    lines += [f"# {comment(_t(k, 'pd_router_sglang', b.lang))} ({pd.source})", "set -e",
+              f'PREFILL_URL="${{PREFILL_URL:-http://127.0.0.1:{pd.prefill_port}}}"',
+              f'DECODE_URL="${{DECODE_URL:-http://127.0.0.1:{pd.decode_port}}}"',
+              "exec " + " ".join(shlex.quote(x) for x in pd.router)
+              + f' {shlex.quote(pd.router_prefill)} "$PREFILL_URL" {shlex.quote(pd.router_decode)} "$DECODE_URL"'
+              + f" --host 0.0.0.0 --port {pd.router_port}"]
+    return "\n".join(lines) + "\n"
+
+
 def render(b: Bundle, k: Knowledge) -> Bundle:
     if b.status != "ok":
         return b
+    pd_files = {}
+    if b.pd_prefill and k.deploy.engines[b.engine].pd is not None:
+        pd_files = {"pd-prefill.sh": pd_sh(b, k, "prefill"), "pd-decode.sh": pd_sh(b, k, "decode")}
+        if k.deploy.engines[b.engine].pd.router:
+            pd_files["pd-router.sh"] = pd_router_sh(b, k)
     if b.nodes > 1:  # one replica over several nodes: a script per node and a LeaderWorkerSet
         files = {f"launch-node-{r}.sh": launch_node_sh(b, k, r) for r in range(b.nodes)}
         if b.image:
@@ -476,5 +530,6 @@ def render(b: Bundle, k: Knowledge) -> Bundle:
     ks = kserve(b, k)
     if ks:
         files["kserve.yaml"] = ks
+    files.update(pd_files)
     files.update(b.extra_files)
     return b.model_copy(update={"files": files, "absent": _absent(b, k, files)})

@@ -464,6 +464,14 @@ def build_settings(engine: str, plan: Plan, answers: Answers, knowledge: Knowled
         w = p.weights_gib / max(1, p.gpus_used)
         mem = max(8, math.ceil(w + 3 * (p.tensor_parallel + 1)))
         why_m = b.t("memory_gpu", g=mem, w=_n(w), procs=p.tensor_parallel + 1)
+    pd = sv.disaggregation if sv is not None else None
+    pd_fields = {}
+    if pd is not None and pd.recommended and d.pd is not None and b.nodes_used() == 1 and pd.gpus:
+        pd_fields = dict(pd_prefill=pd.prefill_workers, pd_decode=pd.decode_workers, pd_gpus=pd.gpus_per_worker)
+        router = b.t("pd_router_sglang") if d.pd.router else b.t("pd_router_none")
+        agg = f"{pd.aggregated_gpus:,}" if pd.aggregated_gpus is not None else "—"
+        b.warnings.append(b.t("pd_note", p=pd.prefill_workers, d=pd.decode_workers, g=pd.gpus_per_worker,
+                              why=b.t("pd_why", gpus=f"{pd.gpus:,}", agpus=agg), router=router))
     nodes = b.nodes_used()
     if nodes > 1:
         ic = plan.target.interconnect or "ethernet"
@@ -486,6 +494,7 @@ def build_settings(engine: str, plan: Plan, answers: Answers, knowledge: Knowled
     if "served_name" not in d.flags:  # trtllm-serve, transformers serve: the model is named by its path
         b.warnings.append(b.t("warn_model_name", engine=b.name, path=model_path))
     return Bundle(status="ok", warnings=b.warnings, program=list(d.program), model_arg=d.model, model_path=model_path,
+                  **pd_fields,
                   model_what=b.model_what(), args=b.args, env=b.env, port=d.port, health=d.health,
                   image=image.ref if image else None, image_source=image.source if image else None,
                   image_entrypoint=list(image.entrypoint) if image else [],

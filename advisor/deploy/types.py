@@ -64,6 +64,10 @@ class Bundle(BaseModel):
     shm: bool = False
     name: str = "server"  # a DNS-1123 name for containers and Kubernetes objects
     extra_files: dict[str, str] = Field(default_factory=dict)  # files the command reads (trtllm-serve's options)
+    # prefill/decode disaggregation where the plan recommends it: workers of each side, and GPUs per worker (0: none)
+    pd_prefill: int = 0
+    pd_decode: int = 0
+    pd_gpus: int = 0
     files: dict[str, str] = Field(default_factory=dict)  # launch.sh, docker-run.sh, compose.yaml, k8s.yaml, kserve.yaml
     # the files of those five this bundle does not carry, each with why (in the bundle's language), so what is said
     # is the real reason (no KServe runtime for the engine, no official image, a replica over several nodes)

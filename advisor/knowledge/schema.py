@@ -1225,6 +1225,22 @@ class DeployDpMultiNode(Strict):
     source: SourceStr
 
 
+class DeployPd(Strict):
+    """The engine's documented prefill/decode disaggregation: the same server started twice with its KV connector, a
+    prefill instance and a decode instance on their own ports, and (SGLang) the router that pairs them."""
+
+    prefill: list[str]  # the flags (and values) that make a server the prefill side
+    decode: list[str]
+    prefill_port: int = Field(ge=1, le=65535)
+    decode_port: int = Field(ge=1, le=65535)
+    router: list[str] = Field(default_factory=list)  # the router's program and switches (empty: none shipped)
+    router_port: int = Field(default=8000, ge=1, le=65535)
+    router_prefill: str | None = None  # its flag for the prefill URL
+    router_decode: str | None = None
+    flags: list[str] = Field(default_factory=list)  # every server flag above (checked against the flag tables)
+    source: SourceStr
+
+
 class DeployEngine(Strict):
     """One engine's server in knowledge/deploy.yaml: how it is launched, where, and the flag of each setting."""
 
@@ -1253,6 +1269,7 @@ class DeployEngine(Strict):
     python_image: str | None = None
     multi_node: DeployMultiNode | None = None  # None: a plan that spans nodes is refused with what to do instead
     dp_multi_node: DeployDpMultiNode | None = None  # data-parallel attention across nodes (else multi_node's launch)
+    pd: DeployPd | None = None  # prefill/decode disaggregation, written where the plan recommends it
     # the most tokens the context flag takes (llama-server: a C int), and where that is read; None: no such limit known
     max_context: int | None = Field(default=None, ge=1)
     max_context_source: SourceStr | None = None
@@ -1267,6 +1284,11 @@ class DeployEngine(Strict):
         if self.dp_multi_node is not None:
             dm = self.dp_multi_node
             written |= {dm.size_local, dm.address, dm.port_flag, dm.start_rank, *dm.worker_only}
+        if self.pd is not None:
+            said = {t for t in (*self.pd.prefill, *self.pd.decode) if t.startswith("--")}
+            if not said <= set(self.pd.flags):
+                raise ValueError(f"pd switches not in pd.flags: {', '.join(sorted(said - set(self.pd.flags)))}")
+            written |= set(self.pd.flags)
         missing = sorted(written - set(self.documented_flags))
         if missing:
             raise ValueError(f"flags not in documented_flags: {', '.join(missing)}")
