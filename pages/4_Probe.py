@@ -12,6 +12,7 @@ import streamlit as st
 
 from advisor.decide import recommend
 from advisor.evidence import check_capacity, check_probe, history, hold_collapsed, not_measured, revisit, target_device
+from advisor.evidence.conclusion import PageVerdict, page_verdict
 from advisor.evidence.sweep_check import check_sweep, recalibrate_all
 from advisor.planner import calibration
 from probes.bench_formats import MAX_BYTES, dump_llmd
@@ -281,13 +282,29 @@ def _when(group: str) -> str:
         return group
 
 
-def _sweep_section(rec) -> None:
-    """The measured capacity of the sweeps this session made or picked, side by side, against Q1 and with cost."""
+def _view(rec, verdict, cap=None, sweeps=()) -> PageVerdict:
+    """One conclusion per engine from the runs' verdict and the sweeps' capacity (advisor.evidence.conclusion)."""
+    return page_verdict(verdict, cap, list(sweeps), a.concurrency, rec.top.engine if rec.top else None, k, L,
+                        ranked=[r.engine for r in rec.ranking])
+
+
+def _draw_verdict(view: PageVerdict) -> None:
+    """The verdict: its headline, then one line per engine with the runs and sweeps it rests on cited under it."""
+    st.subheader(T("ui_verdict"))
+    getattr(st, view.tone)(md_escape(view.headline))
+    for e in view.engines:
+        st.markdown(f"- **{md_escape(e.name)}**{T('colon')}{md_escape(e.text)}"
+                    + "".join(f"\n    - {md_escape(x)}" for x in e.cited))
+
+
+def _sweep_section(rec, verdict) -> PageVerdict:
+    """The measured capacity of the sweeps this session made or picked, side by side, against Q1 and with cost.
+    Returns the page's verdict: with the runs' verdict (None without runs), one conclusion per engine."""
     listed = history.list_sweeps()
     picked = [g for g in ss.get(SWEEPS, []) if isinstance(g, str)]
     groups = list(dict.fromkeys([*picked, *(g for _, g, _ in listed)]))
     if not groups:
-        return
+        return _view(rec, verdict)
     st.subheader(T("cap_title"))
     found = {g: [sw for _, gg, sw in history.get_sweeps(groups) if gg == g] for g in groups}
     labels = {g: T("ui_sweep_label", engines=" + ".join(sorted({sw.engine for sw in found.get(g, [])})) or "—",
@@ -310,7 +327,7 @@ def _sweep_section(rec) -> None:
         st.caption(T("ui_sweeps_hidden", n=others))
     chosen = [sw for g in chosen_groups for sw in found.get(g, [])]
     if not chosen:
-        return
+        return _view(rec, verdict)
     names = {e.id: e.name for e in k.engines.values()}
     share = chosen[0].goodput_share
     run_target = chosen[0].ttft_target_ms or float(a.ttft_p95_ms)  # each sweep is drawn against its own target
@@ -322,10 +339,12 @@ def _sweep_section(rec) -> None:
     v = check_capacity(chosen, a.concurrency, rec.top.engine if rec.top else None, k, L,
                        cores=hw.cpu.usable_cores, gpu_price=a.gpu_usd_per_hour, core_price=a.cpu_core_usd_per_hour,
                        target=target_device(a, hw, k, L), target_ms=float(a.ttft_p95_ms), answers_id=answers_id(a))
-    top_meets = bool(rec.top) and any(r.engine == rec.top.engine and r.capacity and r.capacity >= a.concurrency
-                                      and not r.held for r in v.rows)
-    (st.warning if v.changes_advice or not top_meets else st.success)(md_escape(v.summary))
-    for line in v.lines:
+    view = _view(rec, verdict, v, chosen)
+    if view.reconciled:  # with probe runs: the one conclusion per engine is the verdict's, above; none here
+        st.caption(md_escape(view.sweep_lead))
+    else:
+        getattr(st, view.sweep_tone)(md_escape(view.sweep_lead))
+    for line in view.sweep_lines:
         st.markdown(f"- {md_escape(line)}")
     for sw in chosen:  # a served sweep: the command that ran here beside the bundle's, with what was changed
         d = sw.deployed
@@ -366,6 +385,7 @@ def _sweep_section(rec) -> None:
         st.caption(T("svc_none"))
     for line in ss.get("recalibrated") or []:
         st.info(md_escape(line))
+    return view
 
 
 def _evidence_section() -> None:
@@ -409,6 +429,7 @@ def _evidence_section() -> None:
 
 
 # ---------------------------------------------------------------- results
+verdict = verdict_slot = None  # the runs' verdict, drawn once the sweeps' are known: one conclusion per engine
 runs = history.list_runs()  # first: what it finds wrong with the database is shown just below
 for note in dict.fromkeys(history.NOTICES):
     st.warning(note)
@@ -489,16 +510,15 @@ if by_id:
             # a run that collapsed against this machine's roofline is held like a busy one (hold_collapsed)
             held = {id(r): hold_collapsed(r, c, k) for r, c in ((r, check_probe(r, k, hw, machine(), L)) for r in ok)}
             judged = [held.get(id(by_id[rid]), by_id[rid]) for rid in chosen]
-            v = revisit(rec, judged, float(a.ttft_p95_ms), L, labels=[run_label(rid, by_id[rid].engine) for rid in chosen],
-                        target=target_device(a, hw, k, L), knowledge=k)
-            st.subheader(T("ui_verdict"))
-            {"confirmed": st.success, "changed": st.warning, "missed": st.error, "failed": st.error,
-             "held": st.warning}.get(v.status, st.info)(md_escape(v.summary))
-            for e in v.engines:
-                if e.measured or e.failed:
-                    st.markdown(f"- **{e.engine}**{T('colon')}{md_escape(e.text)}")
+            verdict = revisit(rec, judged, float(a.ttft_p95_ms), L,
+                              labels=[run_label(rid, by_id[rid].engine) for rid in chosen],
+                              target=target_device(a, hw, k, L), knowledge=k)
+            verdict_slot = st.container()  # here, under the runs; filled once the sweeps shown are known
 if job is None:  # the plan (rec) is only built when no probe is running
-    _sweep_section(rec)
+    page = _sweep_section(rec, verdict)
+    if verdict_slot is not None and page.headline is not None:
+        with verdict_slot:
+            _draw_verdict(page)
     _evidence_section()
 if runs:
     with st.expander(T("ui_history")):

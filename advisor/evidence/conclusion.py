@@ -12,8 +12,11 @@ The rule, in order:
 3. Otherwise the latest probe run that can conclude decides, and the sweep is cited as not counted, with why (held,
    failed, interrupted).
 4. When nothing of an engine can conclude, it has no conclusion: the reasons are said, and no verdict is drawn.
+5. An engine's other sweeps (not the latest that can conclude) are cited too, as not counted, so every sweep shown
+   is accounted for under its engine's one conclusion.
 
-The summary is drawn from these conclusions only, so the report's headline and its engines never disagree. Pure."""
+The summary is drawn from these conclusions only, so the report's headline and its engines never disagree.
+`page_verdict` is what the Probe page draws from the same rule (the page holds layout only). Pure."""
 from __future__ import annotations
 
 from pathlib import PurePath
@@ -44,6 +47,9 @@ class Conclusions(BaseModel):
     summary: str
     changes_advice: bool = False
     better: str | None = None
+    # what the summary says of the top-ranked engine: confirmed, changed (another measured engine should lead),
+    # missed, inconclusive, held (nothing of it can conclude), unmeasured (it has no run or sweep)
+    status: Literal["confirmed", "changed", "missed", "inconclusive", "held", "unmeasured"] = "unmeasured"
 
 
 def _sweep_outcome(sw, row: CapacityRow, asked: int) -> Outcome:
@@ -107,8 +113,10 @@ def reconcile(verdict: Verdict | None, capacity: CapacityVerdict | None, sweeps:
     name_of = lambda e: knowledge.engines[e].name if e in knowledge.engines else e  # noqa: E731
     probes = {v.engine: v for v in (verdict.engines if verdict else []) if v.measured or v.failed}
     swept: dict[str, tuple] = {}  # engine → (sweep, its row, its line): the latest that can conclude, else the latest
+    every: dict[str, list[tuple]] = {}  # engine → all its (sweep, row, line), to cite the ones that do not decide
     if capacity is not None:
         for sw, row, line in zip(sweeps, capacity.rows, capacity.lines):
+            every.setdefault(sw.engine, []).append((sw, row, line))
             old = swept.get(sw.engine)
             if old is None or _sweep_can_conclude(sw, row) or not _sweep_can_conclude(old[0], old[1]):
                 swept[sw.engine] = (sw, row, line)
@@ -121,6 +129,7 @@ def reconcile(verdict: Verdict | None, capacity: CapacityVerdict | None, sweeps:
         v, sweep = probes.get(e), swept.get(e)
         run = (v.run or e) if v else None
         cited: list[str] = []
+        others = [_cite_other_sweep(x[1], x[2], s) for x in every.get(e, []) if sweep is None or x[0] is not sweep[0]]
         if sweep is not None and _sweep_can_conclude(sweep[0], sweep[1]):
             sw, row, line = sweep
             outcome = _sweep_outcome(sw, row, asked)
@@ -128,12 +137,14 @@ def reconcile(verdict: Verdict | None, capacity: CapacityVerdict | None, sweeps:
             text = s("concl_by_sweep", levels=len(sw.levels), n=f"{n:,}", text=line)
             if v is not None:
                 cited.append(_cite_probe(v, sw, run, s))
+            cited += others
             out.append(EngineConclusion(engine=e, name=name_of(e), rank=rank.get(e), by="sweep", outcome=outcome,
                                         text=text, cited=cited))
             continue
         if sweep is not None:
             sw, row, line = sweep
             cited.append(s("concl_sweep_not_counted", why=row.held or line))
+        cited += others
         if v is not None and _probe_outcome(v) != "none":
             text = s("concl_by_probe", run=run, c=v.concurrency or 1, n=v.requests, text=v.text)
             out.append(EngineConclusion(engine=e, name=name_of(e), rank=rank.get(e), by="probe",
@@ -144,6 +155,14 @@ def reconcile(verdict: Verdict | None, capacity: CapacityVerdict | None, sweeps:
         out.append(EngineConclusion(engine=e, name=name_of(e), rank=rank.get(e), by="none", outcome="none",
                                     text=s("concl_none"), cited=cited))
     return _summary(out, top, name_of, s)
+
+
+def _cite_other_sweep(row: CapacityRow, line: str, s) -> str:
+    """An engine's sweep that is not the one its conclusion rests on: held or failed, or one that ran but is not the
+    latest that did (the latest decides)."""
+    if row.held:
+        return s("concl_sweep_not_counted", why=row.held)
+    return s("concl_sweep_other", text=line)
 
 
 def _cite_probe(v: EngineVerdict, sw, run: str, s) -> str:
@@ -168,13 +187,61 @@ def _summary(engines: list[EngineConclusion], top: str | None, name_of, s) -> Co
         return Conclusions(engines=engines, summary=s("concl_sum_unmeasured"))
     how = s(f"concl_how_{t.by}") if t.by != "none" else ""
     if t.outcome == "meets":
-        return Conclusions(engines=engines, summary=s("concl_sum_confirmed", engine=t.name, how=how))
+        return Conclusions(engines=engines, summary=s("concl_sum_confirmed", engine=t.name, how=how),
+                           status="confirmed")
     if t.outcome == "misses":
         better = next((c for c in engines if c.outcome == "meets" and c.rank is not None), None)
         if better is not None:
             return Conclusions(engines=engines, summary=s("concl_sum_changes", engine=t.name, better=better.name,
-                                                          how=how), changes_advice=True, better=better.engine)
-        return Conclusions(engines=engines, summary=s("concl_sum_missed", engine=t.name, how=how))
+                                                          how=how), changes_advice=True, better=better.engine,
+                               status="changed")
+        return Conclusions(engines=engines, summary=s("concl_sum_missed", engine=t.name, how=how), status="missed")
     if t.outcome == "inconclusive":
-        return Conclusions(engines=engines, summary=s("concl_sum_inconclusive", engine=t.name, how=how))
-    return Conclusions(engines=engines, summary=s("concl_sum_none", engine=name_of(t.engine)))
+        return Conclusions(engines=engines, summary=s("concl_sum_inconclusive", engine=t.name, how=how),
+                           status="inconclusive")
+    return Conclusions(engines=engines, summary=s("concl_sum_none", engine=name_of(t.engine)), status="held")
+
+
+Tone = Literal["success", "warning", "error", "info"]
+#: how a headline is drawn, by what it says of the top-ranked engine (Verdict.status or Conclusions.status)
+TONE: dict[str, Tone] = {"confirmed": "success", "changed": "warning", "missed": "error", "failed": "error",
+                         "held": "warning"}
+
+
+class PageVerdict(BaseModel):
+    """What the Probe page draws from the runs and sweeps it shows, so that it draws one conclusion per engine, the
+    report's: `headline` and `engines` under its verdict (None without probe runs: the sweeps' section then leads
+    with its own summary), and what the sweeps' section leads with. Where runs and sweeps are both shown, the
+    engines are reconciled (`reconcile`) and the sweeps' section points at the verdict instead of drawing one."""
+    headline: str | None = None
+    tone: Tone = "info"
+    engines: list[EngineConclusion] = []
+    reconciled: bool = False
+    sweep_lead: str | None = None
+    sweep_tone: Tone = "info"
+    sweep_lines: list[str] = []
+
+
+def page_verdict(verdict: Verdict | None, capacity: CapacityVerdict | None, sweeps: list, asked: int,
+                 top: str | None, knowledge: Knowledge, lang: str = "en",
+                 ranked: list[str] | None = None) -> PageVerdict:
+    """The Probe page's verdict, by the same rule as the report (advisor.report.document): probe runs only, their
+    verdict (`revisit`); sweeps only, the capacity summary and its lines; both, one reconciled conclusion per engine,
+    each with the runs and sweeps it rests on cited under it, and no summary or lines of the sweeps' own."""
+    if verdict is not None and capacity is not None and sweeps:
+        c = reconcile(verdict, capacity, sweeps, asked, top, knowledge, lang, ranked=ranked)
+        lead = knowledge.s("concl_see_verdict", lang, title=knowledge.s("ui_verdict", lang))
+        return PageVerdict(headline=c.summary, tone=TONE.get(c.status, "info"), engines=c.engines, reconciled=True,
+                           sweep_lead=lead)
+    out = PageVerdict()
+    if verdict is not None:
+        out.headline, out.tone = verdict.summary, TONE.get(verdict.status, "info")
+        out.engines = [EngineConclusion(engine=v.engine, name=v.engine, rank=v.rank, outcome=_probe_outcome(v),
+                                        by="probe" if _probe_outcome(v) != "none" else "none", text=v.text)
+                       for v in verdict.engines if v.measured or v.failed]
+    if capacity is not None:
+        top_meets = top is not None and any(r.engine == top and r.capacity and r.capacity >= asked and not r.held
+                                            for r in capacity.rows)
+        out.sweep_lead, out.sweep_lines = capacity.summary, capacity.lines
+        out.sweep_tone = "warning" if capacity.changes_advice or not top_meets else "success"
+    return out

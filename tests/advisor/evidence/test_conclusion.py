@@ -8,7 +8,7 @@ import pytest
 
 from advisor.decide.rules import recommend
 from advisor.evidence.capacity_check import check_capacity
-from advisor.evidence.conclusion import reconcile
+from advisor.evidence.conclusion import page_verdict, reconcile
 from advisor.evidence.verdict import revisit
 from advisor.inputs.answers import parse_answers
 from advisor.knowledge.load import load_knowledge
@@ -135,3 +135,78 @@ def test_only_probes_keep_the_probe_verdict():
     rec = recommend(a, None, K, with_flips=False)
     md = build_markdown(a, None, rec, [_probe(rec.top.engine, 300.0)], K, "en")
     assert "confirms the advice" in md and "Concluded from" not in md
+
+
+TOP = recommend(parse_answers(CPU), None, K, with_flips=False).top.engine  # the headline speaks of it
+
+
+def _page(results, sweeps, lang="en"):
+    """The Probe page's verdict (page_verdict) from what it shows: runs (None without), sweeps (None without)."""
+    a = parse_answers(CPU)
+    rec = recommend(a, None, K, lang=lang, with_flips=False)
+    top = rec.top.engine if rec.top else None
+    v = revisit(rec, results, 1000.0, lang, labels=[f"#{i} {r.engine}" for i, r in enumerate(results, 1)],
+                knowledge=K) if results else None
+    cap = check_capacity(sweeps, 4, top, K, lang) if sweeps else None
+    return page_verdict(v, cap, sweeps, 4, top, K, lang, ranked=[r.engine for r in rec.ranking]), v, cap, rec
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_probe_page_draws_one_conclusion_for_a_busy_probe_and_a_sweep(lang):
+    """Walk-3 M8 on the page: one conclusion, the sweep's, with the busy run cited as not counted; the sweeps'
+    section points at it instead of drawing its own summary or lines."""
+    view, v, cap, _ = _page([_probe(TOP, 8428.0, busy=True)], [_sweep(TOP, ["inconclusive"])], lang)
+    assert view.reconciled and len(view.engines) == 1
+    (e,) = view.engines
+    assert e.by == "sweep" and e.outcome == "inconclusive" and e.text.startswith(K.s("concl_by_sweep", lang, levels=1,
+                                                                                      n="20", text=""))
+    held = next(x.held for x in v.engines if x.engine == TOP)
+    assert held and e.cited == [K.s("concl_probe_not_counted", lang, run=f"#1 {TOP}", why=held)]
+    assert view.headline != v.summary and view.headline != cap.summary
+    assert view.sweep_lines == [] and view.sweep_lead == K.s("concl_see_verdict", lang, title=K.s("ui_verdict", lang))
+    said = " ".join([view.headline, e.text, *e.cited])
+    assert "revisit the hardware" not in said and "请重新考虑硬件" not in said
+
+
+def test_the_page_tone_follows_the_reconciled_conclusion():
+    meets, *_ = _page([_probe(TOP, 300.0)], [_sweep(TOP, ["meets", "meets", "meets"])])
+    assert meets.tone == "success" and meets.headline == K.s("concl_sum_confirmed", "en", engine=K.engines[TOP].name,
+                                                             how=K.s("concl_how_sweep", "en"))
+    misses, *_ = _page([_probe(TOP, 300.0)], [_sweep(TOP, ["misses"])])
+    (e,) = misses.engines
+    assert e.outcome == "misses" and "contradicts it" in e.cited[0] and misses.tone == "error"
+    held, *_ = _page([_probe(TOP, 8428.0, busy=True)], [_sweep(TOP, ["misses"], busy=True)])
+    assert held.engines[0].by == "none" and held.tone == "warning"
+
+
+def test_with_runs_only_the_page_keeps_the_probe_verdict():
+    view, v, _, _ = _page([_probe(TOP, 300.0)], [])
+    assert not view.reconciled and view.headline == v.summary and view.sweep_lead is None
+    assert [e.text for e in view.engines] == [x.text for x in v.engines if x.measured or x.failed]
+
+
+def test_with_sweeps_only_the_sweeps_section_keeps_its_summary_and_lines():
+    view, _, cap, rec = _page([], [_sweep(TOP, ["meets", "meets", "meets"])])
+    assert view.headline is None and not view.reconciled and view.engines == []
+    assert view.sweep_lead == cap.summary and view.sweep_lines == cap.lines
+    assert view.sweep_tone == "success" and rec.top.engine == TOP
+
+
+def test_an_engines_other_sweeps_are_cited_under_its_one_conclusion():
+    """Two sweeps of one engine: the latest that ran decides; the other is cited as not counted, so the page can
+    drop the sweeps' own lines and lose none."""
+    sweeps = [_sweep(TOP, ["misses"]), _sweep(TOP, ["meets", "meets", "meets"]),
+              _sweep(TOP, ["meets"], busy=True)]
+    view, _, cap, _ = _page([_probe(TOP, 300.0)], sweeps)
+    (e,) = view.engines
+    assert e.by == "sweep" and e.outcome == "meets" and cap.lines[1] in e.text
+    assert e.cited[1] == K.s("concl_sweep_other", "en", text=cap.lines[0])
+    assert e.cited[2] == K.s("concl_sweep_not_counted", "en", why=cap.rows[2].held)
+    assert len(e.cited) == 3
+
+
+def test_the_conclusions_say_their_status():
+    c, _ = _conclude([_probe(TOP, 300.0)], [_sweep(TOP, ["meets", "meets", "meets"])])
+    assert c.status == "confirmed"
+    c, _ = _conclude([_probe(TOP, 8428.0, busy=True)], [_sweep(TOP, ["misses"], busy=True)])
+    assert c.status == "held"
