@@ -146,13 +146,16 @@ else:
                  format_func={x: T(f"ui_prefix_sharing_{x}") for x in shares}.get, help=T("ui_prefix_sharing_help"),
                  on_change=on_change("w_prefix", ("prefix_sharing",)))
     load = data.get("load") or {}
-    c9, c10 = st.columns(2)  # how requests arrive, and the engine's batch cap: optional, beside Q1's users
+    c9, c10, c11 = st.columns(3)  # how requests arrive, the engine's batch cap, an ITL target: optional
     c9.number_input(T("ui_request_rate"), min_value=0.0, max_value=100_000.0, step=1.0,
                     key=seed("w_rate", float(load.get("request_rate_rps") or 0.0)), help=T("ui_request_rate_help"),
                     on_change=on_change("w_rate", ("load", "request_rate_rps"), lambda v: float(v) or None))
     c10.number_input(T("ui_max_batch"), min_value=0, max_value=100_000, step=16,
                      key=seed("w_batch", int(load.get("max_batch") or 0)), help=T("ui_max_batch_help"),
                      on_change=on_change("w_batch", ("load", "max_batch"), lambda v: int(v) or None))
+    c11.number_input(T("ui_itl_target"), min_value=0.0, max_value=60_000.0, step=5.0,
+                     key=seed("w_itl", float(data.get("itl_p95_ms") or 0.0)), help=T("ui_itl_target_help"),
+                     on_change=on_change("w_itl", ("itl_p95_ms",), lambda v: float(v) if v and v >= 1 else None))
     st.text_input(T("ui_model_path_plan"), max_chars=4096, key=seed("m_path", m.get("path") or ""),
                   on_change=on_change("m_path", ("model", "path"), lambda v: v.strip() or None))
 

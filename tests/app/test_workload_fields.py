@@ -82,3 +82,16 @@ def test_the_batch_cap_reaches_the_plan_the_prediction_and_the_bundle():
     for e, flag in flags.items():
         arg = next(a for a in bundle_for(e, p1, capped, k).args if a.flag == flag)
         assert arg.value == "64" and "load.max_batch" in arg.why
+
+
+def test_an_itl_target_is_asked_kept_and_cleared():
+    """Optional, 0 is "not set": the answers get itl_p95_ms (which weighs prefill/decode disaggregation) and lose it
+    again; the field reads in Chinese."""
+    at = _model_step()
+    at.number_input(key="w_itl").set_value(30.0).run()
+    assert not at.exception and at.session_state["answers"]["itl_p95_ms"] == 30.0
+    at.session_state["lang"] = "zh"
+    at.run()
+    assert at.number_input(key="w_itl").value == 30.0 and "ITL 目标" in at.number_input(key="w_itl").label
+    at.number_input(key="w_itl").set_value(0.0).run()
+    assert "itl_p95_ms" not in at.session_state["answers"]
