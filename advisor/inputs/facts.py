@@ -46,7 +46,8 @@ def plan_facts(plan, fix_none: str) -> dict[str, Any]:
 #: that read them: a flip search whose rules test none of a part's facts does not compute it
 SERVING_PARTS = {
     "band": frozenset({"plan_capacity_low", "plan_capacity_high"}),
-    "levels": frozenset({"plan_ttft_p95_ms", "plan_itl_ms", "plan_output_tps", "plan_ttft_one_ms", "plan_miss_x"}),
+    "levels": frozenset({"plan_ttft_p95_ms", "plan_itl_ms", "plan_output_tps", "plan_ttft_one_ms", "plan_miss_x",
+                         "plan_miss_in_band"}),
 }
 
 
@@ -79,6 +80,11 @@ def serving_facts(plan) -> dict[str, Any]:
         "plan_ttft_one_ms": g(sv.ttft_ms_p95_one) if sv is not None else None,
         "plan_miss_x": (round(sv.ttft_ms_p95_one / sv.ttft_target_ms, 1)
                         if known and sv.ttft_ms_p95_one and sv.ttft_target_ms else None),
+        # the miss lies inside the band: at the band's fast end one user would meet the target (a rough prediction
+        # that close cannot say it misses)
+        "plan_miss_in_band": (sv.ttft_ms_p95_one / sv.ttft_target_ms
+                              <= 1 + (sv.own_band if sv.own_band is not None else sv.band)
+                              if known and sv.ttft_ms_p95_one and sv.ttft_target_ms else None),
         # the engine's leanest fleet that meets Q2 (smaller replicas than the plan's own where they do): what the
         # ranking compares engines by; the plan's row and bundle keep the plan's own layout
         "plan_fleet_gpus": fleet_gpus if known else None,

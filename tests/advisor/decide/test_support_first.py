@@ -162,3 +162,23 @@ def test_a_real_tie_renders_both_texts_from_the_scores_own_path():
     ef["sglang"].update(plan_capacity=650, plan_capacity_low=600, plan_capacity_high=700)
     s = score(facts, k, ef)
     assert ("tie-kept/vllm", 0.0) in s.contributions["sglang"] and s.order()[:2] == ["vllm", "sglang"]
+
+
+def test_a_rough_miss_inside_its_band_counts_for_less_than_one_beyond_it():
+    """70B FP8 on 2 x A100, 32 users, 1 s: vLLM is roughly predicted to miss by 1.1x with a ±91 % band, so the fast end
+    would meet: -4, not the -12 a miss beyond the band costs (the text says it counts for less, and now it does)."""
+    from advisor.decide.rules import recommend
+    from advisor.inputs.answers import parse_answers
+    from advisor.knowledge.load import load_knowledge
+
+    k = load_knowledge()
+    a = {"concurrency": 32, "ttft_p95_ms": 1000,
+         "hardware": {"gpu_vendor": "nvidia", "gpu_model": "A100 80GB", "gpu_count": 2},
+         "model": {"name": "llama-3.1-70b", "precision": "fp8", "context_tokens": 8192}}
+    rec = recommend(parse_answers(a), None, k)
+    v = next(r for r in rec.ranking if r.engine == "vllm")
+    ids = {x.rule: x.delta for x in v.reasons}
+    assert ids.get("predicted-misses-rough-in-band") == -4 and "predicted-misses-rough" not in ids
+    far = recommend(parse_answers({**a, "ttft_p95_ms": 100}), None, k)  # 10x: beyond any band
+    v = next(r for r in far.ranking if r.engine == "vllm")
+    assert {x.rule: x.delta for x in v.reasons}.get("predicted-misses-rough") == -12
