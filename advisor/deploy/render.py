@@ -465,7 +465,7 @@ def pd_sh(b: Bundle, k: Knowledge, side: str) -> str:
     pd = k.deploy.engines[b.engine].pd
     port = pd.prefill_port if side == "prefill" else pd.decode_port
     tp_flag = k.deploy.engines[b.engine].flags.get("tp")
-    first = 0 if side == "prefill" else b.pd_prefill * b.pd_gpus  # one worker of each side, side by side
+    first = 0 if side == "prefill" else b.pd_gpus  # one worker of each side on one host, side by side
     gpus = ",".join(str(first + i) for i in range(b.pd_gpus))
     var = "PD_PREFILL_GPUS" if side == "prefill" else "PD_DECODE_GPUS"
     sname = _t(k, f"pd_side_{side}", b.lang)
@@ -473,6 +473,10 @@ def pd_sh(b: Bundle, k: Knowledge, side: str) -> str:
     lines += [f"# {comment(_t(k, 'pd_side', b.lang, side=sname, source=pd.source))}", "set -e",
               f"MODEL=\"${{MODEL:-{b.model_path}}}\"  # {comment(_t(k, 'model_path', b.lang, what=b.model_what))}",
               f"export CUDA_VISIBLE_DEVICES=\"${{{var}:-{gpus}}}\""]
+    if pd.side_channel_env:  # two instances on one host: each its own side channel (the rank's port is base + rank)
+        base = pd.side_channel_port + (0 if side == "prefill" else b.pd_gpus)
+        lines.append(f"export {pd.side_channel_env}=\"${{{pd.side_channel_env}:-{base}}}\"  # "
+                     f"{comment(_t(k, 'pd_side_channel', b.lang, port=base))}")
     lines += _options_here(b, k)
     for e in b.env:
         lines.append(f"export {e.name}={shlex.quote(e.value)}  # {comment(e.why)}")

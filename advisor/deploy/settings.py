@@ -152,8 +152,9 @@ class _Builder:
             for flag in dm.worker_only:
                 self.args.append(Arg(flag=flag, why=self.t("mn_headless"), role="worker_only"))
             return
-        self.args.append(Arg(flag=m.nnodes, value=str(n), why=self.t("mn_nnodes", n=n, g=per, tp=self.p.tensor_parallel,
-                                                                       pp=self.p.pipeline_parallel)))
+        what = (self.t("mn_nnodes_dp", n=n, g=per, tot=self.p.gpus_used) if self.p.attention_dp > 1 else
+                self.t("mn_nnodes", n=n, g=per, tp=self.p.tensor_parallel, pp=self.p.pipeline_parallel))
+        self.args.append(Arg(flag=m.nnodes, value=str(n), why=what))
         self.args.append(Arg(flag=m.node_rank, value="0", why=self.t("mn_rank"), role="node_rank"))
         addr = "LEADER" if m.leader_port_flag else f"LEADER:{m.leader_port}"
         self.args.append(Arg(flag=m.leader_addr, value=addr, why=self.t("mn_leader", port=m.leader_port),
@@ -244,7 +245,7 @@ class _Builder:
         else:  # TensorRT-LLM: the experts over --ep_size, attention DP in the options file (kv() writes it)
             self.flag("tp", n, self.t("tp_world", n=n))
             self.flag("ep", n, self.t("ep_on", n=n))
-        self.flag("pp", 1, self.t("pp_one"))
+        self.flag("pp", 1, self.t("pp_dp") if self.nodes_used() > 1 else self.t("pp_one"))
 
     def kv(self) -> None:
         p = self.p

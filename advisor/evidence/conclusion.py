@@ -114,8 +114,9 @@ def reconcile(verdict: Verdict | None, capacity: CapacityVerdict | None, sweeps:
     probes = {v.engine: v for v in (verdict.engines if verdict else []) if v.measured or v.failed}
     swept: dict[str, tuple] = {}  # engine → (sweep, its row, its line): the latest that can conclude, else the latest
     every: dict[str, list[tuple]] = {}  # engine → all its (sweep, row, line), to cite the ones that do not decide
-    if capacity is not None:
-        for sw, row, line in zip(sweeps, capacity.rows, capacity.lines):
+    if capacity is not None:  # oldest first, so "latest" is the latest run whatever order they were picked in
+        triples = sorted(zip(sweeps, capacity.rows, capacity.lines), key=lambda t: t[0].started_at or "")
+        for sw, row, line in triples:
             every.setdefault(sw.engine, []).append((sw, row, line))
             old = swept.get(sw.engine)
             if old is None or _sweep_can_conclude(sw, row) or not _sweep_can_conclude(old[0], old[1]):

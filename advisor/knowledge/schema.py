@@ -1238,6 +1238,8 @@ class DeployPd(Strict):
     router_prefill: str | None = None  # its flag for the prefill URL
     router_decode: str | None = None
     flags: list[str] = Field(default_factory=list)  # every server flag above (checked against the flag tables)
+    side_channel_env: str | None = None  # vLLM's NIXL handshake port variable: each instance on a host its own
+    side_channel_port: int = Field(default=5600, ge=1, le=65535)
     source: SourceStr
 
 

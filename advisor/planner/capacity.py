@@ -573,17 +573,22 @@ class _Calc:
         if ep is None or not e or not k or k >= e or n < 2 or self.cap.multi_gpu != "tensor":
             return
         if self.pp > 1 and (not ep.across_nodes or (t.interconnect or "") not in ("infiniband", "roce")):
-            self.ep_skipped = "slow_link" if ep.across_nodes else "one_node"
+            link = t.interconnect or ""
+            self.ep_skipped = ("one_node" if not ep.across_nodes else
+                               "slow_link" if link == "ethernet" else "link_unknown")
             return
-        native_mla = self.k.support.engines[self.engine].serving["mla_native"].status in ("supported", "experimental")
-        heads = 1 if spec.kv_lora_rank and native_mla else max(1, spec.kv_heads)
-        if self.tp <= heads or self.wl.concurrency < n:
+        if self.tp <= self.kv_heads_held() or self.wl.concurrency < n:
             return
         self.ep_candidate = True
         if self.layout_asked == "tensor":
             return
         self.ep_nodes = self.pp
         self.tp, self.pp, self.attn_dp, self.ep = n, 1, n, n
+
+    def kv_heads_held(self) -> int:
+        """KV heads a tensor-parallel split can spread over: an MLA latent the engine keeps whole is one head."""
+        native = self.k.support.engines[self.engine].serving["mla_native"].status in ("supported", "experimental")
+        return 1 if self.spec.kv_lora_rank and native else max(1, self.spec.kv_heads)
 
     def _routed_bytes(self) -> float:
         """The routed experts' weights: total - active = routed x (1 - k/E)."""
@@ -599,10 +604,16 @@ class _Calc:
             return 0.0
         return max(0.0, self.weights_b - self._routed_bytes()) * (self.attn_dp - 1)
 
+    def alltoall_step_s(self) -> float:
+        """Expert parallelism's all-to-all latency per step (or prefill chunk): dispatch + combine in every MoE layer."""
+        if self.ep <= 1:
+            return 0.0
+        return 2 * (self.spec.moe_layers or self.spec.layers) * self.k.serving.alltoall_us / 1e6
+
     def alltoall_s_per_token(self) -> float:
         """Expert parallelism's all-to-all per token a step carries: its hidden state to its k experts' ranks and back
         (dispatch + combine) in every MoE layer, the share that leaves the GPU over the link it crosses (NVLink within
-        a node, the node link beyond), plus each all-to-all's latency spread over the tokens of a typical step."""
+        a node, the node link beyond); the latency is per step (alltoall_step_s)."""
         if self.ep <= 1:
             return 0.0
         sv, spec, t, n = self.k.serving, self.spec, self.target, self.ep
@@ -616,9 +627,11 @@ class _Calc:
             t_tok += token * (per_node - 1) / n / nv
         if self.ep_nodes > 1 and nic:
             t_tok += token * (n - per_node) / n / nic
-        batch = max(1.0, float(min(self.wl.concurrency, self._max_running() or self.wl.concurrency)))
-        latency = sv.alltoall_us / 1e6 / batch
-        return 2 * layers * (t_tok / n + latency)
+        return 2 * layers * t_tok / n
+
+    def step_batch(self) -> int:
+        """The sequences a step carries at the asked users (at most what the pool and the engine's cap hold)."""
+        return max(1, min(self.wl.concurrency, self._max_running() or self.wl.concurrency))
 
     def resident(self) -> float:
         """Tokens held per sequence while decoding; an upper bound on speed assumes the fewest: the prompt."""
@@ -715,15 +728,15 @@ class _Calc:
         ar = 0.0
         if self.device == "gpu" and self.tp > 1 and self.bound_tensor and self.attn_dp <= 1:
             ar = 2 * self.spec.layers * self.k.serving.allreduce_us / 1e6
+        elif self.attn_dp > 1:  # no tensor-parallel all-reduce: the experts' all-to-all instead, per step
+            ar = self.alltoall_step_s()
         # a prediction takes the CPU's measured fp32 rate as its peak (the bound's low-precision factor is the most
         # VNNI / AMX could give, not what a step reaches); the fitted flops_eff scales it
         flops = self.serving_flops() if self.device == "gpu" else (
             self.target.cpu_gflops * 1e9 if self.target.cpu_gflops else None)
-        routed, share = 0.0, 0.0
         e, k = self.spec.moe_experts, self.spec.moe_active_experts
-        if e and k and k < e:  # the routed experts' bytes: total - active = routed x (1 - k/E)
-            share = k / e
-            routed = max(0.0, (self.weights_b - self.active_b) / (1 - share))
+        share = k / e if e and k and k < e else 0.0
+        routed = self._routed_bytes()
         # data-parallel attention: every rank reads its own copy of what is not a routed expert each step
         read = self.active_b + (self.dp_extra_b if self.attn_dp > 1 else 0.0)
         return Hw(bandwidth=bw, flops=flops, weights_read=read, moe_routed_bytes=routed, moe_share=share,
@@ -827,13 +840,14 @@ def _assumptions(c: _Calc) -> list[str]:
         out.append(s(f"plan_a_ep_{c.ep_skipped}", lang, engine=c.k.engines[c.engine].name, nodes=c.pp,
                      link=c.target.interconnect or "—"))
     if c.attn_dp > 1:
-        a2a = c.alltoall_s_per_token() * max(1, min(wl.concurrency, c._max_running() or wl.concurrency)) * 1000
+        a2a = (c.alltoall_step_s() + c.alltoall_s_per_token() * c.step_batch()) * 1000
+        per_node_tp = c.n // max(1, c.ep_nodes)  # the tensor-parallel alternative splits within a node
         out.append(s("plan_a_dp_ep", lang, engine=c.k.engines[c.engine].name, n=c.n,
                      dense=round((c.weights_b - c._routed_bytes()) / GIB, 2),
                      experts=round(c._routed_bytes() / c.ep / GIB, 2), extra=round(c.dp_extra_b / GIB, 2),
-                     x=f"{c.tp / (1 if c.spec.kv_lora_rank else max(1, c.spec.kv_heads)):g}",
+                     x=f"{max(1.0, per_node_tp / c.kv_heads_held()):g}",
                      a2a=f"{a2a:.2f}", source=c.cap.expert_parallel.source))
-    if c.target.nodes > 1 and c.device == "gpu" and c.pp == 1 and c.cap.multi_gpu != "none":
+    if c.target.nodes > 1 and c.device == "gpu" and c.pp == 1 and c.ep_nodes == 1 and c.cap.multi_gpu != "none":
         out.append(s("plan_a_one_node", lang, engine=c.k.engines[c.engine].name, n=c.n, nodes=c.target.nodes))
     name = c.k.engines[c.engine].name
     if c.kv_refused:
@@ -1041,10 +1055,15 @@ def plan_engine(engine: str, spec: ModelSpec, target: Target, wl: Workload, k: K
     def calc(w: Workload, prec: str | None) -> _Calc:
         return calc_layout(w, prec)
 
-    c = calc(wl, precision)
-    note = None
-    if c.ep_candidate:  # an MoE plan that data-parallel attention with EP may serve better: the prediction decides
-        c, note = _pick_layout(c, _Calc(engine, spec, target, wl, k, lang, precision, layout="tensor"))
+    def choose(w: Workload, prec: str | None) -> tuple[_Calc, str | None]:
+        """The plan's calculator, with the layout the prediction picks where an MoE plan could take DP + EP (the
+        same choice for the plan, the flip search and the fleet's smaller replicas; at this workload's own target)."""
+        a = calc_layout(w, prec)
+        if not a.ep_candidate:
+            return a, None
+        return _pick_layout(a, calc_layout(w, prec, "tensor"), w.ttft_target_ms)
+
+    c, note = choose(wl, precision)
     layout = "dp_ep" if c.attn_dp > 1 else "tensor"
     if reuse is None:
         p = _plan(c, _options(c) if detail else [], detail)
@@ -1057,8 +1076,7 @@ def plan_engine(engine: str, spec: ModelSpec, target: Target, wl: Workload, k: K
         p.layout_note = note
         if detail:
             p.assumptions = [*p.assumptions, note]
-    fixed = c.layout_asked if c.ep_candidate else "auto"  # the fleet's smaller replicas keep the chosen layout's kind
-    p.serving = serving_plan(c, lambda n: calc_layout(replace(wl, gpu_count=n), c.prec, fixed), calibration, detail,
+    p.serving = serving_plan(c, lambda n: choose(replace(wl, gpu_count=n), c.prec)[0], calibration, detail,
                              serving_skip, wl=wl)
     return p
 
@@ -1077,12 +1095,11 @@ def _layout_point(c: _Calc):
     return predict(c.mode, hw, eff, Load(wl.prompt_tokens, wl.output_tokens, wl.input_sd, concurrency=wl.concurrency))
 
 
-def _pick_layout(dp: _Calc, tp: _Calc) -> tuple[_Calc, str]:
+def _pick_layout(dp: _Calc, tp: _Calc, goal: float | None) -> tuple[_Calc, str]:
     """Data-parallel attention + EP or tensor parallelism on the same GPUs, whichever our serving model predicts to
     serve the answers' users better: it loads; its p95 TTFT meets the target at those users; then more output tok/s.
     Returns the chosen plan's calculator (its layout fixed) and the sentence that says why, with both layouts'
-    figures."""
-    goal = dp.wl.ttft_target_ms
+    figures. goal: the workload's own TTFT target (a calculator shared across targets keeps the first it saw)."""
 
     def score(c: _Calc, pt) -> tuple:
         meets = pt is not None and pt.ttft_ms_p95 is not None and (goal is None or pt.ttft_ms_p95 <= goal)
@@ -1090,7 +1107,6 @@ def _pick_layout(dp: _Calc, tp: _Calc) -> tuple[_Calc, str]:
 
     a, b = _layout_point(dp), _layout_point(tp)
     keep, other, kp, op = (dp, tp, a, b) if score(dp, a) > score(tp, b) else (tp, dp, b, a)
-    keep.layout_asked = "dp_ep" if keep is dp else "tensor"
 
     def fig(pt, key: str, nd: int = 0) -> str:
         v = getattr(pt, key, None) if pt is not None else None

@@ -11,8 +11,9 @@ model's terms (advisor.planner.serving) on the plan's own replica, no I/O.
                    else the node link (knowledge/serving.yaml node_link_gb_s)
   aggregated       the fewest replicas whose users each meet both targets at the plan's own figures (the same model)
 
-Recommended only where the split meets both targets with fewer GPUs at the prediction's centre and still meets them
-at the band's slow end, and where the prediction is fitted (a rough one cannot make this call)."""
+Recommended only where the split meets both targets with fewer GPUs than the aggregated fleet at the prediction's
+centre and again at the band's slow end (every efficiency scaled down by the band: a rough band makes this a strict
+test, never a waived one)."""
 from __future__ import annotations
 
 import math

@@ -303,8 +303,9 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
     if n != gpus:
         out.gpus_per_replica, out.tensor_parallel = n, max(1, tp)
         out.attention_dp = balt.attn_dp if balt is not None else 1
-    if detail and wl.itl_target_ms and c.device == "gpu" and mode != "sequential" and c.engine in k.serving.pd_engines:
-        out.disaggregation = _disaggregation(c, make_alt, hw, eff, band, wl, k, mode, out.label)
+    if (detail and wl.itl_target_ms and c.device == "gpu" and mode != "sequential" and c.engine in k.serving.pd_engines
+            and c.attn_dp <= 1):  # (a data-parallel-attention plan's split is not weighed: its workers are not TP)
+        out.disaggregation = _disaggregation(c, make_alt, hw, eff, band, wl, k, mode)
     if "band" in skip:
         return out
     slow, fast = with_band(eff, band)
@@ -330,7 +331,7 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
     return out
 
 
-def _disaggregation(c, make_alt, hw, eff, band: float, wl, k: Knowledge, mode: str, label: str) -> Disaggregation:
+def _disaggregation(c, make_alt, hw, eff, band: float, wl, k: Knowledge, mode: str) -> Disaggregation:
     """Prefill/decode split against the aggregated fleet for Q1's users and both targets (advisor.planner.disagg), each
     side with the replica size (the plan's own, or a smaller tensor-parallel degree that loads) that needs the fewest
     GPUs, at the centre and at the band's slow end; recommended only where it needs fewer GPUs at both."""

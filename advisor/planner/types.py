@@ -120,7 +120,7 @@ class Disaggregation(BaseModel):
     slow_gpus: int | None = None  # the split at the band's slow end (None: it misses there)
     slow_aggregated_gpus: int | None = None
     recommended: bool = False
-    verdict: Literal["pays", "no_gain", "split_misses", "both_miss", "aggregated_misses", "rough", "band"] = "no_gain"
+    verdict: Literal["pays", "no_gain", "split_misses", "both_miss", "aggregated_misses", "band"] = "no_gain"
 
 
 class LeanerFleet(BaseModel):

@@ -71,7 +71,9 @@ def test_the_layout_costs_memory_it_says_and_frees_kv(one_node_busy):
     assert 0.01 < dense / ep.weights_b < 0.05  # DeepSeek-V3: a few per cent of it is not a routed expert
     assert _plan(ep, []).max_concurrency > 4 * _plan(tp, []).max_concurrency
     hw = ep.serving_hw()
-    assert hw.a2a_s_per_token > 0 and hw.allreduce_s == 0 and tp.serving_hw().a2a_s_per_token == 0
+    # the all-to-all: its latency once per step (no tensor-parallel all-reduce), its bytes per token carried
+    assert hw.a2a_s_per_token > 0 and ep.alltoall_step_s() > 0 and hw.allreduce_s == pytest.approx(ep.alltoall_step_s())
+    assert tp.serving_hw().a2a_s_per_token == 0
 
 
 def test_few_users_keep_tensor_parallelism_and_say_why():
