@@ -1,5 +1,6 @@
 """A bundle's files: launch.sh, docker-run.sh, compose.yaml, k8s.yaml (Deployment + Service) and kserve.yaml; for a
-replica that spans nodes, launch-node-<r>.sh per node and k8s.yaml as a LeaderWorkerSet + Service.
+replica that spans nodes, launch-node-<r>.sh per node and k8s.yaml as a LeaderWorkerSet + Service, and for vLLM also
+its Ray-based layout (launch-ray-node-<r>.sh, k8s-ray.yaml).
 
 Every value is written quoted (shlex for the shell, JSON strings for YAML, which YAML reads as they are) and every
 comment is one line with control characters removed, so nothing a user or a model file supplies can break out of a
@@ -107,15 +108,16 @@ def _header(b: Bundle, k: Knowledge) -> list[str]:
     return [comment(x) for x in lines]
 
 
-def _args_with_notes(b: Bundle, model: str) -> list[tuple[str, str]]:
-    """(token, comment) for every argument after the program, the comment on the token that carries the value."""
+def _args_with_notes(b: Bundle, model: str, args: list | None = None) -> list[tuple[str, str]]:
+    """(token, comment) for every argument after the program (the bundle's, or `args`), the comment on the token that
+    carries the value."""
     out: list[tuple[str, str]] = []
     what = b.model_what
     if b.model_arg == "positional":
         out.append((model, what))
     elif b.model_arg:
         out += [(b.model_arg, ""), (model, what)]
-    for a in b.args:
+    for a in b.args if args is None else args:
         if a.value is None:
             out.append((a.flag, a.why))
         else:
@@ -393,21 +395,8 @@ def launch_node_sh(b: Bundle, k: Knowledge, rank: int) -> str:
 
 def _lws_container(b: Bundle, k: Knowledge, leader: bool, mounts: list) -> dict:
     """One pod's container of the group: the leader's serves HTTP (port, probes), a worker's runs its ranks."""
-    from advisor.deploy.types import MODEL
-
-    args = []
-    for tok, note in _host_notes(b.node_args(0 if leader else 1, "$(LWS_LEADER_ADDRESS)",
-                                             rank_value=None if leader else "$(LWS_WORKER_INDEX)"), b, k, "host_k8s"):
-        tok = b.model_path if tok == MODEL else f"/config/{tok}" if tok in b.extra_files else tok
-        tok = tok.replace("$(", "$$(")  # Kubernetes expands $(VAR) in args: only LWS's own two are meant
-        for var in ("LWS_LEADER_ADDRESS", "LWS_WORKER_INDEX"):
-            tok = tok.replace(f"$$({var})", f"$({var})")
-        args.append(C(tok, note))
-    per_pod = max(1, b.gpus_per_replica // max(1, b.nodes))
-    res = _resources(b, k)
-    if b.gpu_resource:
-        res["limits"][b.gpu_resource] = C(per_pod, _t(k, "lws_gpus", b.lang,
-                                                      gpus=count(k, "gpu", per_pod, b.lang)))
+    args = _k8s_args(b, _host_notes(b.node_args(0 if leader else 1, "$(LWS_LEADER_ADDRESS)",
+                                                rank_value=None if leader else "$(LWS_WORKER_INDEX)"), b, k, "host_k8s"))
     command = list(b.image_entrypoint) or list(b.program)
     start = next((a for a in b.args if a.role == "start_rank"), None)
     if not leader and start is not None:
@@ -418,6 +407,32 @@ def _lws_container(b: Bundle, k: Knowledge, leader: bool, mounts: list) -> dict:
         script = ("exec " + " ".join(shlex.quote(x) for x in command) + f' "$@" {shlex.quote(start.flag)} '
                   f'"$((LWS_WORKER_INDEX * {int(start.value)}))"')
         command = ["/bin/sh", "-c", C(script, _t(k, "lws_start_rank", b.lang, n=int(start.value))), "sh"]
+    return _lws_pod_container(b, k, leader, mounts, command, args)
+
+
+def _k8s_args(b: Bundle, notes: list[tuple[str, str]]) -> list:
+    """A pod's args from (token, comment): the model's path in the container, an options file from its ConfigMap, and
+    every $( escaped but LWS's own two variables (Kubernetes expands $(VAR) in args)."""
+    from advisor.deploy.types import MODEL
+
+    args = []
+    for tok, note in notes:
+        tok = b.model_path if tok == MODEL else f"/config/{tok}" if tok in b.extra_files else tok
+        tok = tok.replace("$(", "$$(")  # Kubernetes expands $(VAR) in args: only LWS's own two are meant
+        for var in ("LWS_LEADER_ADDRESS", "LWS_WORKER_INDEX"):
+            tok = tok.replace(f"$$({var})", f"$({var})")
+        args.append(C(tok, note))
+    return args
+
+
+def _lws_pod_container(b: Bundle, k: Knowledge, leader: bool, mounts: list, command: list, args: list) -> dict:
+    """The rest of a group pod's container: the image, one node's GPUs, IPC_LOCK over RDMA, and on the leader alone
+    the HTTP port and probes."""
+    per_pod = max(1, b.gpus_per_replica // max(1, b.nodes))
+    res = _resources(b, k)
+    if b.gpu_resource:
+        res["limits"][b.gpu_resource] = C(per_pod, _t(k, "lws_gpus", b.lang,
+                                                      gpus=count(k, "gpu", per_pod, b.lang)))
     c: dict = {"name": "leader" if leader else "worker", "image": C(b.image, _t(k, "docker_note", b.lang)),
                "command": command, "args": args}
     if b.env:
@@ -431,16 +446,83 @@ def _lws_container(b: Bundle, k: Knowledge, leader: bool, mounts: list) -> dict:
     return c
 
 
-def leader_worker_set(b: Bundle, k: Knowledge) -> str:
+def _ray_container(b: Bundle, k: Knowledge, leader: bool, mounts: list) -> dict:
+    """A group pod's container in vLLM's Ray-based layout: the leader starts the Ray head and then the server (its
+    arguments as the pod's args), a worker joins the head at LWS's leader address, tried again until it answers."""
+    from advisor.deploy.types import MODEL
+
+    r = b.ray
+    if leader:
+        head = " ".join(shlex.quote(x) for x in [*r.program, *(a.flag for a in r.head)])
+        prog = " ".join(shlex.quote(x) for x in (b.image_entrypoint or b.program))
+        script = f'{head} && exec {prog} "$@"'
+        note = _t(k, "lws_ray_leader", b.lang, port=r.port, s=f"{r.placement_wait_s:,}")
+        args = _k8s_args(b, _host_notes(_args_with_notes(b, MODEL, r.serve), b, k, "host_k8s"))
+    else:
+        script = " ".join(_join_loop(b, k))
+        note = _t(k, "lws_ray_worker", b.lang, every=r.join_retry_s, s=r.join_timeout_s)
+        args = _k8s_args(b, r.worker_args("$(LWS_LEADER_ADDRESS)"))
+    return _lws_pod_container(b, k, leader, mounts, ["/bin/sh", "-c", C(script, note), "sh"], args)
+
+
+def _join_loop(b: Bundle, k: Knowledge) -> list[str]:
+    """Shell lines that join the Ray head with the arguments in "$@": tried again every join_retry_s until it answers,
+    for join_timeout_s at most (a node may start before the head is up), as vLLM's multi-node-serving.sh does."""
+    r = b.ray
+    ray = " ".join(shlex.quote(x) for x in r.program)
+    every, most = int(r.join_retry_s), int(r.join_timeout_s)
+    gone = shlex.quote(_t(k, "ray_no_head", b.lang, s=most))
+    return ["waited=0;", f'until {ray} "$@"; do', f"waited=$((waited + {every}));",
+            f'if [ "$waited" -ge {most} ]; then echo {gone} >&2; exit 1; fi;', f"sleep {every};", "done"]
+
+
+def launch_ray_node_sh(b: Bundle, k: Knowledge, rank: int) -> str:
+    """Node `rank`'s script of vLLM's Ray-based layout: node 0 starts the Ray head and then the server; the others join
+    that head at LEADER_ADDR (no default), tried again until it answers."""
+    r = b.ray
+    key = "sh_ray_node0" if rank == 0 else "sh_ray_node"
+    lines = ["#!/bin/sh"] + [f"# {x}" for x in _header(b, k)]
+    lines += [f"# {comment(_t(k, key, b.lang, r=rank, n=b.nodes))} ({r.source})", "set -e"]
+    if rank == 0:
+        lines.append(f"MODEL=\"${{MODEL:-{b.model_path}}}\"  # "
+                     f"{comment(_t(k, 'model_path', b.lang, what=b.model_what))}")
+    else:
+        lines.append('LEADER_ADDR="${LEADER_ADDR:?set LEADER_ADDR to node 0\'s address}"')
+    lines += _options_here(b, k) if rank == 0 else []
+    for e in b.env:
+        lines.append(f"export {e.name}={shlex.quote(e.value)}  # {comment(e.why)}")
+    ray = " ".join(shlex.quote(x) for x in r.program)
+    lines.append("set --")
+    if rank == 0:
+        for a in r.head:
+            lines.append(f"set -- \"$@\" {shlex.quote(a.flag)}  # {comment(a.why)}")
+        lines += [f'{ray} "$@"', "set --"]
+        for tok, note in _host_notes(_args_with_notes(b, "\x00MODEL", r.serve), b, k, "host_sh"):
+            q = '"$MODEL"' if tok == "\x00MODEL" else _here_token(tok, b) or shlex.quote(tok)
+            lines.append(f"set -- \"$@\" {q}" + (f"  # {comment(note)}" if note else ""))
+        lines.append("exec " + " ".join(shlex.quote(x) for x in b.program) + ' "$@"')
+    else:
+        for tok, note in r.worker_args("\x00LEADER"):
+            q = ('"' + tok.replace("\x00LEADER", "${LEADER_ADDR}") + '"') if "\x00LEADER" in tok else shlex.quote(tok)
+            lines.append(f"set -- \"$@\" {q}  # {comment(note)}")
+        lines.append(f"# {comment(_t(k, 'ray_retry', b.lang, every=r.join_retry_s, s=r.join_timeout_s))} "
+                     f"({k.deploy.engines[b.engine].ray_multi_node.script_source})")
+        loop = _join_loop(b, k)
+        lines += [loop[0].rstrip(";"), loop[1], *(f"  {x.rstrip(';')}" for x in loop[2:-1]), loop[-1]]
+    return "\n".join(lines) + "\n"
+
+
+def leader_worker_set(b: Bundle, k: Knowledge, ray: bool = False) -> str:
     """k8s.yaml of a replica that spans nodes: a LeaderWorkerSet (its group = the replica's nodes) and a Service on the
-    leaders, whose pods alone serve HTTP."""
+    leaders, whose pods alone serve HTTP. `ray`: k8s-ray.yaml, the same group in vLLM's Ray-based layout."""
     lws = k.deploy.lws
     mounts, volumes = _storage(b, k)
     labels = {"app": b.name}
+    container = _ray_container if ray else _lws_container
 
     def template(leader: bool) -> dict:
         return {"metadata": {"labels": {**labels, "role": "leader" if leader else "worker"}},
-                "spec": {"containers": [_lws_container(b, k, leader, mounts)], "volumes": volumes}}
+                "spec": {"containers": [container(b, k, leader, mounts)], "volumes": volumes}}
 
     doc = {"apiVersion": lws.api_version, "kind": "LeaderWorkerSet",
            "metadata": {"name": b.name, "labels": labels},
@@ -455,6 +537,8 @@ def leader_worker_set(b: Bundle, k: Knowledge) -> str:
     docs = [f"# {x}" for x in _header(b, k)]
     docs += [f"# {comment(_t(k, 'lws_note', b.lang, version=lws.version, n=b.nodes, path=b.health))} ({lws.source})",
              f"# {comment(_t(k, 'lws_env', b.lang))} ({lws.env_source})"]
+    if ray:
+        docs.append(f"# {comment(_t(k, 'lws_ray_note', b.lang, version=lws.version))} ({b.ray.lws_example})")
     docs += _options_map(b) + yaml_lines(doc) + ["---"] + yaml_lines(service)
     return "\n".join(docs) + "\n"
 
@@ -466,6 +550,10 @@ def render(b: Bundle, k: Knowledge) -> Bundle:
         files = {f"launch-node-{r}.sh": launch_node_sh(b, k, r) for r in range(b.nodes)}
         if b.image:
             files["k8s.yaml"] = leader_worker_set(b, k)
+        if b.ray is not None:  # vLLM's Ray-based layout beside it
+            files.update({f"launch-ray-node-{r}.sh": launch_ray_node_sh(b, k, r) for r in range(b.nodes)})
+            if b.image:
+                files["k8s-ray.yaml"] = leader_worker_set(b, k, ray=True)
         files.update(b.extra_files)
         return b.model_copy(update={"files": files, "absent": _absent(b, k, files)})
     files = {"launch.sh": launch_sh(b, k)}

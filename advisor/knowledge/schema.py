@@ -1225,6 +1225,31 @@ class DeployDpMultiNode(Strict):
     source: SourceStr
 
 
+class DeployRayMultiNode(Strict):
+    """vLLM's Ray-based multi-node layout (its docs' other launch, the one LWS's own vLLM example runs): a Ray head on
+    node 0 and then the server there with the Ray executor, which places every rank on the Ray cluster; the other
+    nodes only join that cluster (`ray start --address=LEADER:PORT --block`), retrying until the head answers."""
+
+    program: list[str] = Field(min_length=1)  # what starts or joins a Ray node: ray start
+    head: list[str] = Field(min_length=1)  # node 0's switches
+    port_flag: str = Field(pattern=r"^--[a-z][a-z0-9-]*$")  # written --port=PORT, as the docs spell it
+    port: int = Field(ge=1, le=65535)
+    address_flag: str = Field(pattern=r"^--[a-z][a-z0-9-]*$")  # written --address=LEADER:PORT
+    worker_only: list[str] = Field(default_factory=list)  # the joining nodes' switches (--block)
+    backend: tuple[str, str]  # the server's flag and value that select the Ray executor
+    join_retry_s: int = Field(ge=1)  # a joining node tries again this often ...
+    join_timeout_s: int = Field(ge=1)  # ... for this long (the head may not be up yet)
+    placement_wait_s: int = Field(ge=1)  # how long the server waits for every node's GPUs to join
+    ray_min: str = Field(pattern=r"^\d+\.\d+(\.\d+)?$")  # the Ray version the engine's Ray executor checks for
+    ray_extra: str = Field(min_length=1)  # the package that brings what it checks for
+    version: str = Field(min_length=1)  # the engine version this was read for
+    read: DateStr
+    source: SourceStr  # the engine's docs
+    script_source: SourceStr  # the engine's own script for it (the head and join commands, the retry)
+    executor_source: SourceStr  # where the wait and the Ray check are read
+    lws_example: SourceStr  # LWS's own example of this layout
+
+
 class DeployEngine(Strict):
     """One engine's server in knowledge/deploy.yaml: how it is launched, where, and the flag of each setting."""
 
@@ -1253,6 +1278,7 @@ class DeployEngine(Strict):
     python_image: str | None = None
     multi_node: DeployMultiNode | None = None  # None: a plan that spans nodes is refused with what to do instead
     dp_multi_node: DeployDpMultiNode | None = None  # data-parallel attention across nodes (else multi_node's launch)
+    ray_multi_node: DeployRayMultiNode | None = None  # the Ray-based layout, written beside multi_node's launch
     # the most tokens the context flag takes (llama-server: a C int), and where that is read; None: no such limit known
     max_context: int | None = Field(default=None, ge=1)
     max_context_source: SourceStr | None = None
@@ -1267,6 +1293,8 @@ class DeployEngine(Strict):
         if self.dp_multi_node is not None:
             dm = self.dp_multi_node
             written |= {dm.size_local, dm.address, dm.port_flag, dm.start_rank, *dm.worker_only}
+        if self.ray_multi_node is not None:
+            written.add(self.ray_multi_node.backend[0])
         missing = sorted(written - set(self.documented_flags))
         if missing:
             raise ValueError(f"flags not in documented_flags: {', '.join(missing)}")
