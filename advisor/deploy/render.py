@@ -1,6 +1,7 @@
 """A bundle's files: launch.sh, docker-run.sh, compose.yaml, k8s.yaml (Deployment + Service) and kserve.yaml; for a
 replica that spans nodes, launch-node-<r>.sh per node and k8s.yaml as a LeaderWorkerSet + Service, and for vLLM also
-its Ray-based layout (launch-ray-node-<r>.sh, k8s-ray.yaml).
+its Ray-based layout (launch-ray-node-<r>.sh, k8s-ray.yaml); for vLLM on GPUs, KServe's LLMInferenceService
+(llminferenceservice.yaml) where KServe's templates run that layout.
 
 Every value is written quoted (shlex for the shell, JSON strings for YAML, which YAML reads as they are) and every
 comment is one line with control characters removed, so nothing a user or a model file supplies can break out of a
@@ -341,6 +342,80 @@ def kserve(b: Bundle, k: Knowledge) -> str | None:
     return "\n".join(head + yaml_lines(isvc)) + "\n"
 
 
+def _no_llmisvc(b: Bundle, k: Knowledge) -> str | None:
+    """Why this bundle gets no llminferenceservice.yaml, or None when it does: KServe's LLMInferenceService templates
+    run vLLM on GPUs, on one node or as data-parallel ranks over nodes (the pipeline-parallel worker config they name
+    is not in the release)."""
+    d = k.deploy.engines[b.engine]
+    if d.llmisvc is None:
+        return _t(k, "llmisvc_none_engine", b.lang, engine=k.engines[b.engine].name)
+    if b.device != "gpu" or not b.image:
+        return _t(k, "llmisvc_none_cpu", b.lang)
+    if b.nodes > 1 and not any(a.role == "start_rank" for a in b.args):
+        return _t(k, "llmisvc_none_pp", b.lang, n=b.nodes, version=d.llmisvc.version, config=d.llmisvc.pp_missing)
+    return None
+
+
+def llm_inference_service(b: Bundle, k: Knowledge) -> str | None:
+    """llminferenceservice.yaml: KServe's LLMInferenceService for a GPU vLLM bundle. KServe's own template writes the
+    server's command (model path, port, served name, tensor parallelism, and across nodes the data-parallel launch), so
+    the main container carries the rest of the bundle's arguments; the parallelism, the model's URI and name, the
+    replicas and each pod's GPUs come from the plan."""
+    if _no_llmisvc(b, k) is not None:
+        return None
+    from advisor.deploy.settings import served_name
+
+    L = k.deploy.engines[b.engine].llmisvc
+    flags = k.deploy.engines[b.engine].flags
+    by = {a.flag: a for a in b.args}
+    dp_nodes = b.nodes > 1
+    drop = set(L.dp_templated if dp_nodes else L.templated)
+    args: list = []
+    for a in b.args:
+        if a.flag in drop:
+            continue
+        args += [C(a.flag, a.why)] if a.value is None else [a.flag, C(a.value, a.why)]
+    args = _no_interpolation(args, "$(", "$$(")  # Kubernetes expands $(VAR) in args
+    per_pod = max(1, b.gpus_per_replica // max(1, b.nodes))
+    res = _resources(b, k)
+    if b.gpu_resource and dp_nodes:
+        res["limits"][b.gpu_resource] = C(per_pod, _t(k, "lws_gpus", b.lang, gpus=count(k, "gpu", per_pod, b.lang)))
+    container: dict = {"name": L.container, "image": C(b.image, _t(k, "llmisvc_image", b.lang)),
+                       "args": args, "resources": res,
+                       "securityContext": {"runAsNonRoot": C(False, _t(k, "llmisvc_root", b.lang, src=L.root_source))}}
+    if b.env:
+        container["env"] = [C({"name": e.name, "value": e.value}, e.why) for e in b.env]
+    tp = by.get(flags["tp"])
+    par: dict = {"tensor": C(int(tp.value), tp.why)} if tp is not None else {}
+    if dp_nodes:
+        dm = k.deploy.engines[b.engine].dp_multi_node
+        dp, local, port = by[flags["dp"]], by[dm.size_local], by[dm.port_flag]
+        par["data"] = C(int(dp.value), dp.why)
+        par["dataLocal"] = C(int(local.value), _t(k, "llmisvc_dp", b.lang, nodes=b.nodes, per=local.value,
+                                                  src=L.dp_template_source))
+        if flags.get("ep") in by:
+            par["expert"] = C(True, by[flags["ep"]].why)
+        par["dataRPCPort"] = C(int(port.value), port.why)
+    spec: dict = {
+        "model": {"uri": C(f"pvc://models/{b.model_path.rsplit('/', 1)[-1]}",
+                           _t(k, "llmisvc_uri", b.lang, dir=L.model_dir, what=b.model_what)),
+                  "name": C(served_name(b.model_name), _t(k, "llmisvc_name", b.lang))},
+        "replicas": C(b.replicas, b.replicas_why)}
+    if par:
+        spec["parallelism"] = par
+    spec["router"] = C({"gateway": {}, "route": {}, "scheduler": {}}, _t(k, "llmisvc_router", b.lang))
+    spec["template"] = {"containers": [container]}
+    if dp_nodes:
+        spec["worker"] = C({"containers": [container]}, _t(k, "llmisvc_worker", b.lang))
+    doc = {"apiVersion": L.api_version, "kind": "LLMInferenceService",
+           "metadata": {"name": b.name[:L.name_max].rstrip("-")}, "spec": spec}
+    head = [f"# {x}" for x in _header(b, k)]
+    head += [f"# {comment(_t(k, 'llmisvc_note', b.lang, api=L.api_version, version=L.version, dir=L.model_dir, port=L.port))}"
+             f" ({L.source})",
+             f"# {comment(_t(k, 'llmisvc_args', b.lang, src=L.template_source))}"]
+    return "\n".join(head + yaml_lines(doc)) + "\n"
+
+
 def _no_kserve(b: Bundle, k: Knowledge) -> str | None:
     """Why this bundle gets no kserve.yaml, or None when it does: KServe's Hugging Face runtime serves vLLM (on a GPU,
     and on a CPU where its docs say so) and transformers."""
@@ -357,10 +432,12 @@ def _absent(b: Bundle, k: Knowledge, files: dict[str, str]) -> dict[str, str]:
     """The usual files this bundle does not carry, each with the real reason."""
     name = k.engines[b.engine].name
     why: dict[str, str] = {}
-    for f in ("launch.sh", "docker-run.sh", "compose.yaml", "k8s.yaml", "kserve.yaml"):
+    for f in ("launch.sh", "docker-run.sh", "compose.yaml", "k8s.yaml", "kserve.yaml", "llminferenceservice.yaml"):
         if f in files:
             continue
-        if b.nodes > 1:
+        if f == "llminferenceservice.yaml":  # (said for the engine KServe's LLMInferenceService runs)
+            why[f] = _no_llmisvc(b, k) if k.deploy.engines[b.engine].llmisvc is not None else ""
+        elif b.nodes > 1:
             why[f] = _t(k, "absent_multinode", b.lang, n=b.nodes)
         elif f == "kserve.yaml":
             why[f] = _no_kserve(b, k) or ""
@@ -554,6 +631,9 @@ def render(b: Bundle, k: Knowledge) -> Bundle:
             files.update({f"launch-ray-node-{r}.sh": launch_ray_node_sh(b, k, r) for r in range(b.nodes)})
             if b.image:
                 files["k8s-ray.yaml"] = leader_worker_set(b, k, ray=True)
+        isvc = llm_inference_service(b, k)
+        if isvc:
+            files["llminferenceservice.yaml"] = isvc
         files.update(b.extra_files)
         return b.model_copy(update={"files": files, "absent": _absent(b, k, files)})
     files = {"launch.sh": launch_sh(b, k)}
@@ -564,5 +644,8 @@ def render(b: Bundle, k: Knowledge) -> Bundle:
     ks = kserve(b, k)
     if ks:
         files["kserve.yaml"] = ks
+    isvc = llm_inference_service(b, k)
+    if isvc:
+        files["llminferenceservice.yaml"] = isvc
     files.update(b.extra_files)
     return b.model_copy(update={"files": files, "absent": _absent(b, k, files)})

@@ -1250,6 +1250,28 @@ class DeployRayMultiNode(Strict):
     lws_example: SourceStr  # LWS's own example of this layout
 
 
+class DeployLlmIsvc(Strict):
+    """KServe's LLMInferenceService (its llm-d based API) for the engine its well-known configs run: the API version,
+    where its storage initializer puts the model, and the flags its own templates write (so a bundle passes only the
+    rest of the server's flags)."""
+
+    api_version: str = Field(pattern=r"^serving\.kserve\.io/v1alpha[12]$")
+    version: str = Field(min_length=1)  # the KServe release read
+    read: DateStr
+    source: SourceStr  # its docs (configuration guide)
+    crd_source: SourceStr
+    template_source: SourceStr  # the single-node template's command
+    dp_template_source: SourceStr  # the multi-node data-parallel template's command
+    pp_missing: str = Field(min_length=1)  # the pipeline-parallel worker config the release names and does not ship
+    container: str = Field(min_length=1)  # the container its configs merge into
+    model_dir: str = Field(pattern=r"^/[a-z/]+$")
+    port: int = Field(ge=1, le=65535)
+    templated: list[str]  # flags the single-node template writes itself, or leaves to the server's default
+    dp_templated: list[str]  # the same for the data-parallel worker template
+    name_max: int = Field(ge=1, le=63)  # its children are named <name>-kserve-…
+    root_source: SourceStr  # why the container asks to run as root (the engine's image)
+
+
 class DeployEngine(Strict):
     """One engine's server in knowledge/deploy.yaml: how it is launched, where, and the flag of each setting."""
 
@@ -1279,6 +1301,7 @@ class DeployEngine(Strict):
     multi_node: DeployMultiNode | None = None  # None: a plan that spans nodes is refused with what to do instead
     dp_multi_node: DeployDpMultiNode | None = None  # data-parallel attention across nodes (else multi_node's launch)
     ray_multi_node: DeployRayMultiNode | None = None  # the Ray-based layout, written beside multi_node's launch
+    llmisvc: DeployLlmIsvc | None = None  # KServe's LLMInferenceService, where its templates run this engine
     # the most tokens the context flag takes (llama-server: a C int), and where that is read; None: no such limit known
     max_context: int | None = Field(default=None, ge=1)
     max_context_source: SourceStr | None = None

@@ -1,6 +1,8 @@
 """vLLM's Ray-based multi-node layout beside its own per-node launch: a Ray head on node 0 and then `vllm serve …
 --distributed-executor-backend ray` there, `ray start --address=LEADER:6379 --block` on the other nodes (vLLM's
 docs, LWS's own vLLM example), as a LeaderWorkerSet (k8s-ray.yaml) and a script per node (launch-ray-node-<r>.sh).
+And KServe's LLMInferenceService (llminferenceservice.yaml) for GPU vLLM bundles, on one node or as data-parallel
+ranks over nodes, checked against the v1alpha1 spec of KServe v0.20.0's CRD (tests/advisor/deploy/data/).
 
 Checked as the other multi-node files are: the LeaderWorkerSet's spec against the LWS v0.10.0 CRD's fields, its
 templates as PodTemplates by Kubernetes' own schemas, the server command by vLLM's own parser (.venv-vllm); and the
@@ -253,3 +255,169 @@ def test_a_hostile_model_name_stays_a_comment_in_the_ray_files(i, tmp_path):
         assert out.returncode == 0, out.stderr
         assert all(HOSTILE[i] not in a for call in _calls(env) for a in call)
     assert not list(tmp_path.rglob("pwned*"))
+
+
+# --------------------------------------------------------------------------------- KServe's LLMInferenceService
+ISVC_SPEC = yaml.safe_load((Path(__file__).parent / "data" / "llminferenceservice-v1alpha1-spec.yaml").read_text())
+ISVC = "llminferenceservice.yaml"
+
+
+def _one_node() -> Bundle:
+    found, _ = deploy_bundles(parse_answers({"hardware": {"gpu_vendor": "nvidia", "gpu_model": "h100-sxm",
+                                                           "gpu_count": 8}, "model": {"name": "llama-3.1-70b"}}),
+                              _k(), "en", engine="vllm")
+    return found[0]
+
+
+@pytest.fixture(scope="module")
+def isvc_bundles() -> dict[str, Bundle]:
+    """One node (TP 8 on 8 × H100) and data-parallel ranks over two nodes (DeepSeek-V3, DP 16 + EP on 2 × 8 H200)."""
+    dp, _ = deploy_bundles(load_answers(ROOT / "examples" / "deepseek-v3-ep-two-nodes.yaml"), _k(), "en",
+                           engine="vllm")
+    return {"one-node": _one_node(), "dp-nodes": dp[0]}
+
+
+def check_isvc(b: Bundle) -> dict:
+    """llminferenceservice.yaml: one LLMInferenceService whose spec the CRD's v1alpha1 schema takes, its pod templates
+    valid PodTemplates; the plan's replicas, GPUs per pod, model and parallelism; the container's args the bundle's
+    own but those KServe's template writes. The document."""
+    (doc,) = _docs(b.files[ISVC])
+    assert doc["apiVersion"] == "serving.kserve.io/v1alpha1" and doc["kind"] == "LLMInferenceService"
+    assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", doc["metadata"]["name"]) and len(doc["metadata"]["name"]) <= 35
+    spec = doc["spec"]
+    jsonschema.validate(spec, ISVC_SPEC)
+    pods = ["template"] + (["worker"] if b.nodes > 1 else [])
+    assert ("worker" in spec) == (b.nodes > 1)
+    for name in pods:
+        for v in _versions():
+            kubernetes_validate.validate({"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "t"},
+                                          "template": {"spec": spec[name]}}, v, strict=True)
+    assert spec["replicas"] == b.replicas
+    assert spec["model"]["uri"] == f"pvc://models/{b.model_path.rsplit('/', 1)[-1]}"
+    from advisor.deploy.settings import served_name
+
+    assert spec["model"]["name"] == served_name(b.model_name)
+    lk = _k().deploy.engines["vllm"].llmisvc
+    dropped = set(lk.dp_templated if b.nodes > 1 else lk.templated)
+    want: list[str] = []
+    for a in b.args:
+        if a.flag not in dropped:
+            want += [a.flag] if a.value is None else [a.flag, a.value]
+    for name in pods:
+        (c,) = spec[name]["containers"]
+        assert c["name"] == "main" and c["image"] == b.image and c["args"] == want
+        assert c["resources"]["limits"][b.gpu_resource] == b.gpus_per_replica // b.nodes
+        assert c["securityContext"] == {"runAsNonRoot": False}
+    return doc
+
+
+def _template_command(b: Bundle, spec: dict, leader_addr: str = LEADER) -> list[str]:
+    """What KServe v0.20.0's own templates run in the leader's container, the container's args appended:
+    config-llm-template.yaml `vllm serve /mnt/models --served-model-name NAME --port 8000 [--tensor-parallel-size T]`;
+    config-llm-worker-data-parallel.yaml adds --data-parallel-size, -size-local, -address, -rpc-port, -start-rank and
+    --enable-expert-parallel with parallelism.expert (its leader's start rank is 0)."""
+    par = spec.get("parallelism", {})
+    cmd = ["/mnt/models", "--served-model-name", spec["model"]["name"], "--port", "8000"]
+    if "worker" in spec:
+        cmd += ["--enable-expert-parallel"] if par.get("expert") else []
+        cmd += ["--tensor-parallel-size", str(par["tensor"])] if par.get("tensor") else []
+        cmd += ["--data-parallel-size", str(par.get("data", 1)), "--data-parallel-size-local",
+                str(par.get("dataLocal", 1)), "--data-parallel-address", leader_addr,
+                "--data-parallel-rpc-port", str(par.get("dataRPCPort", 5555)), "--data-parallel-start-rank", "0"]
+    elif par.get("tensor"):
+        cmd += ["--tensor-parallel-size", str(par["tensor"])]
+    return cmd + spec["template"]["containers"][0]["args"]
+
+
+@pytest.mark.parametrize("case", ["one-node", "dp-nodes"])
+def test_llm_inference_service_validates_and_carries_the_plan(isvc_bundles, case):
+    b = isvc_bundles[case]
+    assert b.status == "ok" and ISVC in b.files
+    spec = check_isvc(b)["spec"]
+    by = {a.flag: a.value for a in b.args}
+    par = spec["parallelism"]
+    assert par["tensor"] == int(by["--tensor-parallel-size"])
+    if case == "one-node":
+        assert b.nodes == 1 and par == {"tensor": 8} and "worker" not in spec
+    else:  # KServe's LWS size is data / dataLocal: the plan's nodes
+        assert par["data"] == int(by["--data-parallel-size"]) == b.gpus_per_replica == 16
+        assert par["dataLocal"] == int(by["--data-parallel-size-local"]) == 8 and par["data"] // par["dataLocal"] == 2
+        assert par["expert"] is True and par["dataRPCPort"] == int(by["--data-parallel-rpc-port"])
+    assert spec["router"] == {"gateway": {}, "route": {}, "scheduler": {}}
+
+
+def test_the_schema_refuses_what_the_api_does_not_have(isvc_bundles):
+    """The vendored schema can fail: a misspelt field, a count as text, replicas beside scaling."""
+    spec = _docs(isvc_bundles["one-node"].files[ISVC])[0]["spec"]
+    for bad in ({**spec, "parallelism": {"tensors": 8}}, {**spec, "replicas": "one"},
+                {**spec, "scaling": {"minReplicas": 1}}, {k: v for k, v in spec.items() if k != "model"} | {"model": {}},
+                {**spec, "template": {"containers": [{"image": "x"}]}}):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, ISVC_SPEC)
+
+
+@pytest.mark.parametrize("case", ["one-node", "dp-nodes"])
+def test_vllms_own_parser_takes_what_kserves_template_runs(isvc_bundles, case):
+    """KServe's template command with the container's args appended, parsed by vLLM 0.32.0's own parser: the bundle's
+    values arrive, and the flags KServe writes are written once."""
+    if not VLLM_PYTHON.exists():
+        pytest.skip("no .venv-vllm here (make test installs it)")
+    b = isvc_bundles[case]
+    spec = _docs(b.files[ISVC])[0]["spec"]
+    argv = _template_command(b, spec)
+    for flag in ("--served-model-name", "--port", "--tensor-parallel-size", "--data-parallel-size"):
+        assert argv.count(flag) <= 1, flag
+    script = (
+        "import json, sys\n"
+        "from vllm.entrypoints.launchers.cli_args import make_arg_parser\n"
+        "from vllm.utils.argparse_utils import FlexibleArgumentParser\n"
+        "ns = make_arg_parser(FlexibleArgumentParser()).parse_args(json.load(sys.stdin))\n"
+        "print('RESULT:' + json.dumps({k: getattr(ns, k) for k in ('model_tag', 'max_num_seqs', 'max_model_len',"
+        " 'gpu_memory_utilization', 'tensor_parallel_size', 'pipeline_parallel_size', 'data_parallel_size',"
+        " 'data_parallel_size_local', 'enable_expert_parallel', 'port', 'served_model_name')}))\n")
+    r = subprocess.run([str(VLLM_PYTHON), "-c", script], input=json.dumps(argv), capture_output=True, text=True,
+                       timeout=300, cwd=ROOT)
+    line = next((x for x in r.stdout.splitlines() if x.startswith("RESULT:")), None)
+    assert r.returncode == 0 and line, r.stderr[-1500:]
+    got = json.loads(line[7:])
+    by = {a.flag: a.value for a in b.args}
+    assert got["model_tag"] == "/mnt/models" and got["port"] == 8000
+    assert got["served_model_name"] == [spec["model"]["name"]]
+    assert got["max_num_seqs"] == int(by["--max-num-seqs"]) and got["max_model_len"] == int(by["--max-model-len"])
+    assert got["gpu_memory_utilization"] == float(by["--gpu-memory-utilization"])
+    assert got["tensor_parallel_size"] == int(by["--tensor-parallel-size"])
+    if case == "dp-nodes":
+        assert (got["data_parallel_size"], got["data_parallel_size_local"]) == (16, 8) and got["enable_expert_parallel"]
+    else:
+        assert got["data_parallel_size"] == 1 and got["tensor_parallel_size"] == 8
+
+
+def test_no_llm_inference_service_where_kserve_has_no_template_for_it(two_nodes):
+    """Pipeline parallel over nodes (KServe v0.20.0 names a worker config it does not ship), a CPU, another engine:
+    no file, and the vLLM bundle says why."""
+    pp = two_nodes["vllm"]
+    assert ISVC not in pp.files and "kserve-config-llm-worker-pipeline-parallel" in pp.absent[ISVC]
+    assert ISVC not in two_nodes["sglang"].files and ISVC not in two_nodes["sglang"].absent
+    cpu, _ = deploy_bundles(load_answers(ROOT / "examples" / "cpu-only-box.yaml"), _k(), "en", engine="vllm")
+    assert cpu[0].status == "ok" and cpu[0].device == "cpu"
+    assert ISVC not in cpu[0].files and "kserve.yaml" in cpu[0].absent[ISVC]
+
+
+def test_the_llm_inference_service_speaks_the_bundles_language():
+    found, _ = deploy_bundles(parse_answers({"hardware": {"gpu_vendor": "nvidia", "gpu_model": "h100-sxm",
+                                                           "gpu_count": 8}, "model": {"name": "llama-3.1-70b"}}),
+                              _k(), "zh", engine="vllm")
+    assert "KServe 的 LLMInferenceService" in found[0].files[ISVC]
+    check_isvc(found[0])
+
+
+@pytest.mark.parametrize("i", range(3))
+def test_a_hostile_model_name_stays_a_value_in_the_llm_inference_service(i):
+    from tests.advisor.deploy.test_deploy import HOSTILE
+
+    found, _ = deploy_bundles(parse_answers({"hardware": {"gpu_vendor": "nvidia", "gpu_model": "h100-sxm",
+                                                           "gpu_count": 8},
+                                             "model": {"name": HOSTILE[i], "params_b": 8, "precision": "bf16",
+                                                       "context_tokens": 8192}}), _k(), "en", engine="vllm")
+    doc = check_isvc(found[0])
+    assert HOSTILE[i] not in json.dumps(doc)  # served as its safe form; the raw name only in comments
