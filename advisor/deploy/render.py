@@ -1,5 +1,7 @@
 """A bundle's files: launch.sh, docker-run.sh, compose.yaml, k8s.yaml (Deployment + Service) and kserve.yaml; for a
-replica that spans nodes, launch-node-<r>.sh per node and k8s.yaml as a LeaderWorkerSet + Service.
+replica that spans nodes, launch-node-<r>.sh per node and k8s.yaml as a LeaderWorkerSet + Service, and for vLLM also
+its Ray-based layout (launch-ray-node-<r>.sh, k8s-ray.yaml); for vLLM on GPUs, KServe's LLMInferenceService
+(llminferenceservice.yaml) where KServe's templates run that layout.
 
 Every value is written quoted (shlex for the shell, JSON strings for YAML, which YAML reads as they are) and every
 comment is one line with control characters removed, so nothing a user or a model file supplies can break out of a
@@ -107,15 +109,16 @@ def _header(b: Bundle, k: Knowledge) -> list[str]:
     return [comment(x) for x in lines]
 
 
-def _args_with_notes(b: Bundle, model: str) -> list[tuple[str, str]]:
-    """(token, comment) for every argument after the program, the comment on the token that carries the value."""
+def _args_with_notes(b: Bundle, model: str, args: list | None = None) -> list[tuple[str, str]]:
+    """(token, comment) for every argument after the program (the bundle's, or `args`), the comment on the token that
+    carries the value."""
     out: list[tuple[str, str]] = []
     what = b.model_what
     if b.model_arg == "positional":
         out.append((model, what))
     elif b.model_arg:
         out += [(b.model_arg, ""), (model, what)]
-    for a in b.args:
+    for a in b.args if args is None else args:
         if a.value is None:
             out.append((a.flag, a.why))
         else:
@@ -339,6 +342,80 @@ def kserve(b: Bundle, k: Knowledge) -> str | None:
     return "\n".join(head + yaml_lines(isvc)) + "\n"
 
 
+def _no_llmisvc(b: Bundle, k: Knowledge) -> str | None:
+    """Why this bundle gets no llminferenceservice.yaml, or None when it does: KServe's LLMInferenceService templates
+    run vLLM on GPUs, on one node or as data-parallel ranks over nodes (the pipeline-parallel worker config they name
+    is not in the release)."""
+    d = k.deploy.engines[b.engine]
+    if d.llmisvc is None:
+        return _t(k, "llmisvc_none_engine", b.lang, engine=k.engines[b.engine].name)
+    if b.device != "gpu" or not b.image:
+        return _t(k, "llmisvc_none_cpu", b.lang)
+    if b.nodes > 1 and not any(a.role == "start_rank" for a in b.args):
+        return _t(k, "llmisvc_none_pp", b.lang, n=b.nodes, version=d.llmisvc.version, config=d.llmisvc.pp_missing)
+    return None
+
+
+def llm_inference_service(b: Bundle, k: Knowledge) -> str | None:
+    """llminferenceservice.yaml: KServe's LLMInferenceService for a GPU vLLM bundle. KServe's own template writes the
+    server's command (model path, port, served name, tensor parallelism, and across nodes the data-parallel launch), so
+    the main container carries the rest of the bundle's arguments; the parallelism, the model's URI and name, the
+    replicas and each pod's GPUs come from the plan."""
+    if _no_llmisvc(b, k) is not None:
+        return None
+    from advisor.deploy.settings import served_name
+
+    L = k.deploy.engines[b.engine].llmisvc
+    flags = k.deploy.engines[b.engine].flags
+    by = {a.flag: a for a in b.args}
+    dp_nodes = b.nodes > 1
+    drop = set(L.dp_templated if dp_nodes else L.templated)
+    args: list = []
+    for a in b.args:
+        if a.flag in drop:
+            continue
+        args += [C(a.flag, a.why)] if a.value is None else [a.flag, C(a.value, a.why)]
+    args = _no_interpolation(args, "$(", "$$(")  # Kubernetes expands $(VAR) in args
+    per_pod = max(1, b.gpus_per_replica // max(1, b.nodes))
+    res = _resources(b, k)
+    if b.gpu_resource and dp_nodes:
+        res["limits"][b.gpu_resource] = C(per_pod, _t(k, "lws_gpus", b.lang, gpus=count(k, "gpu", per_pod, b.lang)))
+    container: dict = {"name": L.container, "image": C(b.image, _t(k, "llmisvc_image", b.lang)),
+                       "args": args, "resources": res,
+                       "securityContext": {"runAsNonRoot": C(False, _t(k, "llmisvc_root", b.lang, src=L.root_source))}}
+    if b.env:
+        container["env"] = [C({"name": e.name, "value": e.value}, e.why) for e in b.env]
+    tp = by.get(flags["tp"])
+    par: dict = {"tensor": C(int(tp.value), tp.why)} if tp is not None else {}
+    if dp_nodes:
+        dm = k.deploy.engines[b.engine].dp_multi_node
+        dp, local, port = by[flags["dp"]], by[dm.size_local], by[dm.port_flag]
+        par["data"] = C(int(dp.value), dp.why)
+        par["dataLocal"] = C(int(local.value), _t(k, "llmisvc_dp", b.lang, nodes=b.nodes, per=local.value,
+                                                  src=L.dp_template_source))
+        if flags.get("ep") in by:
+            par["expert"] = C(True, by[flags["ep"]].why)
+        par["dataRPCPort"] = C(int(port.value), port.why)
+    spec: dict = {
+        "model": {"uri": C(f"pvc://models/{b.model_path.rsplit('/', 1)[-1]}",
+                           _t(k, "llmisvc_uri", b.lang, dir=L.model_dir, what=b.model_what)),
+                  "name": C(served_name(b.model_name), _t(k, "llmisvc_name", b.lang))},
+        "replicas": C(b.replicas, b.replicas_why)}
+    if par:
+        spec["parallelism"] = par
+    spec["router"] = C({"gateway": {}, "route": {}, "scheduler": {}}, _t(k, "llmisvc_router", b.lang))
+    spec["template"] = {"containers": [container]}
+    if dp_nodes:
+        spec["worker"] = C({"containers": [container]}, _t(k, "llmisvc_worker", b.lang))
+    doc = {"apiVersion": L.api_version, "kind": "LLMInferenceService",
+           "metadata": {"name": b.name[:L.name_max].rstrip("-")}, "spec": spec}
+    head = [f"# {x}" for x in _header(b, k)]
+    head += [f"# {comment(_t(k, 'llmisvc_note', b.lang, api=L.api_version, version=L.version, dir=L.model_dir, port=L.port))}"
+             f" ({L.source})",
+             f"# {comment(_t(k, 'llmisvc_args', b.lang, src=L.template_source))}"]
+    return "\n".join(head + yaml_lines(doc)) + "\n"
+
+
 def _no_kserve(b: Bundle, k: Knowledge) -> str | None:
     """Why this bundle gets no kserve.yaml, or None when it does: KServe's Hugging Face runtime serves vLLM (on a GPU,
     and on a CPU where its docs say so) and transformers."""
@@ -355,10 +432,12 @@ def _absent(b: Bundle, k: Knowledge, files: dict[str, str]) -> dict[str, str]:
     """The usual files this bundle does not carry, each with the real reason."""
     name = k.engines[b.engine].name
     why: dict[str, str] = {}
-    for f in ("launch.sh", "docker-run.sh", "compose.yaml", "k8s.yaml", "kserve.yaml"):
+    for f in ("launch.sh", "docker-run.sh", "compose.yaml", "k8s.yaml", "kserve.yaml", "llminferenceservice.yaml"):
         if f in files:
             continue
-        if b.nodes > 1:
+        if f == "llminferenceservice.yaml":  # (said for the engine KServe's LLMInferenceService runs)
+            why[f] = _no_llmisvc(b, k) if k.deploy.engines[b.engine].llmisvc is not None else ""
+        elif b.nodes > 1:
             why[f] = _t(k, "absent_multinode", b.lang, n=b.nodes)
         elif f == "kserve.yaml":
             why[f] = _no_kserve(b, k) or ""
@@ -393,21 +472,8 @@ def launch_node_sh(b: Bundle, k: Knowledge, rank: int) -> str:
 
 def _lws_container(b: Bundle, k: Knowledge, leader: bool, mounts: list) -> dict:
     """One pod's container of the group: the leader's serves HTTP (port, probes), a worker's runs its ranks."""
-    from advisor.deploy.types import MODEL
-
-    args = []
-    for tok, note in _host_notes(b.node_args(0 if leader else 1, "$(LWS_LEADER_ADDRESS)",
-                                             rank_value=None if leader else "$(LWS_WORKER_INDEX)"), b, k, "host_k8s"):
-        tok = b.model_path if tok == MODEL else f"/config/{tok}" if tok in b.extra_files else tok
-        tok = tok.replace("$(", "$$(")  # Kubernetes expands $(VAR) in args: only LWS's own two are meant
-        for var in ("LWS_LEADER_ADDRESS", "LWS_WORKER_INDEX"):
-            tok = tok.replace(f"$$({var})", f"$({var})")
-        args.append(C(tok, note))
-    per_pod = max(1, b.gpus_per_replica // max(1, b.nodes))
-    res = _resources(b, k)
-    if b.gpu_resource:
-        res["limits"][b.gpu_resource] = C(per_pod, _t(k, "lws_gpus", b.lang,
-                                                      gpus=count(k, "gpu", per_pod, b.lang)))
+    args = _k8s_args(b, _host_notes(b.node_args(0 if leader else 1, "$(LWS_LEADER_ADDRESS)",
+                                                rank_value=None if leader else "$(LWS_WORKER_INDEX)"), b, k, "host_k8s"))
     command = list(b.image_entrypoint) or list(b.program)
     start = next((a for a in b.args if a.role == "start_rank"), None)
     if not leader and start is not None:
@@ -418,6 +484,32 @@ def _lws_container(b: Bundle, k: Knowledge, leader: bool, mounts: list) -> dict:
         script = ("exec " + " ".join(shlex.quote(x) for x in command) + f' "$@" {shlex.quote(start.flag)} '
                   f'"$((LWS_WORKER_INDEX * {int(start.value)}))"')
         command = ["/bin/sh", "-c", C(script, _t(k, "lws_start_rank", b.lang, n=int(start.value))), "sh"]
+    return _lws_pod_container(b, k, leader, mounts, command, args)
+
+
+def _k8s_args(b: Bundle, notes: list[tuple[str, str]]) -> list:
+    """A pod's args from (token, comment): the model's path in the container, an options file from its ConfigMap, and
+    every $( escaped but LWS's own two variables (Kubernetes expands $(VAR) in args)."""
+    from advisor.deploy.types import MODEL
+
+    args = []
+    for tok, note in notes:
+        tok = b.model_path if tok == MODEL else f"/config/{tok}" if tok in b.extra_files else tok
+        tok = tok.replace("$(", "$$(")  # Kubernetes expands $(VAR) in args: only LWS's own two are meant
+        for var in ("LWS_LEADER_ADDRESS", "LWS_WORKER_INDEX"):
+            tok = tok.replace(f"$$({var})", f"$({var})")
+        args.append(C(tok, note))
+    return args
+
+
+def _lws_pod_container(b: Bundle, k: Knowledge, leader: bool, mounts: list, command: list, args: list) -> dict:
+    """The rest of a group pod's container: the image, one node's GPUs, IPC_LOCK over RDMA, and on the leader alone
+    the HTTP port and probes."""
+    per_pod = max(1, b.gpus_per_replica // max(1, b.nodes))
+    res = _resources(b, k)
+    if b.gpu_resource:
+        res["limits"][b.gpu_resource] = C(per_pod, _t(k, "lws_gpus", b.lang,
+                                                      gpus=count(k, "gpu", per_pod, b.lang)))
     c: dict = {"name": "leader" if leader else "worker", "image": C(b.image, _t(k, "docker_note", b.lang)),
                "command": command, "args": args}
     if b.env:
@@ -431,16 +523,83 @@ def _lws_container(b: Bundle, k: Knowledge, leader: bool, mounts: list) -> dict:
     return c
 
 
-def leader_worker_set(b: Bundle, k: Knowledge) -> str:
+def _ray_container(b: Bundle, k: Knowledge, leader: bool, mounts: list) -> dict:
+    """A group pod's container in vLLM's Ray-based layout: the leader starts the Ray head and then the server (its
+    arguments as the pod's args), a worker joins the head at LWS's leader address, tried again until it answers."""
+    from advisor.deploy.types import MODEL
+
+    r = b.ray
+    if leader:
+        head = " ".join(shlex.quote(x) for x in [*r.program, *(a.flag for a in r.head)])
+        prog = " ".join(shlex.quote(x) for x in (b.image_entrypoint or b.program))
+        script = f'{head} && exec {prog} "$@"'
+        note = _t(k, "lws_ray_leader", b.lang, port=r.port, s=f"{r.placement_wait_s:,}")
+        args = _k8s_args(b, _host_notes(_args_with_notes(b, MODEL, r.serve), b, k, "host_k8s"))
+    else:
+        script = " ".join(_join_loop(b, k))
+        note = _t(k, "lws_ray_worker", b.lang, every=r.join_retry_s, s=r.join_timeout_s)
+        args = _k8s_args(b, r.worker_args("$(LWS_LEADER_ADDRESS)"))
+    return _lws_pod_container(b, k, leader, mounts, ["/bin/sh", "-c", C(script, note), "sh"], args)
+
+
+def _join_loop(b: Bundle, k: Knowledge) -> list[str]:
+    """Shell lines that join the Ray head with the arguments in "$@": tried again every join_retry_s until it answers,
+    for join_timeout_s at most (a node may start before the head is up), as vLLM's multi-node-serving.sh does."""
+    r = b.ray
+    ray = " ".join(shlex.quote(x) for x in r.program)
+    every, most = int(r.join_retry_s), int(r.join_timeout_s)
+    gone = shlex.quote(_t(k, "ray_no_head", b.lang, s=most))
+    return ["waited=0;", f'until {ray} "$@"; do', f"waited=$((waited + {every}));",
+            f'if [ "$waited" -ge {most} ]; then echo {gone} >&2; exit 1; fi;', f"sleep {every};", "done"]
+
+
+def launch_ray_node_sh(b: Bundle, k: Knowledge, rank: int) -> str:
+    """Node `rank`'s script of vLLM's Ray-based layout: node 0 starts the Ray head and then the server; the others join
+    that head at LEADER_ADDR (no default), tried again until it answers."""
+    r = b.ray
+    key = "sh_ray_node0" if rank == 0 else "sh_ray_node"
+    lines = ["#!/bin/sh"] + [f"# {x}" for x in _header(b, k)]
+    lines += [f"# {comment(_t(k, key, b.lang, r=rank, n=b.nodes))} ({r.source})", "set -e"]
+    if rank == 0:
+        lines.append(f"MODEL=\"${{MODEL:-{b.model_path}}}\"  # "
+                     f"{comment(_t(k, 'model_path', b.lang, what=b.model_what))}")
+    else:
+        lines.append('LEADER_ADDR="${LEADER_ADDR:?set LEADER_ADDR to node 0\'s address}"')
+    lines += _options_here(b, k) if rank == 0 else []
+    for e in b.env:
+        lines.append(f"export {e.name}={shlex.quote(e.value)}  # {comment(e.why)}")
+    ray = " ".join(shlex.quote(x) for x in r.program)
+    lines.append("set --")
+    if rank == 0:
+        for a in r.head:
+            lines.append(f"set -- \"$@\" {shlex.quote(a.flag)}  # {comment(a.why)}")
+        lines += [f'{ray} "$@"', "set --"]
+        for tok, note in _host_notes(_args_with_notes(b, "\x00MODEL", r.serve), b, k, "host_sh"):
+            q = '"$MODEL"' if tok == "\x00MODEL" else _here_token(tok, b) or shlex.quote(tok)
+            lines.append(f"set -- \"$@\" {q}" + (f"  # {comment(note)}" if note else ""))
+        lines.append("exec " + " ".join(shlex.quote(x) for x in b.program) + ' "$@"')
+    else:
+        for tok, note in r.worker_args("\x00LEADER"):
+            q = ('"' + tok.replace("\x00LEADER", "${LEADER_ADDR}") + '"') if "\x00LEADER" in tok else shlex.quote(tok)
+            lines.append(f"set -- \"$@\" {q}  # {comment(note)}")
+        lines.append(f"# {comment(_t(k, 'ray_retry', b.lang, every=r.join_retry_s, s=r.join_timeout_s))} "
+                     f"({k.deploy.engines[b.engine].ray_multi_node.script_source})")
+        loop = _join_loop(b, k)
+        lines += [loop[0].rstrip(";"), loop[1], *(f"  {x.rstrip(';')}" for x in loop[2:-1]), loop[-1]]
+    return "\n".join(lines) + "\n"
+
+
+def leader_worker_set(b: Bundle, k: Knowledge, ray: bool = False) -> str:
     """k8s.yaml of a replica that spans nodes: a LeaderWorkerSet (its group = the replica's nodes) and a Service on the
-    leaders, whose pods alone serve HTTP."""
+    leaders, whose pods alone serve HTTP. `ray`: k8s-ray.yaml, the same group in vLLM's Ray-based layout."""
     lws = k.deploy.lws
     mounts, volumes = _storage(b, k)
     labels = {"app": b.name}
+    container = _ray_container if ray else _lws_container
 
     def template(leader: bool) -> dict:
         return {"metadata": {"labels": {**labels, "role": "leader" if leader else "worker"}},
-                "spec": {"containers": [_lws_container(b, k, leader, mounts)], "volumes": volumes}}
+                "spec": {"containers": [container(b, k, leader, mounts)], "volumes": volumes}}
 
     doc = {"apiVersion": lws.api_version, "kind": "LeaderWorkerSet",
            "metadata": {"name": b.name, "labels": labels},
@@ -455,6 +614,8 @@ def leader_worker_set(b: Bundle, k: Knowledge) -> str:
     docs = [f"# {x}" for x in _header(b, k)]
     docs += [f"# {comment(_t(k, 'lws_note', b.lang, version=lws.version, n=b.nodes, path=b.health))} ({lws.source})",
              f"# {comment(_t(k, 'lws_env', b.lang))} ({lws.env_source})"]
+    if ray:
+        docs.append(f"# {comment(_t(k, 'lws_ray_note', b.lang, version=lws.version))} ({b.ray.lws_example})")
     docs += _options_map(b) + yaml_lines(doc) + ["---"] + yaml_lines(service)
     return "\n".join(docs) + "\n"
 
@@ -524,6 +685,13 @@ def render(b: Bundle, k: Knowledge) -> Bundle:
         files = {f"launch-node-{r}.sh": launch_node_sh(b, k, r) for r in range(b.nodes)}
         if b.image:
             files["k8s.yaml"] = leader_worker_set(b, k)
+        if b.ray is not None:  # vLLM's Ray-based layout beside it
+            files.update({f"launch-ray-node-{r}.sh": launch_ray_node_sh(b, k, r) for r in range(b.nodes)})
+            if b.image:
+                files["k8s-ray.yaml"] = leader_worker_set(b, k, ray=True)
+        isvc = llm_inference_service(b, k)
+        if isvc:
+            files["llminferenceservice.yaml"] = isvc
         files.update(b.extra_files)
         return b.model_copy(update={"files": files, "absent": _absent(b, k, files)})
     files = {"launch.sh": launch_sh(b, k)}
@@ -535,5 +703,8 @@ def render(b: Bundle, k: Knowledge) -> Bundle:
     if ks:
         files["kserve.yaml"] = ks
     files.update(pd_files)
+    isvc = llm_inference_service(b, k)
+    if isvc:
+        files["llminferenceservice.yaml"] = isvc
     files.update(b.extra_files)
     return b.model_copy(update={"files": files, "absent": _absent(b, k, files)})

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 
-from advisor.deploy.types import Arg, Bundle, EnvVar
+from advisor.deploy.types import Arg, Bundle, EnvVar, RayLayout
 from advisor.inputs.answers import Answers
 from advisor.knowledge.load import Knowledge
 from advisor.planner.types import EnginePlan, Plan
@@ -78,6 +78,7 @@ class _Builder:
         self.env: list[EnvVar] = []
         self.warnings: list[str] = []
         self.extra: dict[str, str] = {}
+        self.launch_args: list[Arg] = []  # the per-node launch multi_node() wrote (none for data-parallel ranks)
 
     def t(self, key: str, **kw) -> str:
         text = self.k.deploy.texts[key].get(self.lang)
@@ -152,6 +153,7 @@ class _Builder:
             for flag in dm.worker_only:
                 self.args.append(Arg(flag=flag, why=self.t("mn_headless"), role="worker_only"))
             return
+        start = len(self.args)
         what = (self.t("mn_nnodes_dp", n=n, g=per, tot=self.p.gpus_used) if self.p.attention_dp > 1 else
                 self.t("mn_nnodes", n=n, g=per, tp=self.p.tensor_parallel, pp=self.p.pipeline_parallel))
         self.args.append(Arg(flag=m.nnodes, value=str(n), why=what))
@@ -165,6 +167,34 @@ class _Builder:
             self.args.append(Arg(flag=flag, value=value, why=self.t("mn_backend")))
         for flag in m.worker_only:
             self.args.append(Arg(flag=flag, why=self.t("mn_headless"), role="worker_only"))
+        self.launch_args = self.args[start:]
+
+    def ray_layout(self) -> RayLayout | None:
+        """vLLM's Ray-based layout of the same replica (knowledge/deploy.yaml ray_multi_node): the server's arguments
+        with the Ray executor in place of the per-node launch, a Ray head on node 0 and the others joining it. Only where
+        multi_node() wrote that launch (tensor x pipeline parallel): data-parallel ranks across nodes keep their own."""
+        r, n = self.d.ray_multi_node, self.nodes_used()
+        if r is None or n <= 1 or not self.launch_args:
+            return None
+        launch = {id(a) for a in self.launch_args}
+        per, p = self.p.gpus_used // n, self.p
+        serve: list[Arg] = []
+        for a in self.args:
+            if id(a) not in launch:
+                serve.append(a)
+            elif a is self.launch_args[0]:  # the Ray executor where the per-node launch stood
+                serve.append(Arg(flag=r.backend[0], value=r.backend[1], why=self.t(
+                    "ray_backend", n=n, g=per, tp=p.tensor_parallel, pp=p.pipeline_parallel,
+                    s=_n(r.placement_wait_s))))
+        head = [Arg(flag=f, why=self.t("ray_head")) for f in r.head]
+        head.append(Arg(flag=f"{r.port_flag}={r.port}", why=self.t("ray_port", port=r.port)))
+        worker = [Arg(flag=f"{r.address_flag}=LEADER:{r.port}", why=self.t("ray_address", port=r.port),
+                      role="leader_addr")]
+        worker += [Arg(flag=f, why=self.t("ray_block")) for f in r.worker_only]
+        self.warnings.append(self.t("warn_ray", ray=r.ray_min, extra=r.ray_extra))
+        return RayLayout(program=list(r.program), head=head, worker=worker, serve=serve, port=r.port,
+                         join_retry_s=r.join_retry_s, join_timeout_s=r.join_timeout_s,
+                         placement_wait_s=r.placement_wait_s, source=r.source, lws_example=r.lws_example)
 
     # ------------------------------------------------------------------ common figures
     @property
@@ -474,12 +504,14 @@ def build_settings(engine: str, plan: Plan, answers: Answers, knowledge: Knowled
         b.warnings.append(b.t("pd_note", p=pd.prefill_workers, d=pd.decode_workers, g=pd.gpus_per_worker,
                               why=b.t("pd_why", gpus=f"{pd.gpus:,}", agpus=agg), router=router))
     nodes = b.nodes_used()
+    ray = None
     if nodes > 1:
         ic = plan.target.interconnect or "ethernet"
         why_n = b.t("mn_nodes", n=nodes, g=max(1, p.gpus_used) // nodes, ic=ic)
         b.warnings.append(b.t("warn_mn_single_host"))
         if ic in ("infiniband", "roce"):
             b.warnings.append(b.t("warn_mn_rdma"))
+        ray = b.ray_layout()
     else:
         why_n = ""
     folder = safe_name(model_name(plan, answers))
@@ -506,4 +538,4 @@ def build_settings(engine: str, plan: Plan, answers: Answers, knowledge: Knowled
                   replicas=replicas, replicas_why=why_r, memory_gib=mem, memory_why=why_m, nodes=nodes,
                   nodes_why=why_n, infiniband=nodes > 1 and (plan.target.interconnect or "") in ("infiniband", "roce"),
                   shm=d.shm == "ipc_host" and p.device == "gpu", name=safe_name(f"{engine}-{folder}", 50),
-                  extra_files=b.extra, **head)
+                  extra_files=b.extra, ray=ray, **head)

@@ -29,6 +29,28 @@ class EnvVar(BaseModel):
     why: str = ""
 
 
+class RayLayout(BaseModel):
+    """vLLM's Ray-based multi-node layout of a bundle: node 0 starts a Ray head (`program` + `head`) and then the server
+    with `serve` (the bundle's arguments without the per-node launch, with the Ray executor); the other nodes join the
+    head (`program` + `worker`, LEADER in a value standing for node 0's address), tried again every join_retry_s for
+    join_timeout_s, since the head may not be up yet."""
+
+    program: list[str]
+    head: list[Arg]
+    worker: list[Arg]
+    serve: list[Arg]
+    port: int
+    join_retry_s: int
+    join_timeout_s: int
+    placement_wait_s: int
+    source: str = ""
+    lws_example: str = ""
+
+    def worker_args(self, leader: str) -> list[tuple[str, str]]:
+        """(token, comment) after the program on a joining node, the leader's address put where LEADER stands."""
+        return [(a.flag.replace("LEADER", leader) if a.role == "leader_addr" else a.flag, a.why) for a in self.worker]
+
+
 class Bundle(BaseModel):
     engine: str
     lang: str = "en"
@@ -63,6 +85,7 @@ class Bundle(BaseModel):
     memory_why: str = ""
     shm: bool = False
     name: str = "server"  # a DNS-1123 name for containers and Kubernetes objects
+    ray: RayLayout | None = None  # vLLM's Ray-based layout of a replica over several nodes (k8s-ray.yaml, launch-ray-*)
     extra_files: dict[str, str] = Field(default_factory=dict)  # files the command reads (trtllm-serve's options)
     # prefill/decode disaggregation where the plan recommends it: workers of each side, and GPUs per worker (0: none)
     pd_prefill: int = 0

@@ -1243,6 +1243,53 @@ class DeployPd(Strict):
     source: SourceStr
 
 
+class DeployRayMultiNode(Strict):
+    """vLLM's Ray-based multi-node layout (its docs' other launch, the one LWS's own vLLM example runs): a Ray head on
+    node 0 and then the server there with the Ray executor, which places every rank on the Ray cluster; the other
+    nodes only join that cluster (`ray start --address=LEADER:PORT --block`), retrying until the head answers."""
+
+    program: list[str] = Field(min_length=1)  # what starts or joins a Ray node: ray start
+    head: list[str] = Field(min_length=1)  # node 0's switches
+    port_flag: str = Field(pattern=r"^--[a-z][a-z0-9-]*$")  # written --port=PORT, as the docs spell it
+    port: int = Field(ge=1, le=65535)
+    address_flag: str = Field(pattern=r"^--[a-z][a-z0-9-]*$")  # written --address=LEADER:PORT
+    worker_only: list[str] = Field(default_factory=list)  # the joining nodes' switches (--block)
+    backend: tuple[str, str]  # the server's flag and value that select the Ray executor
+    join_retry_s: int = Field(ge=1)  # a joining node tries again this often ...
+    join_timeout_s: int = Field(ge=1)  # ... for this long (the head may not be up yet)
+    placement_wait_s: int = Field(ge=1)  # how long the server waits for every node's GPUs to join
+    ray_min: str = Field(pattern=r"^\d+\.\d+(\.\d+)?$")  # the Ray version the engine's Ray executor checks for
+    ray_extra: str = Field(min_length=1)  # the package that brings what it checks for
+    version: str = Field(min_length=1)  # the engine version this was read for
+    read: DateStr
+    source: SourceStr  # the engine's docs
+    script_source: SourceStr  # the engine's own script for it (the head and join commands, the retry)
+    executor_source: SourceStr  # where the wait and the Ray check are read
+    lws_example: SourceStr  # LWS's own example of this layout
+
+
+class DeployLlmIsvc(Strict):
+    """KServe's LLMInferenceService (its llm-d based API) for the engine its well-known configs run: the API version,
+    where its storage initializer puts the model, and the flags its own templates write (so a bundle passes only the
+    rest of the server's flags)."""
+
+    api_version: str = Field(pattern=r"^serving\.kserve\.io/v1alpha[12]$")
+    version: str = Field(min_length=1)  # the KServe release read
+    read: DateStr
+    source: SourceStr  # its docs (configuration guide)
+    crd_source: SourceStr
+    template_source: SourceStr  # the single-node template's command
+    dp_template_source: SourceStr  # the multi-node data-parallel template's command
+    pp_missing: str = Field(min_length=1)  # the pipeline-parallel worker config the release names and does not ship
+    container: str = Field(min_length=1)  # the container its configs merge into
+    model_dir: str = Field(pattern=r"^/[a-z/]+$")
+    port: int = Field(ge=1, le=65535)
+    templated: list[str]  # flags the single-node template writes itself, or leaves to the server's default
+    dp_templated: list[str]  # the same for the data-parallel worker template
+    name_max: int = Field(ge=1, le=63)  # its children are named <name>-kserve-…
+    root_source: SourceStr  # why the container asks to run as root (the engine's image)
+
+
 class DeployEngine(Strict):
     """One engine's server in knowledge/deploy.yaml: how it is launched, where, and the flag of each setting."""
 
@@ -1272,6 +1319,8 @@ class DeployEngine(Strict):
     multi_node: DeployMultiNode | None = None  # None: a plan that spans nodes is refused with what to do instead
     dp_multi_node: DeployDpMultiNode | None = None  # data-parallel attention across nodes (else multi_node's launch)
     pd: DeployPd | None = None  # prefill/decode disaggregation, written where the plan recommends it
+    ray_multi_node: DeployRayMultiNode | None = None  # the Ray-based layout, written beside multi_node's launch
+    llmisvc: DeployLlmIsvc | None = None  # KServe's LLMInferenceService, where its templates run this engine
     # the most tokens the context flag takes (llama-server: a C int), and where that is read; None: no such limit known
     max_context: int | None = Field(default=None, ge=1)
     max_context_source: SourceStr | None = None
@@ -1291,6 +1340,8 @@ class DeployEngine(Strict):
             if not said <= set(self.pd.flags):
                 raise ValueError(f"pd switches not in pd.flags: {', '.join(sorted(said - set(self.pd.flags)))}")
             written |= set(self.pd.flags)
+        if self.ray_multi_node is not None:
+            written.add(self.ray_multi_node.backend[0])
         missing = sorted(written - set(self.documented_flags))
         if missing:
             raise ValueError(f"flags not in documented_flags: {', '.join(missing)}")
