@@ -74,7 +74,9 @@ if job is not None:
         # a static box, not st.status: its spinner animates, and a browser repainting it takes CPU the probe measures
         with st.container(border=True):
             st.markdown(f":material/hourglass_top: **{md_escape(label)}**")
-            st.progress(j.fraction, text=T("ui_probe_requests", done=j.done_requests, total=j.total_requests)
+            left = j.left_s
+            st.progress(j.fraction, text=(T("ui_probe_requests", done=j.done_requests, total=j.total_requests)
+                                          + (" · " + T("ui_probe_left", s=f"{left:.0f}") if left is not None else ""))
                         if j.phase == "run" else (j.message[:200] or phase_label(j)))
             if j.phase == "run":
                 st.caption(T("ui_probe_measuring_quiet"))

@@ -46,6 +46,7 @@ class ProbeJob:
         self.levels: int | None = None
         self.level_c: int | None = None
         self.session: str | None = None  # the browser session that started it (the UI shows its own evidence)
+        self.measure_started: float | None = None  # when the current run's (or level's) measured requests began
         self.finished = threading.Event()
         self.started = time.time()
         self.ended: float | None = None
@@ -63,6 +64,8 @@ class ProbeJob:
         if ev.get("message"):
             self.message = ev["message"]
         if "total" in ev:
+            if ev["done"] == 0 or self.measure_started is None:  # this run's (or this level's) measuring begins
+                self.measure_started = time.monotonic()
             self.done_requests, self.total_requests = ev["done"], ev["total"]
 
     def _run(self) -> None:
@@ -211,6 +214,15 @@ class ProbeJob:
                 part = ((self.level or 0) + part) / self.levels
             return min(1.0, (len(self.sweeps) + part) / n)
         return min(1.0, (len(self.results) + part) / n)
+
+    @property
+    def left_s(self) -> float | None:
+        """The measuring's time left at the pace of the requests measured so far (walk-3 L12: the first figure came
+        only at the end); None until one has finished."""
+        done, total = self.done_requests, self.total_requests
+        if self.phase != "run" or not done or not total or self.measure_started is None or done >= total:
+            return None
+        return (time.monotonic() - self.measure_started) / done * (total - done)
 
     @property
     def elapsed_s(self) -> float:
