@@ -100,7 +100,8 @@ st.subheader(T("plan_title"))
 for line in header_lines(plan, k, lang):
     st.caption(link_urls(md_escape(line)))
 cols, rows = plan_rows(plan, k, lang)
-st.dataframe([dict(zip(cols, r)) for r in rows], hide_index=True, key="plan_table")
+# a Markdown table, as the serving table below: a dataframe cut its right-hand columns ("how it runs") at 1300 px
+st.markdown(md_table(cols, [[md_escape(str(c)) for c in r] for r in rows]))
 c1, c2 = st.columns(2)
 c1.plotly_chart(memory_chart(plan, names, lang), key="memory_chart", config={"displayModeBar": False})
 c2.plotly_chart(concurrency_chart(plan, names, lang), key="concurrency_chart", config={"displayModeBar": False})

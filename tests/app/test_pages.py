@@ -74,9 +74,12 @@ def test_recommendation_page_shows_the_capacity_plan_and_fixes():
     at.switch_page("pages/3_Recommendation.py").run()
     assert not at.exception
     assert any(h.value == "Capacity plan" for h in at.subheader)
-    table = next(d.value for d in at.dataframe if "fits" in d.value.columns)
-    assert "fits" in table.columns and len(table) == 6  # every engine, SGLang included
-    vllm = table[table["engine"] == "vLLM"].iloc[0]
+    # the plan table is a Markdown table (it wraps at any width): its header, and one row per engine
+    table = next(m.value for m in at.markdown if m.value.startswith("| engine | fits |"))
+    rows = {r.split(" | ")[0].strip("| "): r.split(" | ") for r in table.splitlines()[2:]}
+    head = table.splitlines()[0].strip("| ").split(" | ")
+    assert len(rows) == 6  # every engine, SGLang included
+    vllm = dict(zip(head, [c.strip("| ") for c in rows["vLLM"]]))
     assert vllm["fits"] == "no" and vllm["weights GiB"] == "131.41"
     text = " ".join(m.value for m in at.markdown)
     assert "To make vLLM fit" in text and "RTX 4090" in text and "offload with llama.cpp" in text
