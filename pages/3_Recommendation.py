@@ -100,8 +100,11 @@ st.subheader(T("plan_title"))
 for line in header_lines(plan, k, lang):
     st.caption(link_urls(md_escape(line)))
 cols, rows = plan_rows(plan, k, lang)
-# a Markdown table, as the serving table below: a dataframe cut its right-hand columns ("how it runs") at 1300 px
-st.markdown(md_table(cols, [[md_escape(str(c)) for c in r] for r in rows]))
+# Markdown tables, as the serving table below (a dataframe cut its right-hand columns, "how it runs", at 1300 px),
+# in two parts so that each fits the page: the verdict and how it runs, then the memory figures
+n = len(cols)
+for part in ([0, 1, 2, 3, 4, 5, *range(max(6, n - 3), n)], [0, *range(6, max(6, n - 3))]):
+    st.markdown(md_table([cols[i] for i in part], [[md_escape(str(r[i])) for i in part] for r in rows]))
 c1, c2 = st.columns(2)
 c1.plotly_chart(memory_chart(plan, names, lang), key="memory_chart", config={"displayModeBar": False})
 c2.plotly_chart(concurrency_chart(plan, names, lang), key="concurrency_chart", config={"displayModeBar": False})
