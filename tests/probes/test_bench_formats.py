@@ -160,10 +160,14 @@ def test_a_real_vllm_bench_serve_run_reads_back_what_it_ran(llama_cpp_server, tm
                         "--save-result", "--result-dir", ".", "--result-filename", "v.json"],
                        cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-800:]
+    raw = json.loads((tmp_path / "v.json").read_text())
     run = read_results((tmp_path / "v.json").read_bytes(), "v.json")
     assert run.format == "vllm-bench" and run.model == "smollm2-135m"
     (lv,) = run.levels
-    assert lv.concurrency == 2 and lv.requests_ok == 4 and lv.requests_failed == 0
+    # what the run had, whatever it had: a request the server failed (it happens on a busy machine) is counted as
+    # failed, never dropped, and the figures are the ones the file gives for the requests that completed
+    assert lv.concurrency == 2 and lv.requests_ok == raw["completed"] and lv.requests_ok + lv.requests_failed == 4
+    assert lv.requests_ok >= 1, raw.get("errors")
     assert 0 < lv.output_tokens <= 8 and lv.ttft_ms_p95 >= lv.ttft_ms_p50 > 0 and lv.output_tps > 0
 
 
