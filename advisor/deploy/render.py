@@ -14,7 +14,7 @@ import re
 import shlex
 
 from advisor.deploy.settings import count
-from advisor.deploy.types import Bundle
+from advisor.deploy.types import MODEL, Bundle
 from advisor.knowledge.load import Knowledge
 
 _CTRL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff]+")  # NEL (\x85) breaks a YAML line too
@@ -145,19 +145,41 @@ def _here_token(tok: str, b: Bundle) -> str | None:
     return f'"$HERE"/{shlex.quote(tok)}' if tok in b.extra_files else None
 
 
-def launch_sh(b: Bundle, k: Knowledge) -> str:
+def _sh_head(b: Bundle, k: Knowledge, note: str, extra: list[str] | None = None) -> list[str]:
+    """A launch script's first lines: the header, what it runs, the model path (MODEL overrides it), the lines a script
+    needs of its own, the options files beside it, the environment, and an empty argument list."""
     lines = ["#!/bin/sh"] + [f"# {x}" for x in _header(b, k)]
     # no `set -u`: `"$@"` of an empty list is an unbound variable to older shells (bash 3.2, macOS's /bin/sh)
-    lines += [f"# {comment(_t(k, 'sh_run', b.lang))}", "set -e",
-              f"MODEL=\"${{MODEL:-{b.model_path}}}\"  # {comment(_t(k, 'model_path', b.lang, what=b.model_what))}"]
+    lines += [f"# {comment(note)}", "set -e",
+              f"MODEL=\"${{MODEL:-{b.model_path}}}\"  # {comment(_t(k, 'model_path', b.lang, what=b.model_what))}",
+              *(extra or [])]
     lines += _options_here(b, k)
-    for e in b.env:
-        lines.append(f"export {e.name}={shlex.quote(e.value)}  # {comment(e.why)}")
-    lines.append("set --")
-    for tok, note in _host_notes(_args_with_notes(b, "\x00MODEL"), b, k, "host_sh"):
-        q = '"$MODEL"' if tok == "\x00MODEL" else _here_token(tok, b) or shlex.quote(tok)
-        lines.append(f"set -- \"$@\" {q}" + (f"  # {comment(note)}" if note else ""))
-    lines.append("exec " + " ".join(shlex.quote(x) for x in b.program) + ' "$@"')
+    lines += [f"export {e.name}={shlex.quote(e.value)}  # {comment(e.why)}" for e in b.env]
+    return lines + ["set --"]
+
+
+def _set_args(b: Bundle, toks: list[tuple[str, str]]) -> list[str]:
+    """`set -- "$@" TOKEN  # why` per argument: the model as "$MODEL", the leader's address as "${LEADER_ADDR}", an
+    options file by its path beside the script, anything else quoted."""
+    out = []
+    for tok, note in toks:
+        if tok in ("\x00MODEL", MODEL):  # (node_args marks the model as types.MODEL)
+            q = '"$MODEL"'
+        elif "\x00LEADER" in tok:
+            q = '"' + tok.replace("\x00LEADER", "${LEADER_ADDR}") + '"'
+        else:
+            q = _here_token(tok, b) or shlex.quote(tok)
+        out.append(f"set -- \"$@\" {q}" + (f"  # {comment(note)}" if note else ""))
+    return out
+
+
+def _exec(b: Bundle) -> str:
+    return "exec " + " ".join(shlex.quote(x) for x in b.program) + ' "$@"'
+
+
+def launch_sh(b: Bundle, k: Knowledge) -> str:
+    lines = _sh_head(b, k, _t(k, "sh_run", b.lang))
+    lines += _set_args(b, _host_notes(_args_with_notes(b, "\x00MODEL"), b, k, "host_sh")) + [_exec(b)]
     return "\n".join(lines) + "\n"
 
 
@@ -448,25 +470,9 @@ def _absent(b: Bundle, k: Knowledge, files: dict[str, str]) -> dict[str, str]:
 
 def launch_node_sh(b: Bundle, k: Knowledge, rank: int) -> str:
     """Node `rank`'s launch script of a replica that spans b.nodes nodes: the leader's address from LEADER_ADDR."""
-    from advisor.deploy.types import MODEL
-
-    lines = ["#!/bin/sh"] + [f"# {x}" for x in _header(b, k)]
-    lines += [f"# {comment(_t(k, 'sh_node', b.lang, r=rank, n=b.nodes))}", "set -e",
-              f"MODEL=\"${{MODEL:-{b.model_path}}}\"  # {comment(_t(k, 'model_path', b.lang, what=b.model_what))}",
-              'LEADER_ADDR="${LEADER_ADDR:?set LEADER_ADDR to node 0\'s address}"']
-    lines += _options_here(b, k)
-    for e in b.env:
-        lines.append(f"export {e.name}={shlex.quote(e.value)}  # {comment(e.why)}")
-    lines.append("set --")
-    for tok, note in _host_notes(b.node_args(rank, "\x00LEADER"), b, k, "host_sh"):
-        if tok == MODEL:
-            q = '"$MODEL"'
-        elif "\x00LEADER" in tok:
-            q = '"' + tok.replace("\x00LEADER", "${LEADER_ADDR}") + '"'
-        else:
-            q = _here_token(tok, b) or shlex.quote(tok)
-        lines.append(f"set -- \"$@\" {q}" + (f"  # {comment(note)}" if note else ""))
-    lines.append("exec " + " ".join(shlex.quote(x) for x in b.program) + ' "$@"')
+    lines = _sh_head(b, k, _t(k, "sh_node", b.lang, r=rank, n=b.nodes),
+                     ['LEADER_ADDR="${LEADER_ADDR:?set LEADER_ADDR to node 0\'s address}"'])
+    lines += _set_args(b, _host_notes(b.node_args(rank, "\x00LEADER"), b, k, "host_sh")) + [_exec(b)]
     return "\n".join(lines) + "\n"
 
 
@@ -490,8 +496,6 @@ def _lws_container(b: Bundle, k: Knowledge, leader: bool, mounts: list) -> dict:
 def _k8s_args(b: Bundle, notes: list[tuple[str, str]]) -> list:
     """A pod's args from (token, comment): the model's path in the container, an options file from its ConfigMap, and
     every $( escaped but LWS's own two variables (Kubernetes expands $(VAR) in args)."""
-    from advisor.deploy.types import MODEL
-
     args = []
     for tok, note in notes:
         tok = b.model_path if tok == MODEL else f"/config/{tok}" if tok in b.extra_files else tok
@@ -526,8 +530,6 @@ def _lws_pod_container(b: Bundle, k: Knowledge, leader: bool, mounts: list, comm
 def _ray_container(b: Bundle, k: Knowledge, leader: bool, mounts: list) -> dict:
     """A group pod's container in vLLM's Ray-based layout: the leader starts the Ray head and then the server (its
     arguments as the pod's args), a worker joins the head at LWS's leader address, tried again until it answers."""
-    from advisor.deploy.types import MODEL
-
     r = b.ray
     if leader:
         head = " ".join(shlex.quote(x) for x in [*r.program, *(a.flag for a in r.head)])
@@ -574,10 +576,7 @@ def launch_ray_node_sh(b: Bundle, k: Knowledge, rank: int) -> str:
         for a in r.head:
             lines.append(f"set -- \"$@\" {shlex.quote(a.flag)}  # {comment(a.why)}")
         lines += [f'{ray} "$@"', "set --"]
-        for tok, note in _host_notes(_args_with_notes(b, "\x00MODEL", r.serve), b, k, "host_sh"):
-            q = '"$MODEL"' if tok == "\x00MODEL" else _here_token(tok, b) or shlex.quote(tok)
-            lines.append(f"set -- \"$@\" {q}" + (f"  # {comment(note)}" if note else ""))
-        lines.append("exec " + " ".join(shlex.quote(x) for x in b.program) + ' "$@"')
+        lines += _set_args(b, _host_notes(_args_with_notes(b, "\x00MODEL", r.serve), b, k, "host_sh")) + [_exec(b)]
     else:
         for tok, note in r.worker_args("\x00LEADER"):
             q = ('"' + tok.replace("\x00LEADER", "${LEADER_ADDR}") + '"') if "\x00LEADER" in tok else shlex.quote(tok)
@@ -630,32 +629,24 @@ def pd_sh(b: Bundle, k: Knowledge, side: str) -> str:
     gpus = ",".join(str(first + i) for i in range(b.pd_gpus))
     var = "PD_PREFILL_GPUS" if side == "prefill" else "PD_DECODE_GPUS"
     sname = _t(k, f"pd_side_{side}", b.lang)
-    lines = ["#!/bin/sh"] + [f"# {x}" for x in _header(b, k)]
-    lines += [f"# {comment(_t(k, 'pd_side', b.lang, side=sname, source=pd.source))}", "set -e",
-              f"MODEL=\"${{MODEL:-{b.model_path}}}\"  # {comment(_t(k, 'model_path', b.lang, what=b.model_what))}",
-              f"export CUDA_VISIBLE_DEVICES=\"${{{var}:-{gpus}}}\""]
+    extra = [f"export CUDA_VISIBLE_DEVICES=\"${{{var}:-{gpus}}}\""]
     if pd.side_channel_env:  # two instances on one host: each its own side channel (the rank's port is base + rank)
         base = pd.side_channel_port + (0 if side == "prefill" else b.pd_gpus)
-        lines.append(f"export {pd.side_channel_env}=\"${{{pd.side_channel_env}:-{base}}}\"  # "
+        extra.append(f"export {pd.side_channel_env}=\"${{{pd.side_channel_env}:-{base}}}\"  # "
                      f"{comment(_t(k, 'pd_side_channel', b.lang, port=base))}")
-    lines += _options_here(b, k)
-    for e in b.env:
-        lines.append(f"export {e.name}={shlex.quote(e.value)}  # {comment(e.why)}")
-    lines.append("set --")
+    lines = _sh_head(b, k, _t(k, "pd_side", b.lang, side=sname, source=pd.source), extra)
+    port_flag = next((a.flag for a in b.args if a.role == "port"), None)
     toks = _args_with_notes(b, "\x00MODEL")
-    for i, (tok, note) in enumerate(toks):
+    for i, (tok, note) in enumerate(toks):  # this side's port and worker size in place of the bundle's
         prev = toks[i - 1][0] if i else ""
-        if prev == next((a.flag for a in b.args if a.role == "port"), None):
-            tok, note = str(port), _t(k, "pd_port", b.lang, port=port, side=sname)
+        if prev == port_flag:
+            toks[i] = (str(port), _t(k, "pd_port", b.lang, port=port, side=sname))
         elif tp_flag and prev == tp_flag and b.pd_gpus:
-            tok, note = str(b.pd_gpus), _t(k, "pd_tp", b.lang, n=b.pd_gpus)
-        q = '"$MODEL"' if tok == "\x00MODEL" else _here_token(tok, b) or shlex.quote(tok)
-        lines.append(f"set -- \"$@\" {q}" + (f"  # {comment(note)}" if note else ""))
+            toks[i] = (str(b.pd_gpus), _t(k, "pd_tp", b.lang, n=b.pd_gpus))
     switches = pd.prefill if side == "prefill" else pd.decode
-    for j, tok in enumerate(switches):
-        note = _t(k, "pd_side", b.lang, side=sname, source=pd.source) if j == len(switches) - 1 else ""
-        lines.append(f"set -- \"$@\" {shlex.quote(tok)}" + (f"  # {comment(note)}" if note else ""))
-    lines.append("exec " + " ".join(shlex.quote(x) for x in b.program) + ' "$@"')
+    toks += [(tok, _t(k, "pd_side", b.lang, side=sname, source=pd.source) if j == len(switches) - 1 else "")
+             for j, tok in enumerate(switches)]
+    lines += _set_args(b, toks) + [_exec(b)]
     return "\n".join(lines) + "\n"
 
 

@@ -1052,9 +1052,6 @@ def plan_engine(engine: str, spec: ModelSpec, target: Target, wl: Workload, k: K
             reuse[key] = _Calc(engine, spec, target, w, k, lang, prec, layout=layout)
         return reuse[key]
 
-    def calc(w: Workload, prec: str | None) -> _Calc:
-        return calc_layout(w, prec)
-
     def choose(w: Workload, prec: str | None) -> tuple[_Calc, str | None]:
         """The plan's calculator, with the layout the prediction picks where an MoE plan could take DP + EP (the
         same choice for the plan, the flip search and the fleet's smaller replicas; at this workload's own target)."""

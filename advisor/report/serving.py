@@ -72,6 +72,10 @@ def label_text(sv: ServingPlan, knowledge: Knowledge, lang: str) -> str:
     return head
 
 
+def _name(knowledge: Knowledge, engine: str) -> str:
+    return knowledge.engines[engine].name if engine in knowledge.engines else engine
+
+
 def rate_lines(plan: Plan, knowledge: Knowledge, lang: str) -> list[str]:
     """The figures at the answers' open-loop request rate, one line per predicted engine (plain text)."""
     s = knowledge.s
@@ -79,7 +83,7 @@ def rate_lines(plan: Plan, knowledge: Knowledge, lang: str) -> list[str]:
     for e, sv in predicted(plan).items():
         if not sv.request_rate_rps:
             continue
-        name = knowledge.engines[e].name if e in knowledge.engines else e
+        name = _name(knowledge, e)
         rate = f"{sv.request_rate_rps:g}"
         lv = sv.at_rate
         if sv.at_rate_saturated or lv is None:
@@ -99,7 +103,7 @@ def pd_lines(plan: Plan, knowledge: Knowledge, lang: str) -> list[str]:
         d = sv.disaggregation
         if d is None:
             continue
-        name = knowledge.engines[e].name if e in knowledge.engines else e
+        name = _name(knowledge, e)
         link = s(f"srv_pd_link_{d.link}", lang) if d.link in ("nvlink", "infiniband", "roce") else \
             s("srv_pd_link_ethernet", lang)
         out.append(s(f"srv_pd_{d.verdict}", lang, engine=name, p=d.prefill_workers or 0, d=d.decode_workers or 0,
@@ -120,7 +124,7 @@ def leaner_lines(plan: Plan, knowledge: Knowledge, lang: str) -> list[str]:
         f = sv.leaner
         if f is None:
             continue
-        name = knowledge.engines[e].name if e in knowledge.engines else e
+        name = _name(knowledge, e)
         fleet = (s("srv_fleet_gpu", lang, r=f"{f.replicas:,}") if f.gpus_per_replica == 1
                  else s("srv_fleet_gpus", lang, r=f"{f.replicas:,}", g=f.gpus_per_replica))
         fleet += _split_label(f.tensor_parallel, f.attention_dp, s, lang)
@@ -135,7 +139,7 @@ def predictor_lines(plan: Plan, knowledge: Knowledge, lang: str) -> list[str]:
     s = knowledge.s
     out = []
     for e, sv in predicted(plan).items():
-        name = knowledge.engines[e].name if e in knowledge.engines else e
+        name = _name(knowledge, e)
         if sv.predictor != "serving-model":
             line = s("srv_pred_silicon", lang, engine=name, predictor=sv.predictor)
             cc = sv.cross_check
@@ -213,7 +217,7 @@ def serving_rows(plan: Plan, knowledge: Knowledge, lang: str) -> tuple[list[str]
     shown = predicted(plan)
     rows = []
     for e, p in plan.engines.items():
-        name = knowledge.engines[e].name if e in knowledge.engines else e
+        name = _name(knowledge, e)
         sv = shown.get(e)
         if sv is None:
             rows.append([name, why_not(p, plan, knowledge, lang)] + [DASH] * (len(header) - 2))
@@ -258,7 +262,7 @@ def memory_lines(plan: Plan, knowledge: Knowledge, lang: str) -> list[tuple[str,
     for e, p in plan.engines.items():
         line = memory_line(p, knowledge, lang)
         if line:
-            groups.setdefault(line, []).append(knowledge.engines[e].name if e in knowledge.engines else e)
+            groups.setdefault(line, []).append(_name(knowledge, e))
     sep = knowledge.s("report_list_sep", lang)
     return [(sep.join(names), line) for line, names in groups.items()]
 

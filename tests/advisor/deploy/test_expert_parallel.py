@@ -5,7 +5,6 @@ each engine's own flags: checked by vLLM's own parser (.venv-vllm), SGLang's and
 LeaderWorkerSet's API across nodes."""
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import yaml
 from advisor.cli import deploy_bundles
 from advisor.inputs.answers import load_answers, parse_answers
 from advisor.planner import make_plan
-from tests.advisor.deploy.test_multinode import VLLM_PYTHON, _k, check_lws
+from tests.advisor.deploy.test_multinode import _k, check_lws, vllm_parse
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "deepseek-v3-ep-two-nodes.yaml"
@@ -107,25 +106,11 @@ def test_the_example_spans_two_nodes_with_dp16_ep16_and_a_leader_worker_set(exam
 
 
 def test_vllms_own_parser_takes_both_nodes_dp_commands(example):
-    if not VLLM_PYTHON.exists():
-        pytest.skip("no .venv-vllm here (make test installs it)")
     b = example["vllm"]
     jobs = [[b.model_path if t == "\x00MODEL" else t for t, _ in b.node_args(r, "10.0.0.7")] for r in (0, 1)]
-    keys = ("data_parallel_size", "data_parallel_size_local", "data_parallel_address", "data_parallel_rpc_port",
-            "data_parallel_start_rank", "enable_expert_parallel", "tensor_parallel_size", "headless", "nnodes",
-            "max_num_seqs")
-    script = (
-        "import json, sys\n"
-        "from vllm.entrypoints.launchers.cli_args import make_arg_parser\n"
-        "from vllm.utils.argparse_utils import FlexibleArgumentParser\n"
-        "p = make_arg_parser(FlexibleArgumentParser())\n"
-        f"keys = {keys!r}\n"
-        "print('RESULT:' + json.dumps([{k: getattr(p.parse_args(a), k) for k in keys} for a in json.load(sys.stdin)]))\n")
-    r = subprocess.run([str(VLLM_PYTHON), "-c", script], input=json.dumps(jobs), capture_output=True, text=True,
-                       timeout=300, cwd=ROOT)
-    line = next((x for x in r.stdout.splitlines() if x.startswith("RESULT:")), None)
-    assert r.returncode == 0 and line, r.stderr[-1500:]
-    lead, work = json.loads(line[7:])
+    lead, work = vllm_parse(jobs, ("data_parallel_size", "data_parallel_size_local", "data_parallel_address",
+                                   "data_parallel_rpc_port", "data_parallel_start_rank", "enable_expert_parallel",
+                                   "tensor_parallel_size", "headless", "nnodes", "max_num_seqs"))
     for n in (lead, work):
         assert (n["data_parallel_size"], n["data_parallel_size_local"], n["tensor_parallel_size"]) == (16, 8, 1)
         assert n["enable_expert_parallel"] is True and n["data_parallel_address"] == "10.0.0.7"

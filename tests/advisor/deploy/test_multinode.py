@@ -42,6 +42,26 @@ LWS_SPEC = {
 LWS_ENV = ("LWS_LEADER_ADDRESS", "LWS_WORKER_INDEX", "LWS_GROUP_SIZE")  # what LWS injects (its env reference)
 
 
+def vllm_parse(argvs: list[list[str]], keys: tuple[str, ...]) -> list[dict]:
+    """Each argv (after `vllm serve`) through vLLM's own parser in .venv-vllm: the parsed values of `keys` (a dotted key
+    reads an attribute of a parsed object, e.g. kv_transfer_config.kv_connector). Skips where vLLM is not installed."""
+    if not VLLM_PYTHON.exists():
+        pytest.skip("no .venv-vllm here (make test installs it)")
+    script = (
+        "import functools, json, sys\n"
+        "from vllm.entrypoints.launchers.cli_args import make_arg_parser\n"
+        "from vllm.utils.argparse_utils import FlexibleArgumentParser\n"
+        "p = make_arg_parser(FlexibleArgumentParser())\n"
+        "keys, argvs = json.load(sys.stdin)\n"
+        "get = lambda ns, k: functools.reduce(getattr, k.split('.'), ns)\n"
+        "print('RESULT:' + json.dumps([{k: get(p.parse_args(a), k) for k in keys} for a in argvs]))\n")
+    r = subprocess.run([str(VLLM_PYTHON), "-c", script], input=json.dumps([list(keys), argvs]), capture_output=True,
+                       text=True, timeout=300, cwd=ROOT)
+    line = next((x for x in r.stdout.splitlines() if x.startswith("RESULT:")), None)
+    assert r.returncode == 0 and line, r.stderr[-1500:]
+    return json.loads(line[7:])
+
+
 def _versions() -> list[str]:
     return sorted({*K8S, kubernetes_validate.latest_version()})
 
@@ -138,27 +158,11 @@ def test_a_node_script_runs_with_its_rank_and_the_leaders_address(two_nodes, tmp
 
 
 def test_vllms_own_parser_takes_the_leader_and_the_worker(two_nodes, tmp_path):
-    if not VLLM_PYTHON.exists():
-        pytest.skip("no .venv-vllm here (make test installs it)")
     b = two_nodes["vllm"]
     jobs = [[t for t, _ in b.node_args(0, "10.0.0.7")], [t for t, _ in b.node_args(1, "10.0.0.7")]]
     jobs = [[b.model_path if t == "\x00MODEL" else t for t in j] for j in jobs]
-    script = (
-        "import json, sys\n"
-        "from vllm.entrypoints.launchers.cli_args import make_arg_parser\n"
-        "from vllm.utils.argparse_utils import FlexibleArgumentParser\n"
-        "p = make_arg_parser(FlexibleArgumentParser())\n"
-        "out = []\n"
-        "for argv in json.load(sys.stdin):\n"
-        "    ns = p.parse_args(argv)\n"
-        "    out.append({k: getattr(ns, k) for k in ('nnodes', 'node_rank', 'master_addr', 'master_port', 'headless',"
-        " 'tensor_parallel_size', 'pipeline_parallel_size', 'distributed_executor_backend')})\n"
-        "print('RESULT:' + json.dumps(out))\n")
-    r = subprocess.run([str(VLLM_PYTHON), "-c", script], input=json.dumps(jobs), capture_output=True, text=True,
-                       timeout=300, cwd=ROOT)
-    line = next((x for x in r.stdout.splitlines() if x.startswith("RESULT:")), None)
-    assert r.returncode == 0 and line, r.stderr[-1500:]
-    lead, work = json.loads(line[7:])
+    lead, work = vllm_parse(jobs, ("nnodes", "node_rank", "master_addr", "master_port", "headless",
+                                   "tensor_parallel_size", "pipeline_parallel_size", "distributed_executor_backend"))
     assert (lead["nnodes"], lead["node_rank"], lead["headless"]) == (2, 0, False)
     assert (work["nnodes"], work["node_rank"], work["headless"]) == (2, 1, True)
     assert lead["master_addr"] == work["master_addr"] == "10.0.0.7" and lead["master_port"] == 29501

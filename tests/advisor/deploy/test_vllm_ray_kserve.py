@@ -24,7 +24,7 @@ from advisor.cli import deploy_bundles
 from advisor.deploy import Bundle
 from advisor.deploy.types import MODEL
 from advisor.inputs.answers import load_answers, parse_answers
-from tests.advisor.deploy.test_multinode import LWS_ENV, LWS_SPEC, VLLM_PYTHON, _k, _versions
+from tests.advisor.deploy.test_multinode import LWS_ENV, LWS_SPEC, _k, _versions, vllm_parse
 
 ROOT = Path(__file__).resolve().parents[3]
 TWO_NODES = ROOT / "examples" / "llama-405b-two-nodes.yaml"
@@ -193,22 +193,10 @@ def test_a_worker_gives_up_when_no_head_answers(two_nodes, tmp_path):
 
 
 def test_vllms_own_parser_takes_the_ray_serve_command(two_nodes):
-    if not VLLM_PYTHON.exists():
-        pytest.skip("no .venv-vllm here (make test installs it)")
     b = two_nodes["vllm"]
     argv = [b.model_path if t == MODEL else t for t, _ in _serve(b)]
-    script = (
-        "import json, sys\n"
-        "from vllm.entrypoints.launchers.cli_args import make_arg_parser\n"
-        "from vllm.utils.argparse_utils import FlexibleArgumentParser\n"
-        "ns = make_arg_parser(FlexibleArgumentParser()).parse_args(json.load(sys.stdin))\n"
-        "print('RESULT:' + json.dumps({k: getattr(ns, k) for k in ('distributed_executor_backend', 'nnodes',"
-        " 'node_rank', 'headless', 'tensor_parallel_size', 'pipeline_parallel_size', 'model_tag')}))\n")
-    r = subprocess.run([str(VLLM_PYTHON), "-c", script], input=json.dumps(argv), capture_output=True, text=True,
-                       timeout=300, cwd=ROOT)
-    line = next((x for x in r.stdout.splitlines() if x.startswith("RESULT:")), None)
-    assert r.returncode == 0 and line, r.stderr[-1500:]
-    got = json.loads(line[7:])
+    (got,) = vllm_parse([argv], ("distributed_executor_backend", "nnodes", "node_rank", "headless",
+                                 "tensor_parallel_size", "pipeline_parallel_size", "model_tag"))
     assert got["distributed_executor_backend"] == "ray"
     assert (got["nnodes"], got["node_rank"], got["headless"]) == (1, 0, False)  # no per-node launch
     assert got["tensor_parallel_size"] * got["pipeline_parallel_size"] == 16 and got["model_tag"] == b.model_path
@@ -360,26 +348,14 @@ def test_the_schema_refuses_what_the_api_does_not_have(isvc_bundles):
 def test_vllms_own_parser_takes_what_kserves_template_runs(isvc_bundles, case):
     """KServe's template command with the container's args appended, parsed by vLLM 0.32.0's own parser: the bundle's
     values arrive, and the flags KServe writes are written once."""
-    if not VLLM_PYTHON.exists():
-        pytest.skip("no .venv-vllm here (make test installs it)")
     b = isvc_bundles[case]
     spec = _docs(b.files[ISVC])[0]["spec"]
     argv = _template_command(b, spec)
     for flag in ("--served-model-name", "--port", "--tensor-parallel-size", "--data-parallel-size"):
         assert argv.count(flag) <= 1, flag
-    script = (
-        "import json, sys\n"
-        "from vllm.entrypoints.launchers.cli_args import make_arg_parser\n"
-        "from vllm.utils.argparse_utils import FlexibleArgumentParser\n"
-        "ns = make_arg_parser(FlexibleArgumentParser()).parse_args(json.load(sys.stdin))\n"
-        "print('RESULT:' + json.dumps({k: getattr(ns, k) for k in ('model_tag', 'max_num_seqs', 'max_model_len',"
-        " 'gpu_memory_utilization', 'tensor_parallel_size', 'pipeline_parallel_size', 'data_parallel_size',"
-        " 'data_parallel_size_local', 'enable_expert_parallel', 'port', 'served_model_name')}))\n")
-    r = subprocess.run([str(VLLM_PYTHON), "-c", script], input=json.dumps(argv), capture_output=True, text=True,
-                       timeout=300, cwd=ROOT)
-    line = next((x for x in r.stdout.splitlines() if x.startswith("RESULT:")), None)
-    assert r.returncode == 0 and line, r.stderr[-1500:]
-    got = json.loads(line[7:])
+    (got,) = vllm_parse([argv], ("model_tag", "max_num_seqs", "max_model_len", "gpu_memory_utilization",
+                                 "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
+                                 "data_parallel_size_local", "enable_expert_parallel", "port", "served_model_name"))
     by = {a.flag: a.value for a in b.args}
     assert got["model_tag"] == "/mnt/models" and got["port"] == 8000
     assert got["served_model_name"] == [spec["model"]["name"]]
