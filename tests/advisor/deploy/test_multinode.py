@@ -6,6 +6,7 @@ it; its leader and worker templates are core/v1 PodTemplateSpecs, checked by Kub
 versions as PodTemplate objects). The commands go through vLLM's own parser (.venv-vllm) and SGLang's flag table."""
 from __future__ import annotations
 
+import atexit
 import json
 import subprocess
 from pathlib import Path
@@ -42,24 +43,47 @@ LWS_SPEC = {
 LWS_ENV = ("LWS_LEADER_ADDRESS", "LWS_WORKER_INDEX", "LWS_GROUP_SIZE")  # what LWS injects (its env reference)
 
 
+_PARSER: list[subprocess.Popen] = []  # one vLLM parser process per test process: importing vLLM takes seconds
+_PARSER_SCRIPT = (
+    "import contextlib, functools, io, json, sys\n"
+    "from vllm.entrypoints.launchers.cli_args import make_arg_parser\n"
+    "from vllm.utils.argparse_utils import FlexibleArgumentParser\n"
+    "p = make_arg_parser(FlexibleArgumentParser())\n"
+    "get = lambda ns, k: functools.reduce(getattr, k.split('.'), ns)\n"
+    "for line in sys.stdin:\n"
+    "    keys, argvs = json.loads(line)\n"
+    "    err = io.StringIO()\n"
+    "    try:\n"
+    "        with contextlib.redirect_stderr(err):\n"
+    "            out = {'ok': [{k: get(p.parse_args(a), k) for k in keys} for a in argvs]}\n"
+    "    except SystemExit:\n"
+    "        out = {'error': err.getvalue()[-1500:]}\n"
+    "    print('RESULT:' + json.dumps(out), flush=True)\n")
+
+
+def _parser() -> subprocess.Popen:
+    if not _PARSER or _PARSER[0].poll() is not None:
+        _PARSER[:] = [subprocess.Popen([str(VLLM_PYTHON), "-c", _PARSER_SCRIPT], stdin=subprocess.PIPE,
+                                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)]
+        atexit.register(_PARSER[0].kill)
+    return _PARSER[0]
+
+
 def vllm_parse(argvs: list[list[str]], keys: tuple[str, ...]) -> list[dict]:
     """Each argv (after `vllm serve`) through vLLM's own parser in .venv-vllm: the parsed values of `keys` (a dotted key
-    reads an attribute of a parsed object, e.g. kv_transfer_config.kv_connector). Skips where vLLM is not installed."""
+    reads an attribute of a parsed object, e.g. kv_transfer_config.kv_connector). One parser process serves every call
+    of a test process. Skips where vLLM is not installed."""
     if not VLLM_PYTHON.exists():
         pytest.skip("no .venv-vllm here (make test installs it)")
-    script = (
-        "import functools, json, sys\n"
-        "from vllm.entrypoints.launchers.cli_args import make_arg_parser\n"
-        "from vllm.utils.argparse_utils import FlexibleArgumentParser\n"
-        "p = make_arg_parser(FlexibleArgumentParser())\n"
-        "keys, argvs = json.load(sys.stdin)\n"
-        "get = lambda ns, k: functools.reduce(getattr, k.split('.'), ns)\n"
-        "print('RESULT:' + json.dumps([{k: get(p.parse_args(a), k) for k in keys} for a in argvs]))\n")
-    r = subprocess.run([str(VLLM_PYTHON), "-c", script], input=json.dumps([list(keys), argvs]), capture_output=True,
-                       text=True, timeout=300, cwd=ROOT)
-    line = next((x for x in r.stdout.splitlines() if x.startswith("RESULT:")), None)
-    assert r.returncode == 0 and line, r.stderr[-1500:]
-    return json.loads(line[7:])
+    proc = _parser()
+    proc.stdin.write(json.dumps([list(keys), argvs]) + "\n")
+    proc.stdin.flush()
+    for line in proc.stdout:  # vLLM may log to stdout while it imports: the answer is the RESULT line
+        if line.startswith("RESULT:"):
+            got = json.loads(line[7:])
+            assert "ok" in got, got["error"]
+            return got["ok"]
+    raise AssertionError(f"vLLM's parser process ended (exit {proc.wait()})")
 
 
 def _versions() -> list[str]:
