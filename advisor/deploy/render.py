@@ -1,7 +1,8 @@
 """A bundle's files: launch.sh, docker-run.sh, compose.yaml, k8s.yaml (Deployment + Service) and kserve.yaml; for a
-replica that spans nodes, launch-node-<r>.sh per node and k8s.yaml as a LeaderWorkerSet + Service, and for vLLM also
-its Ray-based layout (launch-ray-node-<r>.sh, k8s-ray.yaml); for vLLM on GPUs, KServe's LLMInferenceService
-(llminferenceservice.yaml) where KServe's templates run that layout.
+replica that spans nodes, launch-node-<r>.sh per node and k8s.yaml as a LeaderWorkerSet + Service (TensorRT-LLM's:
+mpirun on node 0 / the leader pod over SSH servers on the others), and for vLLM also its Ray-based layout
+(launch-ray-node-<r>.sh, k8s-ray.yaml); for vLLM on GPUs, KServe's LLMInferenceService (llminferenceservice.yaml) where
+KServe's templates run that layout.
 
 Every value is written quoted (shlex for the shell, JSON strings for YAML, which YAML reads as they are) and every
 comment is one line with control characters removed, so nothing a user or a model file supplies can break out of a
@@ -476,6 +477,156 @@ def launch_node_sh(b: Bundle, k: Knowledge, rank: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _fail(text: str) -> str:
+    """A shell command that says `text` on stderr and stops the script."""
+    return f"echo {shlex.quote(comment(text))} >&2; exit 1"
+
+
+def _mpi_hosts_lines(b: Bundle, k: Knowledge) -> list[str]:
+    """launch-node-0.sh's host list: MPI_HOSTS (comma-separated, node 0 first) checked for names only and for the
+    replica's node count, each host given its ranks as `HOST:SLOTS`; then the port of the others' SSH server."""
+    m, t = b.mpi, lambda key, **kw: _t(k, key, b.lang, **kw)
+    var = m.hosts_env
+    return [f'{var}="${{{var}:-}}"  # {comment(t("mpi_hosts_env"))}',
+            f'[ -n "${var}" ] || {{ {_fail(t("mpi_hosts_missing", n=b.nodes))}; }}',
+            f'case ${var} in -*|*,-*|*[!A-Za-z0-9.,_-]*) {_fail(t("mpi_hosts_bad"))};; esac',
+            "hosts=", "count=0", "IFS=,", f"for h in ${var}; do", '  [ -n "$h" ] || continue',
+            f'  hosts="${{hosts:+$hosts,}}$h:{m.per_node}"', "  count=$((count + 1))", "done", "unset IFS",
+            f'[ "$count" -eq {b.nodes} ] || {{ {_fail(t("mpi_hosts_count", n=b.nodes))}; }}',
+            f'SSH_PORT="${{SSH_PORT:-{m.ssh_port}}}"  # {comment(t("ssh_port_sh"))}',
+            f'case $SSH_PORT in ""|*[!0-9]*) {_fail(t("ssh_port_bad"))};; esac']
+
+
+def _one_word(b: Bundle, k: Knowledge, key: str = "mpi_word") -> str:
+    """A shell function that stops the script on a word that would be split or globbed on the way (by
+    trtllm-llmapi-launch, which runs its command as one unquoted string; by sshd's AuthorizedKeysFile)."""
+    return (f'one_word() {{ case $1 in *[[:space:]]*|*[\\*\\?\\[]*) '
+            f'echo {shlex.quote(comment(_t(k, key, b.lang)))}": $1" >&2; exit 1;; esac; }}')
+
+
+def _exports(m) -> str:
+    """`-x NAME` for each variable set here (nothing for one that is not: -x of an unset variable is not asked)."""
+    return " ".join(f"${{{e}+{m.export_flag}}} ${{{e}+{e}}}" for e in m.exports)
+
+
+_MPI_PREFIX = '"$(dirname "$(dirname "$(command -v mpirun)")")"'
+
+
+def launch_mpi_node_sh(b: Bundle, k: Knowledge, rank: int) -> str:
+    """Node `rank`'s script of TensorRT-LLM's MPI launch. Node 0: mpirun over the hosts in MPI_HOSTS (this node
+    first), one rank per GPU, each through trtllm-llmapi-launch before trtllm-serve with the bundle's arguments. The
+    others: the SSH server node 0's mpirun reaches (the user's public key in AUTHORIZED_KEYS; no key is made here)."""
+    m, t = b.mpi, lambda key, **kw: _t(k, key, b.lang, **kw)
+    if rank > 0:
+        return _mpi_sshd_sh(b, k, rank)
+    note = t("sh_mpi_node0", n=b.nodes, np=m.ranks, g=m.per_node) + f" ({m.source}; {m.mpirun_source})"
+    lines = _sh_head(b, k, note, _mpi_hosts_lines(b, k))
+    lines += [_one_word(b, k), 'one_word "$MODEL"'] + (['one_word "$HERE"'] if b.extra_files else [])
+    lines.append(f"command -v {shlex.quote(m.program[0])} >/dev/null 2>&1 || {{ {_fail(t('mpi_no_mpirun'))}; }}")
+    lines += [f'set -- "$@" {shlex.quote(m.root_flag)}  # {comment(m.root_why)}',
+              f'set -- "$@" {shlex.quote(m.prefix_flag)} {_MPI_PREFIX}  # {comment(m.prefix_why)}',
+              f'set -- "$@" {shlex.quote(m.np_flag)} {m.ranks}  # {comment(m.np_why)}',
+              f'set -- "$@" {shlex.quote(m.hosts_flag)} "$hosts"  # {comment(m.hosts_why)}',
+              f'set -- "$@" {shlex.quote(m.mca_flag)} {shlex.quote(m.rsh_param)} '
+              f'"{m.ssh_flags[0]} $SSH_PORT"  # {comment(m.rsh_why)}',
+              f'set -- "$@" {_exports(m)}  # {comment(m.export_why)}']
+    lines += [f'set -- "$@" {shlex.quote(x)}' + (f"  # {comment(m.launcher_why)}" if i == 0 else "")
+              for i, x in enumerate([*m.launcher, *b.program])]
+    lines += _set_args(b, _host_notes(_args_with_notes(b, "\x00MODEL"), b, k, "host_sh"))
+    lines.append(f'exec {shlex.quote(m.program[0])} "$@"')
+    return "\n".join(lines) + "\n"
+
+
+def _sshd_args(m, port: str, keys: str) -> list[str]:
+    """sshd's arguments: foreground, logging to stderr, on `port`, keys from `keys` only, root by key alone."""
+    d, e, p, o = m.sshd_flags
+    return [d, e, p, port, o, f"AuthorizedKeysFile={keys}", o, "PasswordAuthentication=no",
+            o, "PermitRootLogin=prohibit-password"]
+
+
+def _mpi_sshd_sh(b: Bundle, k: Knowledge, rank: int) -> str:
+    """A node above 0: no server of its own, only the SSH server node 0's mpirun starts this node's ranks through."""
+    m, t = b.mpi, lambda key, **kw: _t(k, key, b.lang, **kw)
+    sshd = shlex.quote(m.sshd_program[0])
+    lines = ["#!/bin/sh"] + [f"# {x}" for x in _header(b, k)]
+    lines += [f"# {comment(t('sh_mpi_node', r=rank, n=b.nodes, port=m.ssh_port))} ({m.mpirun_source})", "set -e",
+              f'SSH_PORT="${{SSH_PORT:-{m.ssh_port}}}"  # {comment(t("ssh_port_sh"))}',
+              f'case $SSH_PORT in ""|*[!0-9]*) {_fail(t("ssh_port_bad"))};; esac',
+              f'AUTHORIZED_KEYS="${{AUTHORIZED_KEYS:-$HOME/.ssh/authorized_keys}}"  # '
+              f'{comment(t("ssh_authorized_sh"))}',
+              _one_word(b, k, "sshd_keys_word"), 'one_word "$AUTHORIZED_KEYS"',
+              f"command -v {sshd} >/dev/null 2>&1 || {{ {_fail(t('mpi_no_sshd', image=b.image or ''))}; }}",
+              f'[ -s "$AUTHORIZED_KEYS" ] || {{ {_fail(t("mpi_no_keys"))}; }}',
+              f"mkdir -p /run/sshd  # {comment(t('sshd_privsep'))}",
+              f"ssh-keygen -A  # {comment(t('sshd_hostkeys'))}", "set --"]
+    args = _sshd_args(m, "\x00PORT", "\x00KEYS")
+    for i, tok in enumerate(args):
+        q = ('"$SSH_PORT"' if tok == "\x00PORT" else
+             '"AuthorizedKeysFile=$AUTHORIZED_KEYS"' if "\x00KEYS" in tok else shlex.quote(tok))
+        lines.append(f'set -- "$@" {q}' + (f"  # {comment(t('sshd_run'))}" if i == 0 else ""))
+    lines.append(f'exec "$(command -v {sshd})" "$@"')
+    return "\n".join(lines) + "\n"
+
+
+def _k8s_script(parts: list[str]) -> str:
+    """One `sh -c` line from shell commands, every $( written $$( (Kubernetes expands $(NAME) in a command)."""
+    return " ".join(parts).replace("$(", "$$(")
+
+
+def _mpi_container(b: Bundle, k: Knowledge, leader: bool, mounts: list) -> dict:
+    """A group pod's container in TensorRT-LLM's MPI launch. The leader waits for each worker's SSH server (the
+    workers named as LWS names them: the leader's name + -<index>, in its subdomain), then runs mpirun over the group
+    (its own name first: rank 0 and the HTTP server here) with trtllm-serve's arguments as the pod's args. A worker
+    runs an SSH server with the Secret's public key; the Secret's key is copied where only root reads it."""
+    m, t = b.mpi, lambda key, **kw: _t(k, key, b.lang, **kw)
+    run = "/run/mpi-ssh"
+    if leader:
+        key = f"{run}/{m.ssh_key}"
+        p, i, o = m.ssh_flags
+        ssh = [p, str(m.ssh_port), i, key, o, "StrictHostKeyChecking=no", o, "UserKnownHostsFile=/dev/null"]
+        probe = ["ssh", *ssh, o, "BatchMode=yes", o, "ConnectTimeout=5"]
+        every, most = m.ssh_retry_s, m.ssh_wait_s
+        mpirun = [shlex.quote(x) for x in (m.program[0], m.root_flag, m.prefix_flag)] + [_MPI_PREFIX] + \
+            [shlex.quote(x) for x in (m.np_flag, str(m.ranks), m.hosts_flag)] + ['"$hosts"'] + \
+            [shlex.quote(x) for x in (m.mca_flag, m.rsh_param, " ".join(ssh))] + [_exports(m)] + \
+            [shlex.quote(x) for x in (*m.launcher, *(b.image_entrypoint or b.program))] + ['"$@"']
+        script = _k8s_script([
+            "set -e;",
+            f'[ "${{LWS_GROUP_SIZE:-}}" = {b.nodes} ] || {{ {_fail(t("lws_mpi_group", n=b.nodes))}; }};',
+            f"command -v ssh >/dev/null 2>&1 || {{ {_fail(t('mpi_no_ssh'))}; }};",
+            f"install -d -m 700 {run}; install -m 600 {m.ssh_dir}/{m.ssh_key} {key};",
+            'leader="$LWS_LEADER_ADDRESS";', f'hosts="$(hostname):{m.per_node}";', "i=1;",
+            f'while [ "$i" -lt {b.nodes} ]; do', 'w="${leader%%.*}-$i.${leader#*.}";', "waited=0;",
+            f'until {" ".join(shlex.quote(x) for x in probe)} "$w" true; do', f"waited=$((waited + {every}));",
+            f'if [ "$waited" -ge {most} ]; then '
+            f'{_fail(t("lws_mpi_no_worker", s=most, secret=m.secret))}; fi;',
+            f"sleep {every};", "done;", f'hosts="$hosts,$w:{m.per_node}";', "i=$((i + 1));", "done;",
+            "exec " + " ".join(mpirun)])
+        note = t("lws_mpi_leader", every=every, s=most, np=m.ranks, g=m.per_node)
+        args = _k8s_args(b, _host_notes(_args_with_notes(b, MODEL), b, k, "host_k8s"))
+    else:
+        keys = f"{run}/{m.ssh_authorized}"
+        sshd = shlex.quote(m.sshd_program[0])
+        script = _k8s_script([
+            "set -e;", f"command -v {sshd} >/dev/null 2>&1 || {{ {_fail(t('mpi_no_sshd', image=b.image or ''))}; }};",
+            f"install -d -m 700 {run}; install -m 600 {m.ssh_dir}/{m.ssh_authorized} {keys};",
+            "mkdir -p /run/sshd;", "ssh-keygen -A;", f'exec "$(command -v {sshd})" "$@"'])
+        note = t("lws_mpi_worker", port=m.ssh_port)
+        args = [C(x, t("sshd_run") if j == 0 else "") for j, x in enumerate(_sshd_args(m, str(m.ssh_port), keys))]
+    return _lws_pod_container(b, k, leader, mounts, ["/bin/sh", "-c", C(script, note), "sh"], args)
+
+
+def _ssh_volume(b: Bundle, k: Knowledge, leader: bool) -> tuple[dict, C]:
+    """(volumeMount, volume) of the user's key pair on a group pod: the leader gets its private key, a worker the
+    public key, from the Secret the user makes (the bundle never holds a key)."""
+    m = b.mpi
+    item = m.ssh_key if leader else m.ssh_authorized
+    why = _t(k, "lws_ssh_leader" if leader else "lws_ssh_worker", b.lang, secret=m.secret)
+    return ({"name": "ssh", "mountPath": m.ssh_dir, "readOnly": True},
+            C({"name": "ssh", "secret": {"secretName": m.secret, "defaultMode": 0o400,
+                                         "items": [{"key": item, "path": item}]}}, why))
+
+
 def _lws_container(b: Bundle, k: Knowledge, leader: bool, mounts: list) -> dict:
     """One pod's container of the group: the leader's serves HTTP (port, probes), a worker's runs its ranks."""
     args = _k8s_args(b, _host_notes(b.node_args(0 if leader else 1, "$(LWS_LEADER_ADDRESS)",
@@ -514,7 +665,8 @@ def _lws_pod_container(b: Bundle, k: Knowledge, leader: bool, mounts: list, comm
     if b.gpu_resource:
         res["limits"][b.gpu_resource] = C(per_pod, _t(k, "lws_gpus", b.lang,
                                                       gpus=count(k, "gpu", per_pod, b.lang)))
-    c: dict = {"name": "leader" if leader else "worker", "image": C(b.image, _t(k, "docker_note", b.lang)),
+    image_note = _t(k, "image_mpi" if b.mpi is not None else "docker_note", b.lang)
+    c: dict = {"name": "leader" if leader else "worker", "image": C(b.image, image_note),
                "command": command, "args": args}
     if b.env:
         c["env"] = [C({"name": e.name, "value": e.value}, e.why) for e in b.env]
@@ -594,11 +746,15 @@ def leader_worker_set(b: Bundle, k: Knowledge, ray: bool = False) -> str:
     lws = k.deploy.lws
     mounts, volumes = _storage(b, k)
     labels = {"app": b.name}
-    container = _ray_container if ray else _lws_container
+    container = _ray_container if ray else _mpi_container if b.mpi is not None else _lws_container
 
     def template(leader: bool) -> dict:
+        mnt, vol = mounts, volumes
+        if b.mpi is not None and not ray:  # the user's key pair: the leader's private key, the workers' public one
+            extra_mount, extra_volume = _ssh_volume(b, k, leader)
+            mnt, vol = [*mounts, extra_mount], [*volumes, extra_volume]
         return {"metadata": {"labels": {**labels, "role": "leader" if leader else "worker"}},
-                "spec": {"containers": [container(b, k, leader, mounts)], "volumes": volumes}}
+                "spec": {"containers": [container(b, k, leader, mnt)], "volumes": vol}}
 
     doc = {"apiVersion": lws.api_version, "kind": "LeaderWorkerSet",
            "metadata": {"name": b.name, "labels": labels},
@@ -607,12 +763,21 @@ def leader_worker_set(b: Bundle, k: Knowledge, ray: bool = False) -> str:
                     "leaderWorkerTemplate": {"size": C(b.nodes, _t(k, "lws_size", b.lang) + "; " + b.nodes_why),
                                              "restartPolicy": lws.restart_policy,
                                              "leaderTemplate": template(True), "workerTemplate": template(False)}}}
-    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": b.name, "labels": labels},
+    # not the set's own name: LWS makes its headless Service (the pods' DNS names) under that name, and none where one
+    # of that name exists already
+    service = {"apiVersion": "v1", "kind": "Service",
+               "metadata": {"name": b.name + lws.service_suffix, "labels": labels},
                "spec": {"selector": {"leaderworkerset.sigs.k8s.io/name": b.name, "role": "leader"},
                         "ports": [{"name": "http", "port": b.port, "targetPort": "http"}]}}
     docs = [f"# {x}" for x in _header(b, k)]
     docs += [f"# {comment(_t(k, 'lws_note', b.lang, version=lws.version, n=b.nodes, path=b.health))} ({lws.source})",
              f"# {comment(_t(k, 'lws_env', b.lang))} ({lws.env_source})"]
+    if b.mpi is not None and not ray:
+        m = b.mpi
+        docs += [f"# {comment(_t(k, 'lws_mpi_note', b.lang))} ({m.mpirun_source})",
+                 "# " + comment(_t(k, "lws_mpi_secret", b.lang, secret=m.secret, keyfile=m.ssh_key,
+                                   auth=m.ssh_authorized)),
+                 f"# {comment(_t(k, 'lws_mpi_example', b.lang))} ({m.lws_example})"]
     if ray:
         docs.append(f"# {comment(_t(k, 'lws_ray_note', b.lang, version=lws.version))} ({b.ray.lws_example})")
     docs += _options_map(b) + yaml_lines(doc) + ["---"] + yaml_lines(service)
@@ -673,7 +838,8 @@ def render(b: Bundle, k: Knowledge) -> Bundle:
         if k.deploy.engines[b.engine].pd.router:
             pd_files["pd-router.sh"] = pd_router_sh(b, k)
     if b.nodes > 1:  # one replica over several nodes: a script per node and a LeaderWorkerSet
-        files = {f"launch-node-{r}.sh": launch_node_sh(b, k, r) for r in range(b.nodes)}
+        node_sh = launch_mpi_node_sh if b.mpi is not None else launch_node_sh
+        files = {f"launch-node-{r}.sh": node_sh(b, k, r) for r in range(b.nodes)}
         if b.image:
             files["k8s.yaml"] = leader_worker_set(b, k)
         if b.ray is not None:  # vLLM's Ray-based layout beside it

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 
-from advisor.deploy.types import Arg, Bundle, EnvVar, RayLayout
+from advisor.deploy.types import Arg, Bundle, EnvVar, MpiLayout, RayLayout
 from advisor.inputs.answers import Answers
 from advisor.knowledge.load import Knowledge
 from advisor.planner.types import EnginePlan, Plan
@@ -103,8 +103,11 @@ class _Builder:
         if self.e in ("sglang", "tensorrt-llm") and p.device != "gpu":
             raise _Refused(self.t("refused_device", engine=self.name, device=p.device))
         t = self.plan.target
-        if self.nodes_used() > 1 and self.d.multi_node is None:
+        nodes = self.nodes_used()
+        if nodes > 1 and self.d.multi_node is None and self.d.mpi_multi_node is None:
             raise _Refused(self.t("refused_nodes", engine=self.name, n=p.gpus_used, nodes=t.nodes))
+        if nodes > 1 and self.d.mpi_multi_node is not None and p.gpus_used % nodes:  # the same slots on every host
+            raise _Refused(self.t("refused_mpi_uneven", engine=self.name, n=p.gpus_used, nodes=nodes))
         spec, tp = self.plan.model, p.tensor_parallel
         if tp > 1 and p.device == "gpu" and p.attention_dp <= 1:  # (data-parallel attention splits no heads)
             if spec.attention_heads % tp:
@@ -195,6 +198,35 @@ class _Builder:
         return RayLayout(program=list(r.program), head=head, worker=worker, serve=serve, port=r.port,
                          join_retry_s=r.join_retry_s, join_timeout_s=r.join_timeout_s,
                          placement_wait_s=r.placement_wait_s, source=r.source, lws_example=r.lws_example)
+
+    def mpi_layout(self, name: str) -> MpiLayout | None:
+        """TensorRT-LLM's launch of the replica over nodes (knowledge/deploy.yaml mpi_multi_node): one MPI world of one
+        rank per GPU, mpirun on node 0 reaching the other nodes over SSH, every rank through the engine's launcher. The
+        server's own arguments are the bundle's (tp_size x pp_size is the world); `name`: the bundle's, which names the
+        Secret holding the user's key pair."""
+        m, n = self.d.mpi_multi_node, self.nodes_used()
+        if m is None or n <= 1:
+            return None
+        ranks = self.p.gpus_used
+        per = ranks // n
+        self.warnings += [self.t("warn_mpi_ssh", secret=name + m.secret_suffix), self.t("warn_mpi_image")]
+        return MpiLayout(
+            program=list(m.program), launcher=list(m.launcher), launcher_why=self.t("mpi_launcher"),
+            ranks=ranks, per_node=per,
+            root_flag=m.root_flag, root_why=self.t("mpi_root"),
+            prefix_flag=m.prefix_flag, prefix_why=self.t("mpi_prefix"),
+            np_flag=m.np_flag, np_why=self.t("mpi_np", np=ranks, n=n, g=per),
+            hosts_flag=m.hosts_flag, hosts_why=self.t("mpi_hosts", g=per),
+            mca_flag=m.mca_flag, rsh_param=m.rsh_param, rsh_why=self.t("mpi_rsh", port=m.ssh_port),
+            rsh_why_k8s=self.t("mpi_rsh_k8s", port=m.ssh_port),
+            export_flag=m.export_flag, exports=[*m.exports, *(e.name for e in self.env if e.name not in m.exports)],
+            export_why=self.t("mpi_export"),
+            sshd_program=list(m.sshd_program), sshd_flags=list(m.sshd_flags), ssh_flags=list(m.ssh_flags),
+            hosts_env=m.hosts_env, ssh_port=m.ssh_port,
+            ssh_wait_s=m.ssh_wait_s, ssh_retry_s=m.ssh_retry_s, ssh_dir=m.ssh_dir, ssh_key=m.ssh_key,
+            ssh_authorized=m.ssh_authorized, secret=name + m.secret_suffix,
+            source=m.source, mpirun_source=m.mpirun_source, launcher_source=m.launcher_source,
+            lws_example=m.lws_example)
 
     # ------------------------------------------------------------------ common figures
     @property
@@ -508,13 +540,19 @@ def build_settings(engine: str, plan: Plan, answers: Answers, knowledge: Knowled
     if nodes > 1:
         ic = plan.target.interconnect or "ethernet"
         why_n = b.t("mn_nodes", n=nodes, g=max(1, p.gpus_used) // nodes, ic=ic)
-        b.warnings.append(b.t("warn_mn_single_host"))
+        if d.mpi_multi_node is not None:
+            b.warnings.append(b.t("warn_mpi_hosts", var=d.mpi_multi_node.hosts_env,
+                                  version=knowledge.deploy.lws.version))
+        else:
+            b.warnings.append(b.t("warn_mn_single_host"))
         if ic in ("infiniband", "roce"):
             b.warnings.append(b.t("warn_mn_rdma"))
         ray = b.ray_layout()
     else:
         why_n = ""
     folder = safe_name(model_name(plan, answers))
+    name = safe_name(f"{engine}-{folder}", 50)
+    mpi = b.mpi_layout(name)
     is_file = engine == "llama.cpp"
     model_path = f"{knowledge.deploy.model_mount}/{folder}" + (".gguf" if is_file else "")
     if d.note is not None:
@@ -537,5 +575,5 @@ def build_settings(engine: str, plan: Plan, answers: Answers, knowledge: Knowled
                   gpus_per_replica=max(1, p.gpus_used) if p.device in ("gpu", "gpu+cpu") else 0,
                   replicas=replicas, replicas_why=why_r, memory_gib=mem, memory_why=why_m, nodes=nodes,
                   nodes_why=why_n, infiniband=nodes > 1 and (plan.target.interconnect or "") in ("infiniband", "roce"),
-                  shm=d.shm == "ipc_host" and p.device == "gpu", name=safe_name(f"{engine}-{folder}", 50),
-                  extra_files=b.extra, ray=ray, **head)
+                  shm=d.shm == "ipc_host" and p.device == "gpu", name=name,
+                  extra_files=b.extra, ray=ray, mpi=mpi, **head)

@@ -51,6 +51,49 @@ class RayLayout(BaseModel):
         return [(a.flag.replace("LEADER", leader) if a.role == "leader_addr" else a.flag, a.why) for a in self.worker]
 
 
+class MpiLayout(BaseModel):
+    """TensorRT-LLM's launch of a replica over nodes: one MPI world, one rank per GPU. On node 0 `program` (mpirun)
+    starts every rank over SSH, each through `launcher` (trtllm-llmapi-launch) before the server's own command, whose
+    rank 0 serves HTTP; the other nodes run only an SSH server (`sshd_program`) that mpirun reaches with the user's
+    key pair. Each flag with the text of why it is there."""
+
+    program: list[str]
+    launcher: list[str]
+    launcher_why: str
+    ranks: int  # -np: the replica's GPUs
+    per_node: int  # slots per host
+    root_flag: str
+    root_why: str
+    prefix_flag: str
+    prefix_why: str
+    np_flag: str
+    np_why: str
+    hosts_flag: str
+    hosts_why: str
+    mca_flag: str
+    rsh_param: str
+    rsh_why: str  # (launch-node-0.sh's: the other nodes' SSH_PORT)
+    rsh_why_k8s: str  # (the leader pod's: the workers' port, the Secret's key, host keys made at start)
+    export_flag: str
+    exports: list[str]  # passed to every rank where set on node 0
+    export_why: str
+    sshd_program: list[str]
+    sshd_flags: list[str]  # foreground, log to stderr, port, option
+    ssh_flags: list[str]  # the leader pod's client: port, identity file, option
+    hosts_env: str  # the variable launch-node-0.sh reads the host list from
+    ssh_port: int
+    ssh_wait_s: int
+    ssh_retry_s: int
+    ssh_dir: str  # where the pods mount the Secret
+    ssh_key: str  # its private key item (the leader's)
+    ssh_authorized: str  # its public key item (the workers')
+    secret: str  # the Secret's name (made by the user from their own key pair)
+    source: str = ""
+    mpirun_source: str = ""
+    launcher_source: str = ""
+    lws_example: str = ""
+
+
 class Bundle(BaseModel):
     engine: str
     lang: str = "en"
@@ -86,6 +129,7 @@ class Bundle(BaseModel):
     shm: bool = False
     name: str = "server"  # a DNS-1123 name for containers and Kubernetes objects
     ray: RayLayout | None = None  # vLLM's Ray-based layout of a replica over several nodes (k8s-ray.yaml, launch-ray-*)
+    mpi: MpiLayout | None = None  # TensorRT-LLM's MPI launch of a replica over several nodes (launch-node-*, k8s.yaml)
     extra_files: dict[str, str] = Field(default_factory=dict)  # files the command reads (trtllm-serve's options)
     # prefill/decode disaggregation where the plan recommends it: workers of each side, and GPUs per worker (0: none)
     pd_prefill: int = 0

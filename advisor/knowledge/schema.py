@@ -1268,6 +1268,59 @@ class DeployRayMultiNode(Strict):
     lws_example: SourceStr  # LWS's own example of this layout
 
 
+class DeployMpiMultiNode(Strict):
+    """A replica over nodes in one MPI world (TensorRT-LLM): mpirun on node 0 starts one rank per GPU on every node over
+    SSH, each through the engine's launcher (trtllm-llmapi-launch), whose rank 0 runs the server and the others its
+    workers. The other nodes run no command of their own, only an SSH server mpirun reaches with a key pair the user
+    makes (never written by the bundle). `documented_flags`: every mpirun and sshd flag written, as their manuals
+    spell them."""
+
+    program: list[str] = Field(min_length=1)  # mpirun
+    launcher: list[str] = Field(min_length=1)  # what each rank runs before the server's program
+    root_flag: str  # mpirun refuses root without it (the release image runs as root)
+    prefix_flag: str  # OpenMPI's own folder on the remote nodes (an SSH session's PATH does not reach it)
+    np_flag: str  # the number of ranks
+    hosts_flag: str  # HOST:SLOTS,HOST:SLOTS
+    mca_flag: str  # an MCA parameter: the SSH arguments
+    rsh_param: str = Field(pattern=r"^[a-z_]+$")
+    export_flag: str  # an environment variable passed to every rank
+    exports: list[str]  # passed where set on node 0 (the SSH sessions start without the container's environment)
+    sshd_program: list[str] = Field(min_length=1)  # the SSH server the other nodes run
+    sshd_flags: list[str]  # its switches: foreground, log to stderr, port, option
+    ssh_flags: list[str]  # the leader pod's SSH client's: port, identity file, option
+    documented_flags: list[str]  # mpirun's and sshd's flags as their manuals spell them
+    hosts_env: str = Field(pattern=r"^[A-Z][A-Z0-9_]*$")  # the launch script's host list
+    ssh_port: int = Field(ge=1, le=65535)  # the SSH server's port on the other nodes (not the host's own sshd)
+    ssh_wait_s: int = Field(ge=1)  # how long the leader pod waits for each worker's SSH server ...
+    ssh_retry_s: int = Field(ge=1)  # ... trying this often
+    ssh_dir: str = Field(pattern=r"^/[a-z/-]+$")  # where the pods mount the user's key pair (their Secret)
+    ssh_key: str = Field(pattern=r"^[a-z0-9_.-]+$")  # the Secret's private key item (the leader's)
+    ssh_authorized: str = Field(pattern=r"^[a-z0-9_.-]+$")  # its public key item (the workers')
+    secret_suffix: str = Field(pattern=r"^-[a-z0-9-]+$")  # the Secret's name: the bundle's name + this
+    version: str = Field(min_length=1)
+    read: DateStr
+    source: SourceStr  # the engine's docs of its multi-node launch
+    mpirun_source: SourceStr  # the engine's mpirun recipe (hosts, slots, SSH)
+    launcher_source: SourceStr  # the launcher's source (rank 0 serves, the others wait)
+    slurm_source: SourceStr  # the engine's Slurm recipe of the same launch
+    openmpi_source: SourceStr  # mpirun's manual
+    sshd_source: SourceStr  # sshd's manual
+    ssh_source: SourceStr  # ssh's manual
+    lws_example: SourceStr  # LWS's own example of this engine
+    lws_hosts_source: SourceStr  # where LWS names a group's pods (the leader's name + -<index>)
+
+    @model_validator(mode="after")
+    def _flags_documented(self) -> "DeployMpiMultiNode":
+        written = {self.root_flag, self.prefix_flag, self.np_flag, self.hosts_flag, self.mca_flag, self.export_flag,
+                   *self.sshd_flags, *self.ssh_flags}
+        missing = sorted(written - set(self.documented_flags))
+        if missing:
+            raise ValueError(f"mpi_multi_node flags not in its documented_flags: {', '.join(missing)}")
+        if len(self.sshd_flags) != 4 or len(self.ssh_flags) != 3:
+            raise ValueError("sshd_flags: foreground, stderr, port, option; ssh_flags: port, identity, option")
+        return self
+
+
 class DeployLlmIsvc(Strict):
     """KServe's LLMInferenceService (its llm-d based API) for the engine its well-known configs run: the API version,
     where its storage initializer puts the model, and the flags its own templates write (so a bundle passes only the
@@ -1320,6 +1373,7 @@ class DeployEngine(Strict):
     dp_multi_node: DeployDpMultiNode | None = None  # data-parallel attention across nodes (else multi_node's launch)
     pd: DeployPd | None = None  # prefill/decode disaggregation, written where the plan recommends it
     ray_multi_node: DeployRayMultiNode | None = None  # the Ray-based layout, written beside multi_node's launch
+    mpi_multi_node: DeployMpiMultiNode | None = None  # one MPI world over the nodes (in place of multi_node)
     llmisvc: DeployLlmIsvc | None = None  # KServe's LLMInferenceService, where its templates run this engine
     # the most tokens the context flag takes (llama-server: a C int), and where that is read; None: no such limit known
     max_context: int | None = Field(default=None, ge=1)
@@ -1345,6 +1399,8 @@ class DeployEngine(Strict):
         missing = sorted(written - set(self.documented_flags))
         if missing:
             raise ValueError(f"flags not in documented_flags: {', '.join(missing)}")
+        if self.multi_node is not None and self.mpi_multi_node is not None:
+            raise ValueError("multi_node and mpi_multi_node: one multi-node launch per engine")
         if self.server and not (self.program and self.port and self.health):
             raise ValueError("a server needs program, port and health")
         if not self.server and self.no_server is None:
@@ -1362,6 +1418,10 @@ class DeployLws(Strict):
     env_source: SourceStr
     restart_policy: Literal["RecreateGroupOnPodRestart", "RecreateGroupAfterStart", "None"]
     startup_policy: Literal["LeaderCreated", "LeaderReady"]
+    # the leaders' Service is named the LeaderWorkerSet's name + this: the controller makes its own headless Service
+    # under the set's very name (the pods' DNS names), and creates none where one of that name already exists
+    service_suffix: str = Field(pattern=r"^-[a-z0-9-]+$")
+    headless_source: SourceStr
 
 
 class DeployFile(Strict):

@@ -563,17 +563,29 @@ def test_cli_bad_engine_and_refused(answers_file):
 
 
 def test_a_plan_over_several_nodes_spans_them_or_is_refused_with_what_to_do():
-    """vLLM and SGLang span two nodes with their own launch (a LeaderWorkerSet on Kubernetes, a script per node);
-    TensorRT-LLM spans nodes through MPI, which the bundle does not write: refused, naming what does. One pod asking
-    for 16 GPUs could never be scheduled, so no bundle writes one."""
+    """vLLM and SGLang span two nodes with their own launch, TensorRT-LLM in one MPI world (mpirun on node 0): a
+    LeaderWorkerSet on Kubernetes, a script per node. An engine with no multi-node launch is refused, naming what
+    does; so is an MPI world whose GPUs do not split evenly over the nodes. One pod asking for 16 GPUs could never be
+    scheduled, so no bundle writes one."""
     a = load_answers(ROOT / "examples" / "llama-405b-two-nodes.yaml")
-    found, _ = deploy_bundles(a, knowledge(), "en")
+    found, rec = deploy_bundles(a, knowledge(), "en")
     by = {b.engine: b for b in found}
-    for e in ("vllm", "sglang"):
+    for e in ("vllm", "sglang", "tensorrt-llm"):
         assert by[e].status == "ok" and by[e].nodes == 2
-    trt = by["tensorrt-llm"]
-    assert trt.status == "refused" and "2 nodes" in trt.reason and "LeaderWorkerSet" in trt.reason
-    assert "vLLM and SGLang bundles" in trt.reason and "MPI" in trt.reason
+        assert {"launch-node-0.sh", "launch-node-1.sh", "k8s.yaml"} <= set(by[e].files)
+        assert "launch.sh" not in by[e].files and "compose.yaml" not in by[e].files
+    assert by["tensorrt-llm"].mpi is not None and by["vllm"].mpi is None
+    plan = rec.plan
+    spread = plan.engines["llama.cpp"].model_copy(update={"device": "gpu", "gpus_used": 16, "loads": True})
+    reason = _refused(build_settings("llama.cpp", plan.model_copy(update={"engines": {**plan.engines,
+                                                                                       "llama.cpp": spread}}),
+                                     a, knowledge()))
+    assert "2 nodes" in reason and "vLLM, SGLang or TensorRT-LLM" in reason, reason
+    uneven = plan.engines["tensorrt-llm"].model_copy(update={"gpus_used": 9})
+    reason = _refused(build_settings("tensorrt-llm", plan.model_copy(update={"engines": {**plan.engines,
+                                                                                         "tensorrt-llm": uneven}}),
+                                     a, knowledge()))
+    assert "9 GPUs" in reason and "2 nodes" in reason and "MPI" in reason, reason
 
 
 def test_an_fp8_checkpoints_own_kv_is_left_to_the_engines_auto():

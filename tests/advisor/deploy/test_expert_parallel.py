@@ -102,7 +102,9 @@ def test_the_example_spans_two_nodes_with_dp16_ep16_and_a_leader_worker_set(exam
     assert v.status == s.status == "ok" and v.nodes == s.nodes == 2 and v.gpus_per_replica == 16
     check_lws(v)
     check_lws(s)
-    assert example["tensorrt-llm"].status == "refused"  # its multi-node launch is MPI's: said, with what to do
+    trt = example["tensorrt-llm"]  # TP 8 x PP 2 in one MPI world over the two nodes (its attention DP is one node's)
+    assert trt.status == "ok" and trt.nodes == 2 and trt.mpi is not None and trt.mpi.ranks == 16
+    check_lws(trt)
 
 
 def test_vllms_own_parser_takes_both_nodes_dp_commands(example):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -18,11 +19,12 @@ import yaml
 
 from advisor.cli import deploy_bundles
 from advisor.deploy import Bundle
-from advisor.inputs.answers import load_answers
+from advisor.inputs.answers import load_answers, parse_answers
 
 ROOT = Path(__file__).resolve().parents[3]
 VLLM_PYTHON = ROOT / ".venv-vllm" / "bin" / "python"
 K8S = ("1.33.0",)
+CJK = re.compile(r"[\u3400-\u9fff]")
 
 # the non-template part of the v1 LeaderWorkerSet spec, as the CRD states it (enums, defaults, required)
 LWS_SPEC = {
@@ -120,6 +122,20 @@ def check_lws(b: Bundle) -> None:
         refs = {x for a in c["args"] for x in __import__("re").findall(r"(?<!\$)\$\(([A-Z_]+)\)", a)}
         assert refs <= set(LWS_ENV), refs
     assert "$(LWS_WORKER_INDEX)" not in leader["args"]
+    assert svc["metadata"]["name"] != lws["metadata"]["name"]  # LWS's own headless Service (the pods' DNS) has that
+    if b.mpi is not None:  # TensorRT-LLM's MPI launch: mpirun in the leader's shell, trtllm-serve's arguments as args
+        from advisor.deploy.types import MODEL
+
+        assert leader["command"][:2] == worker["command"][:2] == ["/bin/sh", "-c"]
+        assert leader["args"] == [b.model_path if t == MODEL else f"/config/{t}" if t in b.extra_files else t
+                                  for t, _ in b.node_args(0, "$(LWS_LEADER_ADDRESS)")]
+        assert "; exec mpirun " in leader["command"][2]  # the leader runs every rank
+        assert worker["command"][2].endswith('; exec "$$(command -v sshd)" "$@"')  # a worker only the SSH server
+        for name, c in (("leaderTemplate", leader), ("workerTemplate", worker)):  # the user's Secret, read-only
+            ssh = next(v for v in lwt[name]["spec"]["volumes"] if v["name"] == "ssh")
+            assert ssh["secret"]["secretName"] == b.mpi.secret
+            assert {"name": "ssh", "mountPath": b.mpi.ssh_dir, "readOnly": True} in c["volumeMounts"]
+        return
     if any(a.role == "start_rank" for a in b.args):  # the worker's shell computes its start rank from its index
         assert worker["command"][:2] == ["/bin/sh", "-c"] and "LWS_WORKER_INDEX" in worker["command"][2]
         return
@@ -217,3 +233,306 @@ def test_one_node_bundles_are_unchanged_by_it():
         if b.status == "ok":
             assert b.nodes == 1 and not any(a.role in ("node_rank", "leader_addr", "worker_only") for a in b.args)
             assert "launch.sh" in b.files
+
+
+# ------------------------------------------------------------------------------- TensorRT-LLM: one MPI world
+# trtllm-serve across nodes runs in one MPI world, one rank per GPU, every rank through trtllm-llmapi-launch (rank 0
+# serves HTTP): launch-node-0.sh runs mpirun over MPI_HOSTS, launch-node-<r>.sh an SSH server it reaches; in the
+# LeaderWorkerSet the leader pod runs mpirun over the group's pods, the workers sshd. No engine runs here: mpirun,
+# sshd and the rest are stubs that record what they are given.
+STUB = '#!/bin/sh\nprintf "%s\\0" "$@" > "$(dirname "$0")/../{name}.argv"\n'
+
+
+def _stub_bin(tmp_path: Path, *names: str, fail_ssh: int = 0) -> Path:
+    """A bin folder of stubs: each of `names` writes its NUL-separated argv to ../<name>.argv and exits 0; `ssh` fails
+    its first `fail_ssh` runs (a worker's SSH server not up yet); `sleep`, `install`, `mkdir`, `ssh-keygen` do
+    nothing; `hostname` prints the leader pod's name."""
+    bin_ = tmp_path / "bin"
+    bin_.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        (bin_ / name).write_text(STUB.format(name=name))
+    if "ssh" in names:  # one line in ssh.tries per run
+        tries = tmp_path / "ssh.tries"
+        (bin_ / "ssh").write_text(f'#!/bin/sh\necho >> "{tries}"\nprintf "%s\\0" "$@" > "{tmp_path}/ssh.argv"\n'
+                                  f'[ "$(wc -l < "{tries}")" -gt {fail_ssh} ]\n' if fail_ssh < 10 ** 6 else
+                                  f'#!/bin/sh\necho >> "{tries}"\nexit 1\n')
+    for name in ("sleep", "install", "mkdir", "ssh-keygen"):
+        (bin_ / name).write_text("#!/bin/sh\nexit 0\n")
+    (bin_ / "hostname").write_text("#!/bin/sh\necho trt-0\n")
+    for f in bin_.iterdir():
+        f.chmod(0o755)
+    return bin_
+
+
+def _bare_path(tmp_path: Path, *tools: str) -> str:
+    """A PATH of `tools` alone (links to this machine's), so a program the script looks for is surely absent."""
+    import shutil
+
+    bare = tmp_path / "bare"
+    bare.mkdir(parents=True, exist_ok=True)
+    for tool in tools:
+        (bare / tool).symlink_to(shutil.which(tool))
+    return str(bare)
+
+
+def _argv(tmp_path: Path, name: str) -> list[str] | None:
+    path = tmp_path / f"{name}.argv"
+    return path.read_bytes().decode().split("\0")[:-1] if path.exists() else None
+
+
+def _run_sh(script: str, tmp_path: Path, env: dict[str, str], bin_: Path | None) -> subprocess.CompletedProcess:
+    path = tmp_path / "scripts" / "launch.sh"  # (run from another folder: the options file goes beside the script)
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(script, encoding="utf-8")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(exist_ok=True)
+    return subprocess.run(["/bin/sh", str(path)], capture_output=True, text=True, cwd=elsewhere, timeout=30,
+                          env={"PATH": f"{bin_}:/usr/bin:/bin", "HOME": str(tmp_path), **env})
+
+
+@pytest.fixture(scope="module")
+def trt_examples():
+    """TensorRT-LLM's bundles of both two-node examples (Llama-3.1-405B BF16 on 2 x 8 H100, DeepSeek-V3 FP8 on 2 x 8
+    H200), in English and Chinese."""
+    out = {}
+    for case in ("llama-405b-two-nodes", "deepseek-v3-ep-two-nodes"):
+        for lang in ("en", "zh"):
+            found, _ = deploy_bundles(load_answers(ROOT / "examples" / f"{case}.yaml"), _k(), lang, "tensorrt-llm")
+            out[case, lang] = found[0]
+    return out
+
+
+def _server_argv(b: Bundle, model: str, options: str) -> list[str]:
+    """trtllm-serve's command (after the program) as node 0 runs it: the model and the options file where given."""
+    return [options if t in b.extra_files else t for t in b.argv(model=model)[len(b.program):]]
+
+
+@pytest.mark.parametrize("case", ["llama-405b-two-nodes", "deepseek-v3-ep-two-nodes"])
+def test_tensorrt_llm_spans_the_nodes_in_one_mpi_world(trt_examples, case, tmp_path):
+    b = trt_examples[case, "en"]
+    assert b.status == "ok" and b.nodes == 2 and b.gpus_per_replica == 16 and b.infiniband
+    m = b.mpi
+    assert m is not None and (m.ranks, m.per_node) == (16, 8) and b.ray is None
+    assert set(b.files) == {"launch-node-0.sh", "launch-node-1.sh", "k8s.yaml", *b.extra_files}
+    assert {"launch.sh", "docker-run.sh", "compose.yaml"} <= set(b.absent)  # one host's files: not for two nodes
+    check_lws(b)
+    for r in (0, 1):  # POSIX sh and bash both read the scripts
+        path = tmp_path / f"n{r}.sh"
+        path.write_text(b.files[f"launch-node-{r}.sh"])
+        for shell in ("sh", "bash"):
+            got = subprocess.run([shell, "-n", str(path)], capture_output=True, text=True)
+            assert got.returncode == 0, (shell, r, got.stderr)
+    # what the user must bring, said: their own key pair (never in the bundle), sshd on top of the release image
+    said = " ".join(b.warnings)
+    assert m.secret in said and "ssh-keygen" in said and "never makes or holds a key" in said
+    assert "openssh-server" in said and "Open MPI" in said
+    assert "PRIVATE KEY" not in "".join(b.files.values()) and "ssh-ed25519 " not in "".join(b.files.values())
+    assert f"kubectl create secret generic {m.secret}" in b.files["k8s.yaml"]
+    zh = trt_examples[case, "zh"]
+    assert zh.status == "ok" and zh.files.keys() == b.files.keys() and CJK.search(" ".join(zh.warnings))
+    assert CJK.search(zh.files["launch-node-0.sh"]) and CJK.search(zh.files["k8s.yaml"])
+    check_lws(zh)
+
+
+@pytest.mark.parametrize("case", ["llama-405b-two-nodes", "deepseek-v3-ep-two-nodes"])
+def test_the_trtllm_serve_commands_parse_against_its_flag_table(trt_examples, case):
+    """Node 0's command and the leader pod's args, through trtllm-serve's flags as its table has them (1.2.1): every
+    flag known, tp_size x pp_size the MPI world."""
+    from tests.advisor.deploy.test_deploy_parsers import table, trtllm_command, walk
+
+    b = trt_examples[case, "en"]
+    lws = next(d for d in yaml.safe_load_all(b.files["k8s.yaml"]) if d and d["kind"] == "LeaderWorkerSet")
+    leader = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
+    for argv in (_server_argv(b, "/data/m", "/here/opts.yaml"), leader["args"]):
+        walk(argv, table("tensorrt-llm"), 1)
+        p = trtllm_command().make_context("serve", list(argv)).params
+        assert p["tp_size"] * p["pp_size"] == b.mpi.ranks == 16 and p["host"] == "0.0.0.0" and p["port"] == 8000
+        assert p["backend"] == "pytorch"
+    assert leader["args"][0] == b.model_path
+
+
+def test_node_0_runs_mpirun_over_the_hosts_given(trt_examples, tmp_path):
+    """launch-node-0.sh with a stub mpirun: -np is the plan's GPUs, -H the hosts given with 8 slots each, the SSH port,
+    the environment passed on, and trtllm-llmapi-launch before trtllm-serve and its arguments."""
+    b = trt_examples["llama-405b-two-nodes", "en"]
+    bin_ = _stub_bin(tmp_path, "mpirun")
+    got = _run_sh(b.files["launch-node-0.sh"], tmp_path, {"MPI_HOSTS": "gpu-a,10.0.0.8", "MODEL": "/data/m",
+                                                          "LD_LIBRARY_PATH": "/opt/lib"}, bin_)
+    assert got.returncode == 0, got.stderr
+    argv = _argv(tmp_path, "mpirun")
+    at = argv.index("trtllm-llmapi-launch")
+    head, cmd = argv[:at], argv[at:]
+    assert head == ["--allow-run-as-root", "--prefix", str(tmp_path), "-np", "16", "-H", "gpu-a:8,10.0.0.8:8",
+                    "-mca", "plm_rsh_args", "-p 2222", "-x", "PATH", "-x", "LD_LIBRARY_PATH"]
+    options = str(tmp_path / "scripts" / "extra-llm-api-options.yaml")
+    assert cmd == ["trtllm-llmapi-launch", "trtllm-serve", *_server_argv(b, "/data/m", options)]
+    assert (tmp_path / "scripts" / "extra-llm-api-options.yaml").read_text() == b.extra_files[
+        "extra-llm-api-options.yaml"]
+    # another SSH port; no LD_LIBRARY_PATH here, so none is passed on
+    got = _run_sh(b.files["launch-node-0.sh"], tmp_path, {"MPI_HOSTS": "a,b", "SSH_PORT": "22"}, bin_)
+    assert got.returncode == 0, got.stderr
+    argv = _argv(tmp_path, "mpirun")
+    assert argv[argv.index("plm_rsh_args") + 1] == "-p 22" and "LD_LIBRARY_PATH" not in argv
+    assert argv[argv.index("trtllm-serve") + 1] == b.model_path  # MODEL's default: the bundle's path
+
+
+@pytest.mark.parametrize("env,says", [
+    ({}, "MPI_HOSTS"),  # no host list: no default, as a node must be told where the others are
+    ({"MPI_HOSTS": "only-one"}, "2 nodes"),
+    ({"MPI_HOSTS": "a,b,c"}, "2 nodes"),
+    ({"MPI_HOSTS": "a b"}, "MPI_HOSTS"),
+    ({"MPI_HOSTS": "a;touch pwned,b"}, "MPI_HOSTS"),
+    ({"MPI_HOSTS": "-x,b"}, "MPI_HOSTS"),
+    ({"MPI_HOSTS": "a,b", "SSH_PORT": "22 -o ProxyCommand=x"}, "SSH_PORT"),
+    ({"MPI_HOSTS": "a,b", "MODEL": "/data/my model"}, "splits"),
+    ({"MPI_HOSTS": "a,b", "MODEL": "/data/m*"}, "splits"),
+    ({"MPI_HOSTS": "a,b", "MODEL": "$(touch pwned)"}, "splits"),
+])
+def test_node_0_stops_with_why_on_a_bad_host_list_or_model_path(trt_examples, tmp_path, env, says):
+    b = trt_examples["llama-405b-two-nodes", "en"]
+    bin_ = _stub_bin(tmp_path, "mpirun")
+    got = _run_sh(b.files["launch-node-0.sh"], tmp_path, env, bin_)
+    assert got.returncode != 0 and says in got.stderr, got.stderr
+    assert _argv(tmp_path, "mpirun") is None and not list(tmp_path.rglob("pwned*"))
+
+
+def test_node_0_without_mpirun_says_so(trt_examples, tmp_path):
+    b = trt_examples["llama-405b-two-nodes", "en"]
+    got = _run_sh(b.files["launch-node-0.sh"], tmp_path, {"MPI_HOSTS": "a,b",
+                                                          "PATH": _bare_path(tmp_path, "dirname", "cat")}, None)
+    assert got.returncode != 0 and "no mpirun" in got.stderr
+
+
+def test_a_model_path_that_looks_like_code_stays_one_word(trt_examples, tmp_path):
+    """A MODEL with no space or glob reaches trtllm-llmapi-launch as it is: nothing in it runs on the way."""
+    b = trt_examples["llama-405b-two-nodes", "en"]
+    bin_ = _stub_bin(tmp_path, "mpirun")
+    model = "/m/$(touch${IFS}pwned)`touch${IFS}pwned2`;'\"x"
+    got = _run_sh(b.files["launch-node-0.sh"], tmp_path, {"MPI_HOSTS": "a,b", "MODEL": model}, bin_)
+    assert got.returncode == 0, got.stderr
+    argv = _argv(tmp_path, "mpirun")
+    assert argv[argv.index("trtllm-serve") + 1] == model and not list(tmp_path.rglob("pwned*"))
+
+
+def test_the_other_nodes_start_the_ssh_server_mpirun_reaches(trt_examples, tmp_path):
+    b = trt_examples["llama-405b-two-nodes", "en"]
+    bin_ = _stub_bin(tmp_path, "sshd")
+    keys = tmp_path / "authorized_keys"
+    keys.write_text("(a public key)\n")
+    got = _run_sh(b.files["launch-node-1.sh"], tmp_path, {"AUTHORIZED_KEYS": str(keys)}, bin_)
+    assert got.returncode == 0, got.stderr
+    assert _argv(tmp_path, "sshd") == ["-D", "-e", "-p", "2222", "-o", f"AuthorizedKeysFile={keys}",
+                                       "-o", "PasswordAuthentication=no", "-o", "PermitRootLogin=prohibit-password"]
+    missing = _run_sh(b.files["launch-node-1.sh"], tmp_path, {"AUTHORIZED_KEYS": str(tmp_path / "none")}, bin_)
+    assert missing.returncode != 0 and "AUTHORIZED_KEYS" in missing.stderr
+    no_sshd = _run_sh(b.files["launch-node-1.sh"], tmp_path, {"AUTHORIZED_KEYS": str(keys),
+                                                              "PATH": _bare_path(tmp_path)}, bin_)
+    assert no_sshd.returncode != 0 and "openssh-server" in no_sshd.stderr
+
+
+def _pod(b: Bundle, role: str) -> dict:
+    lws = next(d for d in yaml.safe_load_all(b.files["k8s.yaml"]) if d and d["kind"] == "LeaderWorkerSet")
+    (c,) = lws["spec"]["leaderWorkerTemplate"][f"{role}Template"]["spec"]["containers"]
+    return c
+
+
+POD_ENV = {"LWS_LEADER_ADDRESS": "trt-0.trt.default", "LWS_GROUP_SIZE": "2", "LWS_WORKER_INDEX": "0"}
+
+
+def _run_pod(c: dict, tmp_path: Path, bin_: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """The container's command + args as Kubernetes passes them (its $(VAR) expansion), run with the stubs."""
+    from tests.advisor.deploy.test_vllm_ray_kserve import _k8s_expand
+
+    pod_env = {**POD_ENV, **(env or {})}
+    argv = [_k8s_expand(x, pod_env) for x in c["command"] + c["args"]]
+    return subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, timeout=30,
+                          env={"PATH": f"{bin_}:/usr/bin:/bin", **pod_env})  # (env's own PATH wins)
+
+
+def test_the_leader_pod_waits_for_the_workers_then_runs_mpirun_over_the_group(trt_examples, tmp_path):
+    b = trt_examples["llama-405b-two-nodes", "en"]
+    leader = _pod(b, "leader")
+    bin_ = _stub_bin(tmp_path, "mpirun", "ssh", fail_ssh=2)  # the worker's SSH server answers at the third try
+    got = _run_pod(leader, tmp_path, bin_)
+    assert got.returncode == 0, got.stderr
+    assert (tmp_path / "ssh.tries").read_text().count("\n") == 3
+    assert _argv(tmp_path, "ssh")[-2:] == ["trt-0-1.trt.default", "true"]  # the worker as LWS names it
+    argv = _argv(tmp_path, "mpirun")
+    at = argv.index("trtllm-llmapi-launch")
+    ssh = "-p 2222 -i /run/mpi-ssh/id_ed25519 -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
+    assert argv[:at] == ["--allow-run-as-root", "--prefix", str(tmp_path), "-np", "16",
+                         "-H", "trt-0:8,trt-0-1.trt.default:8", "-mca", "plm_rsh_args", ssh, "-x", "PATH"]
+    assert argv[at:] == ["trtllm-llmapi-launch", "trtllm-serve", *leader["args"]]
+
+
+def test_the_leader_pod_gives_up_with_why(trt_examples, tmp_path):
+    b = trt_examples["llama-405b-two-nodes", "en"]
+    leader = _pod(b, "leader")
+    bin_ = _stub_bin(tmp_path, "mpirun", "ssh", fail_ssh=10 ** 6)  # no SSH server ever answers (`sleep` stubbed)
+    got = _run_pod(leader, tmp_path, bin_)
+    assert got.returncode == 1 and "600 s" in got.stderr and b.mpi.secret in got.stderr
+    assert (tmp_path / "ssh.tries").read_text().count("\n") == 600 // 5 and _argv(tmp_path, "mpirun") is None
+    other = _run_pod(leader, tmp_path, bin_, {"LWS_GROUP_SIZE": "3"})  # a group that is not the plan's nodes
+    assert other.returncode != 0 and "LWS_GROUP_SIZE" in other.stderr
+
+
+def test_the_worker_pod_runs_sshd_with_the_secrets_key(trt_examples, tmp_path):
+    b = trt_examples["llama-405b-two-nodes", "en"]
+    worker = _pod(b, "worker")
+    bin_ = _stub_bin(tmp_path, "sshd")
+    got = _run_pod(worker, tmp_path, bin_, {"LWS_WORKER_INDEX": "1"})
+    assert got.returncode == 0, got.stderr
+    assert _argv(tmp_path, "sshd") == worker["args"] == [
+        "-D", "-e", "-p", "2222", "-o", "AuthorizedKeysFile=/run/mpi-ssh/authorized_keys",
+        "-o", "PasswordAuthentication=no", "-o", "PermitRootLogin=prohibit-password"]
+    no_sshd = _run_pod(worker, tmp_path, bin_, {"PATH": _bare_path(tmp_path)})
+    assert no_sshd.returncode != 0 and "openssh-server" in no_sshd.stderr
+
+
+@pytest.mark.parametrize("i", range(3))
+def test_a_hostile_model_name_stays_out_of_the_mpi_files(i, tmp_path):
+    """A model name with quotes, $( ), backticks, newlines and YAML breaks: in the scripts and the manifest only as
+    one-line comments; the values carry its safe form; running node 0's script runs none of it."""
+    from tests.advisor.deploy.test_deploy import FRAGMENTS, HOSTILE, shell_words_with, strings_in
+    from advisor.deploy.render import comment
+
+    name = HOSTILE[i]
+    a = parse_answers({"concurrency": 16, "hardware": {"gpu_vendor": "nvidia", "gpu_model": "H100 SXM", "nodes": 2,
+                                                       "gpus_per_node": 8, "interconnect": "infiniband"},
+                       "model": {"name": name, "params_b": 405, "precision": "bf16", "context_tokens": 8192}})
+    (b,), _ = deploy_bundles(a, _k(), "en", "tensorrt-llm")
+    assert b.status == "ok" and b.mpi is not None and b.model_name == name
+    check_lws(b)
+    for r in (0, 1):
+        body = b.files[f"launch-node-{r}.sh"]
+        assert shell_words_with(body) == []  # the raw name is in no shell word
+        for line in body.splitlines():
+            if FRAGMENTS[0] in line:
+                assert line.startswith("#") and " ".join(comment(name).split()) in " ".join(line.split())
+    docs = [d for d in yaml.safe_load_all(b.files["k8s.yaml"]) if d is not None]
+    assert not [s for d in docs for s in strings_in(d) if any(f in s.replace("$$(", "$(") for f in FRAGMENTS)]
+    bin_ = _stub_bin(tmp_path, "mpirun")
+    got = _run_sh(b.files["launch-node-0.sh"], tmp_path, {"MPI_HOSTS": "a,b"}, bin_)
+    assert got.returncode == 0, got.stderr
+    assert not list(tmp_path.rglob("pwned*")) and not any(FRAGMENTS[0] in x for x in _argv(tmp_path, "mpirun"))
+
+
+def test_an_expert_parallel_plan_over_two_nodes_is_one_world_too(trt_examples):
+    """The planner keeps TensorRT-LLM's attention DP to one node; a plan that spreads DP 16 + EP 16 over both nodes
+    (as TensorRT-LLM's own two-node DeepSeek-V3 recipe does) gets the same MPI launch: -np 16, --tp_size 16
+    --ep_size 16 --pp_size 1, enable_attention_dp in the options file."""
+    from advisor.deploy import bundle_for
+    from tests.advisor.deploy.test_deploy_parsers import trtllm_command
+
+    answers = load_answers(ROOT / "examples" / "deepseek-v3-ep-two-nodes.yaml")
+    _, rec = deploy_bundles(answers, _k(), "en", "tensorrt-llm")
+    plan = rec.plan
+    ep = plan.engines["tensorrt-llm"].model_copy(update={"attention_dp": 16, "tensor_parallel": 1,
+                                                         "pipeline_parallel": 1})
+    b = bundle_for("tensorrt-llm", plan.model_copy(update={"engines": {**plan.engines, "tensorrt-llm": ep}}),
+                   answers, _k())
+    assert b.status == "ok" and b.mpi is not None and b.mpi.ranks == 16 and b.nodes == 2
+    check_lws(b)
+    p = trtllm_command().make_context("serve", _server_argv(b, "/m", "/o.yaml")).params
+    assert (p["tp_size"], p["ep_size"], p["pp_size"]) == (16, 16, 1)
+    assert yaml.safe_load(b.extra_files["extra-llm-api-options.yaml"])["enable_attention_dp"] is True
