@@ -287,13 +287,16 @@ def _storage(b: Bundle, k: Knowledge) -> tuple[list, list]:
     return mounts, volumes
 
 
-def _http(b: Bundle, k: Knowledge) -> dict:
-    """The container's HTTP port and its startup, readiness and liveness probes on the engine's health path."""
+def _http(b: Bundle, k: Knowledge, wait_s: int = 0) -> dict:
+    """The container's HTTP port and its startup, readiness and liveness probes on the engine's health path; `wait_s`:
+    what the container may spend before the server starts (the MPI leader waiting for the workers' SSH servers),
+    added to the startup budget, which counts from the container's start."""
     start_s = k.deploy.probe_start_s.get(b.engine, 600)
     probe = {"httpGet": {"path": b.health, "port": "http"}, "timeoutSeconds": 10}  # SGLang's /health generates
+    note = (_t(k, "startup_mpi", b.lang, w=wait_s, s=start_s) if wait_s else _t(k, "startup", b.lang, s=start_s))
     return {"ports": [{"name": "http", "containerPort": b.port}],
-            "startupProbe": C({**probe, "periodSeconds": 10, "failureThreshold": max(6, start_s // 10)},
-                              _t(k, "startup", b.lang, s=start_s)),
+            "startupProbe": C({**probe, "periodSeconds": 10, "failureThreshold": max(6, (start_s + wait_s) // 10)},
+                              note),
             "readinessProbe": {**probe, "periodSeconds": 10, "failureThreshold": 3},
             "livenessProbe": {**probe, "periodSeconds": 30, "failureThreshold": 3}}
 
@@ -483,18 +486,50 @@ def _fail(text: str) -> str:
 
 
 def _mpi_hosts_lines(b: Bundle, k: Knowledge) -> list[str]:
-    """launch-node-0.sh's host list: MPI_HOSTS (comma-separated, node 0 first) checked for names only and for the
-    replica's node count, each host given its ranks as `HOST:SLOTS`; then the port of the others' SSH server."""
+    """launch-node-0.sh's host list: MPI_HOSTS (comma-separated, node 0 first) checked for names only, for a host
+    named twice (Open MPI would make it one host of twice the slots) and for the replica's node count, each host
+    given its ranks as `HOST:SLOTS`, the hosts after the first kept in `others`; then the port of the others' SSH
+    server."""
     m, t = b.mpi, lambda key, **kw: _t(k, key, b.lang, **kw)
     var = m.hosts_env
     return [f'{var}="${{{var}:-}}"  # {comment(t("mpi_hosts_env"))}',
             f'[ -n "${var}" ] || {{ {_fail(t("mpi_hosts_missing", n=b.nodes))}; }}',
             f'case ${var} in -*|*,-*|*[!A-Za-z0-9.,_-]*) {_fail(t("mpi_hosts_bad"))};; esac',
-            "hosts=", "count=0", "IFS=,", f"for h in ${var}; do", '  [ -n "$h" ] || continue',
+            "hosts=", "others=", "count=0", "IFS=,", f"for h in ${var}; do", '  [ -n "$h" ] || continue',
+            f'  case ",$hosts" in *",$h:"*) {_fail(t("mpi_hosts_dup"))};; esac',
+            '  [ -z "$hosts" ] || others="$others $h"',
             f'  hosts="${{hosts:+$hosts,}}$h:{m.per_node}"', "  count=$((count + 1))", "done", "unset IFS",
             f'[ "$count" -eq {b.nodes} ] || {{ {_fail(t("mpi_hosts_count", n=b.nodes))}; }}',
-            f'SSH_PORT="${{SSH_PORT:-{m.ssh_port}}}"  # {comment(t("ssh_port_sh"))}',
-            f'case $SSH_PORT in ""|*[!0-9]*) {_fail(t("ssh_port_bad"))};; esac']
+            *_ssh_port_lines(b, k)]
+
+
+def _ssh_port_lines(b: Bundle, k: Knowledge) -> list[str]:
+    """SSH_PORT (the other nodes' SSH server, the bundle's port by default), checked to be 1 to 65535: digits only,
+    no leading 0, at most 5 digits (so the shell's number never overflows), then the range."""
+    bad = _fail(_t(k, "ssh_port_bad", b.lang))
+    return [f'SSH_PORT="${{SSH_PORT:-{b.mpi.ssh_port}}}"  # {comment(_t(k, "ssh_port_sh", b.lang))}',
+            f'case $SSH_PORT in ""|0*|*[!0-9]*|??????*) {bad};; esac',
+            f'[ "$SSH_PORT" -le 65535 ] || {{ {bad}; }}']
+
+
+def _fail_naming(text: str, var: str) -> str:
+    """_fail with the value of the shell variable `var` after the text (a checked name: nothing in it runs)."""
+    return f'echo {shlex.quote(comment(text))}": ${var}" >&2; exit 1'
+
+
+# the other nodes' SSH host keys, neither checked nor remembered: they are made (ssh-keygen -A) as each fresh
+# container or pod starts, so none is known in advance and a remembered one would stop the next run
+_NO_HOST_KEYS = ("StrictHostKeyChecking=no", "UserKnownHostsFile=/dev/null")
+
+
+def _env_loop(m, act: str) -> str:
+    """One POSIX-sh line running `act` (with $n) for each variable set here whose name starts with one of
+    m.export_prefixes + "_" and is not already in m.exports: names only, from `env`, each matched whole and then
+    checked to be set (a value's newline may make a line of `env` look like NAME=…, which names no variable)."""
+    pat = "^(" + "|".join(m.export_prefixes) + ")_[A-Za-z0-9_]*$"
+    return (f"for n in $(env | cut -d= -f1 | grep -E {shlex.quote(pat)} | sort -u); do "
+            f"case $n in {'|'.join(m.exports)}) continue;; esac; "
+            f'if eval "[ -n \\"\\${{$n+x}}\\" ]"; then {act}; fi; done')
 
 
 def _one_word(b: Bundle, k: Knowledge, key: str = "mpi_word") -> str:
@@ -523,13 +558,23 @@ def launch_mpi_node_sh(b: Bundle, k: Knowledge, rank: int) -> str:
     lines = _sh_head(b, k, note, _mpi_hosts_lines(b, k))
     lines += [_one_word(b, k), 'one_word "$MODEL"'] + (['one_word "$HERE"'] if b.extra_files else [])
     lines.append(f"command -v {shlex.quote(m.program[0])} >/dev/null 2>&1 || {{ {_fail(t('mpi_no_mpirun'))}; }}")
+    p, _, o = m.ssh_flags
+    no_keys = " ".join(f"{o} {x}" for x in _NO_HOST_KEYS)
+    probe = " ".join(shlex.quote(x) for x in (o, "BatchMode=yes", o, "ConnectTimeout=10", p)) + \
+        ' "$SSH_PORT" ' + " ".join(shlex.quote(x) for x in no_keys.split())
+    lines += [f"command -v ssh >/dev/null 2>&1 || {{ {_fail(t('mpi_no_ssh'))}; }}",
+              f"for h in $others; do  # {comment(m.probe_why)}",
+              f'  ssh {probe} "$h" true </dev/null || {{ {_fail_naming(t("mpi_no_answer"), "h")}; }}', "done"]
     lines += [f'set -- "$@" {shlex.quote(m.root_flag)}  # {comment(m.root_why)}',
               f'set -- "$@" {shlex.quote(m.prefix_flag)} {_MPI_PREFIX}  # {comment(m.prefix_why)}',
               f'set -- "$@" {shlex.quote(m.np_flag)} {m.ranks}  # {comment(m.np_why)}',
               f'set -- "$@" {shlex.quote(m.hosts_flag)} "$hosts"  # {comment(m.hosts_why)}',
+              f'set -- "$@" {shlex.quote(m.mca_flag)} {shlex.quote(m.keep_fqdn_param)} 1  '
+              f'# {comment(m.fqdn_why)} ({m.fqdn_source})',
               f'set -- "$@" {shlex.quote(m.mca_flag)} {shlex.quote(m.rsh_param)} '
-              f'"{m.ssh_flags[0]} $SSH_PORT"  # {comment(m.rsh_why)}',
-              f'set -- "$@" {_exports(m)}  # {comment(m.export_why)}']
+              f'"{p} $SSH_PORT {no_keys}"  # {comment(m.rsh_why)}',
+              f'set -- "$@" {_exports(m)}  # {comment(m.export_why)}',
+              _env_loop(m, f'set -- "$@" {shlex.quote(m.export_flag)} "$n"') + f"  # {comment(m.export_prefixes_why)}"]
     lines += [f'set -- "$@" {shlex.quote(x)}' + (f"  # {comment(m.launcher_why)}" if i == 0 else "")
               for i, x in enumerate([*m.launcher, *b.program])]
     lines += _set_args(b, _host_notes(_args_with_notes(b, "\x00MODEL"), b, k, "host_sh"))
@@ -550,12 +595,14 @@ def _mpi_sshd_sh(b: Bundle, k: Knowledge, rank: int) -> str:
     sshd = shlex.quote(m.sshd_program[0])
     lines = ["#!/bin/sh"] + [f"# {x}" for x in _header(b, k)]
     lines += [f"# {comment(t('sh_mpi_node', r=rank, n=b.nodes, port=m.ssh_port))} ({m.mpirun_source})", "set -e",
-              f'SSH_PORT="${{SSH_PORT:-{m.ssh_port}}}"  # {comment(t("ssh_port_sh"))}',
-              f'case $SSH_PORT in ""|*[!0-9]*) {_fail(t("ssh_port_bad"))};; esac',
+              *_ssh_port_lines(b, k),
               f'AUTHORIZED_KEYS="${{AUTHORIZED_KEYS:-$HOME/.ssh/authorized_keys}}"  # '
               f'{comment(t("ssh_authorized_sh"))}',
               _one_word(b, k, "sshd_keys_word"), 'one_word "$AUTHORIZED_KEYS"',
+              # sshd_config(5): a relative AuthorizedKeysFile is taken from the user's home, and %% %h %u… expanded
+              f'case $AUTHORIZED_KEYS in ""|[!/]*|*%*) {_fail(t("sshd_keys_path"))};; esac',
               f"command -v {sshd} >/dev/null 2>&1 || {{ {_fail(t('mpi_no_sshd', image=b.image or ''))}; }}",
+              f'[ "$(id -u)" -eq 0 ] || {{ {_fail(t("sshd_root"))}; }}',
               f'[ -s "$AUTHORIZED_KEYS" ] || {{ {_fail(t("mpi_no_keys"))}; }}',
               f"mkdir -p /run/sshd  # {comment(t('sshd_privsep'))}",
               f"ssh-keygen -A  # {comment(t('sshd_hostkeys'))}", "set --"]
@@ -583,18 +630,20 @@ def _mpi_container(b: Bundle, k: Knowledge, leader: bool, mounts: list) -> dict:
     if leader:
         key = f"{run}/{m.ssh_key}"
         p, i, o = m.ssh_flags
-        ssh = [p, str(m.ssh_port), i, key, o, "StrictHostKeyChecking=no", o, "UserKnownHostsFile=/dev/null"]
+        ssh = [p, str(m.ssh_port), i, key, o, _NO_HOST_KEYS[0], o, _NO_HOST_KEYS[1]]
         probe = ["ssh", *ssh, o, "BatchMode=yes", o, "ConnectTimeout=5"]
         every, most = m.ssh_retry_s, m.ssh_wait_s
         mpirun = [shlex.quote(x) for x in (m.program[0], m.root_flag, m.prefix_flag)] + [_MPI_PREFIX] + \
             [shlex.quote(x) for x in (m.np_flag, str(m.ranks), m.hosts_flag)] + ['"$hosts"'] + \
-            [shlex.quote(x) for x in (m.mca_flag, m.rsh_param, " ".join(ssh))] + [_exports(m)] + \
+            [shlex.quote(x) for x in (m.mca_flag, m.keep_fqdn_param, "1", m.mca_flag, m.rsh_param, " ".join(ssh))] + \
+            [_exports(m), "$xs"] + \
             [shlex.quote(x) for x in (*m.launcher, *(b.image_entrypoint or b.program))] + ['"$@"']
         script = _k8s_script([
             "set -e;",
             f'[ "${{LWS_GROUP_SIZE:-}}" = {b.nodes} ] || {{ {_fail(t("lws_mpi_group", n=b.nodes))}; }};',
             f"command -v ssh >/dev/null 2>&1 || {{ {_fail(t('mpi_no_ssh'))}; }};",
             f"install -d -m 700 {run}; install -m 600 {m.ssh_dir}/{m.ssh_key} {key};",
+            "xs=;", _env_loop(m, f'xs="$xs {shlex.quote(m.export_flag)} $n"') + ";",
             'leader="$LWS_LEADER_ADDRESS";', f'hosts="$(hostname):{m.per_node}";', "i=1;",
             f'while [ "$i" -lt {b.nodes} ]; do', 'w="${leader%%.*}-$i.${leader#*.}";', "waited=0;",
             f'until {" ".join(shlex.quote(x) for x in probe)} "$w" true; do', f"waited=$((waited + {every}));",
@@ -602,7 +651,7 @@ def _mpi_container(b: Bundle, k: Knowledge, leader: bool, mounts: list) -> dict:
             f'{_fail(t("lws_mpi_no_worker", s=most, secret=m.secret))}; fi;',
             f"sleep {every};", "done;", f'hosts="$hosts,$w:{m.per_node}";', "i=$((i + 1));", "done;",
             "exec " + " ".join(mpirun)])
-        note = t("lws_mpi_leader", every=every, s=most, np=m.ranks, g=m.per_node)
+        note = t("lws_mpi_leader", every=every, s=most, np=m.ranks, g=m.per_node) + "; " + t("ssh_copy")
         args = _k8s_args(b, _host_notes(_args_with_notes(b, MODEL), b, k, "host_k8s"))
     else:
         keys = f"{run}/{m.ssh_authorized}"
@@ -611,7 +660,7 @@ def _mpi_container(b: Bundle, k: Knowledge, leader: bool, mounts: list) -> dict:
             "set -e;", f"command -v {sshd} >/dev/null 2>&1 || {{ {_fail(t('mpi_no_sshd', image=b.image or ''))}; }};",
             f"install -d -m 700 {run}; install -m 600 {m.ssh_dir}/{m.ssh_authorized} {keys};",
             "mkdir -p /run/sshd;", "ssh-keygen -A;", f'exec "$(command -v {sshd})" "$@"'])
-        note = t("lws_mpi_worker", port=m.ssh_port)
+        note = t("lws_mpi_worker", port=m.ssh_port) + "; " + t("ssh_copy")
         args = [C(x, t("sshd_run") if j == 0 else "") for j, x in enumerate(_sshd_args(m, str(m.ssh_port), keys))]
     return _lws_pod_container(b, k, leader, mounts, ["/bin/sh", "-c", C(script, note), "sh"], args)
 
@@ -673,8 +722,8 @@ def _lws_pod_container(b: Bundle, k: Knowledge, leader: bool, mounts: list, comm
     c["resources"] = res
     if b.infiniband:
         c["securityContext"] = {"capabilities": {"add": ["IPC_LOCK"]}}
-    if leader:
-        c.update(_http(b, k))
+    if leader:  # (the MPI leader first waits for the workers' SSH servers: that time is added to its startup budget)
+        c.update(_http(b, k, b.mpi.ssh_wait_s if b.mpi is not None else 0))
     c["volumeMounts"] = mounts
     return c
 
@@ -771,13 +820,16 @@ def leader_worker_set(b: Bundle, k: Knowledge, ray: bool = False) -> str:
                         "ports": [{"name": "http", "port": b.port, "targetPort": "http"}]}}
     docs = [f"# {x}" for x in _header(b, k)]
     docs += [f"# {comment(_t(k, 'lws_note', b.lang, version=lws.version, n=b.nodes, path=b.health))} ({lws.source})",
-             f"# {comment(_t(k, 'lws_env', b.lang))} ({lws.env_source})"]
+             f"# {comment(_t(k, 'lws_env', b.lang))} ({lws.env_source})",
+             f"# {comment(_t(k, 'lws_old_service', b.lang, name=b.name, service=b.name + lws.service_suffix))}"]
     if b.mpi is not None and not ray:
         m = b.mpi
         docs += [f"# {comment(_t(k, 'lws_mpi_note', b.lang))} ({m.mpirun_source})",
                  "# " + comment(_t(k, "lws_mpi_secret", b.lang, secret=m.secret, keyfile=m.ssh_key,
                                    auth=m.ssh_authorized)),
-                 f"# {comment(_t(k, 'lws_mpi_example', b.lang))} ({m.lws_example})"]
+                 f"# {comment(_t(k, 'lws_mpi_example', b.lang))} ({m.lws_example})",
+                 f"# {comment(m.fqdn_why)} ({m.fqdn_source})", f"# {comment(m.rsh_why_k8s)}",
+                 f"# {comment(m.export_prefixes_why)}"]
     if ray:
         docs.append(f"# {comment(_t(k, 'lws_ray_note', b.lang, version=lws.version))} ({b.ray.lws_example})")
     docs += _options_map(b) + yaml_lines(doc) + ["---"] + yaml_lines(service)

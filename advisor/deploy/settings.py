@@ -209,7 +209,9 @@ class _Builder:
             return None
         ranks = self.p.gpus_used
         per = ranks // n
-        self.warnings += [self.t("warn_mpi_ssh", secret=name + m.secret_suffix), self.t("warn_mpi_image")]
+        prefixes = ", ".join(f"{x}_*" for x in m.export_prefixes)
+        self.warnings += [self.t("warn_mpi_ssh", secret=name + m.secret_suffix), self.t("warn_mpi_image"),
+                          self.t("warn_mpi_env", prefixes=prefixes)]
         return MpiLayout(
             program=list(m.program), launcher=list(m.launcher), launcher_why=self.t("mpi_launcher"),
             ranks=ranks, per_node=per,
@@ -221,6 +223,10 @@ class _Builder:
             rsh_why_k8s=self.t("mpi_rsh_k8s", port=m.ssh_port),
             export_flag=m.export_flag, exports=[*m.exports, *(e.name for e in self.env if e.name not in m.exports)],
             export_why=self.t("mpi_export"),
+            export_prefixes=list(m.export_prefixes),
+            export_prefixes_why=self.t("mpi_export_prefixes", prefixes=prefixes),
+            keep_fqdn_param=m.keep_fqdn_param, fqdn_why=self.t("mpi_fqdn"), fqdn_source=m.keep_fqdn_source,
+            probe_why=self.t("mpi_probe"),
             sshd_program=list(m.sshd_program), sshd_flags=list(m.sshd_flags), ssh_flags=list(m.ssh_flags),
             hosts_env=m.hosts_env, ssh_port=m.ssh_port,
             ssh_wait_s=m.ssh_wait_s, ssh_retry_s=m.ssh_retry_s, ssh_dir=m.ssh_dir, ssh_key=m.ssh_key,

@@ -77,6 +77,12 @@ class MpiLayout(BaseModel):
     export_flag: str
     exports: list[str]  # passed to every rank where set on node 0
     export_why: str
+    export_prefixes: list[str] = []  # and every variable set on node 0 named <one of these>_…
+    export_prefixes_why: str = ""
+    keep_fqdn_param: str = ""  # the MCA parameter that keeps -H host names whole (Open MPI 4.x cuts them at a dot)
+    fqdn_why: str = ""
+    fqdn_source: str = ""
+    probe_why: str = ""  # (launch-node-0.sh's check that each other node answers SSH before mpirun)
     sshd_program: list[str]
     sshd_flags: list[str]  # foreground, log to stderr, port, option
     ssh_flags: list[str]  # the leader pod's client: port, identity file, option

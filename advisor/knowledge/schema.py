@@ -1285,6 +1285,12 @@ class DeployMpiMultiNode(Strict):
     rsh_param: str = Field(pattern=r"^[a-z_]+$")
     export_flag: str  # an environment variable passed to every rank
     exports: list[str]  # passed where set on node 0 (the SSH sessions start without the container's environment)
+    # and every variable set on node 0 whose name is one of these + "_" + more (NCCL_*, UCX_*, HF_*...)
+    export_prefixes: list[Annotated[str, Field(pattern=r"^[A-Z][A-Z0-9]*$")]] = Field(min_length=1)
+    keep_fqdn_param: str = Field(pattern=r"^[a-z_]+$")  # -H host names kept whole (Open MPI 4.x cuts them at a dot)
+    keep_fqdn_source: SourceStr  # where Open MPI cuts them
+    keep_fqdn_issue_source: SourceStr  # the report of it on Kubernetes
+    documented_mca: list[str]  # the MCA parameters written, as ompi_info names them
     sshd_program: list[str] = Field(min_length=1)  # the SSH server the other nodes run
     sshd_flags: list[str]  # its switches: foreground, log to stderr, port, option
     ssh_flags: list[str]  # the leader pod's SSH client's: port, identity file, option
@@ -1316,6 +1322,9 @@ class DeployMpiMultiNode(Strict):
         missing = sorted(written - set(self.documented_flags))
         if missing:
             raise ValueError(f"mpi_multi_node flags not in its documented_flags: {', '.join(missing)}")
+        mca = sorted({self.rsh_param, self.keep_fqdn_param} - set(self.documented_mca))
+        if mca:
+            raise ValueError(f"mpi_multi_node MCA parameters not in its documented_mca: {', '.join(mca)}")
         if len(self.sshd_flags) != 4 or len(self.ssh_flags) != 3:
             raise ValueError("sshd_flags: foreground, stderr, port, option; ssh_flags: port, identity, option")
         return self

@@ -241,12 +241,14 @@ def test_one_node_bundles_are_unchanged_by_it():
 # LeaderWorkerSet the leader pod runs mpirun over the group's pods, the workers sshd. No engine runs here: mpirun,
 # sshd and the rest are stubs that record what they are given.
 STUB = '#!/bin/sh\nprintf "%s\\0" "$@" > "$(dirname "$0")/../{name}.argv"\n'
+# the other nodes' host keys are made anew in each fresh container: neither checked nor remembered, as the leader pod
+NO_HOST_KEYS = "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
 
 
-def _stub_bin(tmp_path: Path, *names: str, fail_ssh: int = 0) -> Path:
+def _stub_bin(tmp_path: Path, *names: str, fail_ssh: int = 0, uid: int = 0) -> Path:
     """A bin folder of stubs: each of `names` writes its NUL-separated argv to ../<name>.argv and exits 0; `ssh` fails
     its first `fail_ssh` runs (a worker's SSH server not up yet); `sleep`, `install`, `mkdir`, `ssh-keygen` do
-    nothing; `hostname` prints the leader pod's name."""
+    nothing; `hostname` prints the leader pod's name; `id` prints `uid` (root by default, whoever runs the tests)."""
     bin_ = tmp_path / "bin"
     bin_.mkdir(parents=True, exist_ok=True)
     for name in names:
@@ -259,6 +261,7 @@ def _stub_bin(tmp_path: Path, *names: str, fail_ssh: int = 0) -> Path:
     for name in ("sleep", "install", "mkdir", "ssh-keygen"):
         (bin_ / name).write_text("#!/bin/sh\nexit 0\n")
     (bin_ / "hostname").write_text("#!/bin/sh\necho trt-0\n")
+    (bin_ / "id").write_text(f"#!/bin/sh\necho {uid}\n")
     for f in bin_.iterdir():
         f.chmod(0o755)
     return bin_
@@ -355,7 +358,7 @@ def test_node_0_runs_mpirun_over_the_hosts_given(trt_examples, tmp_path):
     """launch-node-0.sh with a stub mpirun: -np is the plan's GPUs, -H the hosts given with 8 slots each, the SSH port,
     the environment passed on, and trtllm-llmapi-launch before trtllm-serve and its arguments."""
     b = trt_examples["llama-405b-two-nodes", "en"]
-    bin_ = _stub_bin(tmp_path, "mpirun")
+    bin_ = _stub_bin(tmp_path, "mpirun", "ssh")
     got = _run_sh(b.files["launch-node-0.sh"], tmp_path, {"MPI_HOSTS": "gpu-a,10.0.0.8", "MODEL": "/data/m",
                                                           "LD_LIBRARY_PATH": "/opt/lib"}, bin_)
     assert got.returncode == 0, got.stderr
@@ -363,7 +366,12 @@ def test_node_0_runs_mpirun_over_the_hosts_given(trt_examples, tmp_path):
     at = argv.index("trtllm-llmapi-launch")
     head, cmd = argv[:at], argv[at:]
     assert head == ["--allow-run-as-root", "--prefix", str(tmp_path), "-np", "16", "-H", "gpu-a:8,10.0.0.8:8",
-                    "-mca", "plm_rsh_args", "-p 2222", "-x", "PATH", "-x", "LD_LIBRARY_PATH"]
+                    "-mca", "orte_keep_fqdn_hostnames", "1", "-mca", "plm_rsh_args", f"-p 2222 {NO_HOST_KEYS}",
+                    "-x", "PATH", "-x", "LD_LIBRARY_PATH"]
+    # before mpirun: the other node (not this one) answers SSH with this node's key, no prompt
+    assert (tmp_path / "ssh.tries").read_text().count("\n") == 1
+    assert _argv(tmp_path, "ssh") == ["-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "-p", "2222",
+                                      *NO_HOST_KEYS.split(), "10.0.0.8", "true"]
     options = str(tmp_path / "scripts" / "extra-llm-api-options.yaml")
     assert cmd == ["trtllm-llmapi-launch", "trtllm-serve", *_server_argv(b, "/data/m", options)]
     assert (tmp_path / "scripts" / "extra-llm-api-options.yaml").read_text() == b.extra_files[
@@ -372,7 +380,8 @@ def test_node_0_runs_mpirun_over_the_hosts_given(trt_examples, tmp_path):
     got = _run_sh(b.files["launch-node-0.sh"], tmp_path, {"MPI_HOSTS": "a,b", "SSH_PORT": "22"}, bin_)
     assert got.returncode == 0, got.stderr
     argv = _argv(tmp_path, "mpirun")
-    assert argv[argv.index("plm_rsh_args") + 1] == "-p 22" and "LD_LIBRARY_PATH" not in argv
+    assert argv[argv.index("plm_rsh_args") + 1] == f"-p 22 {NO_HOST_KEYS}" and "LD_LIBRARY_PATH" not in argv
+    assert _argv(tmp_path, "ssh")[4:6] == ["-p", "22"]
     assert argv[argv.index("trtllm-serve") + 1] == b.model_path  # MODEL's default: the bundle's path
 
 
@@ -384,16 +393,23 @@ def test_node_0_runs_mpirun_over_the_hosts_given(trt_examples, tmp_path):
     ({"MPI_HOSTS": "a;touch pwned,b"}, "MPI_HOSTS"),
     ({"MPI_HOSTS": "-x,b"}, "MPI_HOSTS"),
     ({"MPI_HOSTS": "a,b", "SSH_PORT": "22 -o ProxyCommand=x"}, "SSH_PORT"),
+    ({"MPI_HOSTS": "a,a"}, "twice"),  # Open MPI would make them one host of 16 slots
+    ({"MPI_HOSTS": "gpu.a.x,gpu.a.x"}, "twice"),
+    ({"MPI_HOSTS": "a,b", "SSH_PORT": "0"}, "1 to 65535"),
+    ({"MPI_HOSTS": "a,b", "SSH_PORT": "65536"}, "1 to 65535"),
+    ({"MPI_HOSTS": "a,b", "SSH_PORT": "99999999999999999999999"}, "1 to 65535"),
+    ({"MPI_HOSTS": "a,b", "SSH_PORT": "022"}, "1 to 65535"),
     ({"MPI_HOSTS": "a,b", "MODEL": "/data/my model"}, "splits"),
     ({"MPI_HOSTS": "a,b", "MODEL": "/data/m*"}, "splits"),
     ({"MPI_HOSTS": "a,b", "MODEL": "$(touch pwned)"}, "splits"),
 ])
 def test_node_0_stops_with_why_on_a_bad_host_list_or_model_path(trt_examples, tmp_path, env, says):
     b = trt_examples["llama-405b-two-nodes", "en"]
-    bin_ = _stub_bin(tmp_path, "mpirun")
+    bin_ = _stub_bin(tmp_path, "mpirun", "ssh")
     got = _run_sh(b.files["launch-node-0.sh"], tmp_path, env, bin_)
     assert got.returncode != 0 and says in got.stderr, got.stderr
     assert _argv(tmp_path, "mpirun") is None and not list(tmp_path.rglob("pwned*"))
+    assert len(got.stderr.strip().splitlines()) == 1 and not (tmp_path / "ssh.tries").exists()
 
 
 def test_node_0_without_mpirun_says_so(trt_examples, tmp_path):
@@ -403,10 +419,76 @@ def test_node_0_without_mpirun_says_so(trt_examples, tmp_path):
     assert got.returncode != 0 and "no mpirun" in got.stderr
 
 
+def test_node_0_keeps_dotted_host_names_whole(trt_examples, tmp_path):
+    """Open MPI 4.x cuts a -H name that is not an IP address at its first dot unless orte_keep_fqdn_hostnames is set
+    (gpu.a.x and gpu.b.x would both become "gpu", one host): node 0's mpirun is given the names whole and told to keep
+    them so."""
+    b = trt_examples["llama-405b-two-nodes", "en"]
+    bin_ = _stub_bin(tmp_path, "mpirun", "ssh")
+    got = _run_sh(b.files["launch-node-0.sh"], tmp_path, {"MPI_HOSTS": "gpu.a.x,gpu.b.x"}, bin_)
+    assert got.returncode == 0, got.stderr
+    argv = _argv(tmp_path, "mpirun")
+    head = argv[:argv.index("trtllm-llmapi-launch")]
+    assert head[head.index("-H") + 1] == "gpu.a.x:8,gpu.b.x:8"
+    assert [head[i + 1:i + 3] for i, x in enumerate(head) if x == "-mca"][0] == ["orte_keep_fqdn_hostnames", "1"]
+    assert _argv(tmp_path, "ssh")[-2:] == ["gpu.b.x", "true"]
+
+
+def test_node_0_checks_ssh_and_each_other_node_before_mpirun(trt_examples, tmp_path):
+    """No ssh client, or another node that does not let this one in: node 0 stops with one line naming the host,
+    before mpirun (which would wait at a host-key prompt or fail with less to say)."""
+    b = trt_examples["llama-405b-two-nodes", "en"]
+    bin_ = _stub_bin(tmp_path, "mpirun", "ssh", fail_ssh=10 ** 6)
+    got = _run_sh(b.files["launch-node-0.sh"], tmp_path, {"MPI_HOSTS": "gpu-a,gpu-b.example"}, bin_)
+    assert got.returncode == 1 and _argv(tmp_path, "mpirun") is None
+    assert got.stderr.strip().endswith(": gpu-b.example") and "AUTHORIZED_KEYS" in got.stderr
+    assert len(got.stderr.strip().splitlines()) == 1 and (tmp_path / "ssh.tries").read_text().count("\n") == 1
+    only_mpirun = _stub_bin(tmp_path / "no-ssh", "mpirun")
+    got = _run_sh(b.files["launch-node-0.sh"], tmp_path, {"MPI_HOSTS": "a,b", "PATH": f"{only_mpirun}:" + _bare_path(
+        tmp_path, "dirname", "cat")}, None)
+    assert got.returncode == 1 and "no ssh client" in got.stderr and _argv(tmp_path / "no-ssh", "mpirun") is None
+    zh = trt_examples["llama-405b-two-nodes", "zh"]
+    got = _run_sh(zh.files["launch-node-0.sh"], tmp_path, {"MPI_HOSTS": "gpu-a,gpu-b"}, bin_)
+    assert got.returncode == 1 and CJK.search(got.stderr) and got.stderr.strip().endswith(": gpu-b")
+
+
+# every variable of these families set where mpirun runs, and a value whose newline makes a line of `env` that looks
+# like another variable (NCCL_FAKE, set nowhere)
+MPI_ENV = {"NCCL_DEBUG": "INFO", "NCCL_IB_HCA": "mlx5_0", "UCX_TLS": "rc,sm", "HF_HOME": "/hf",
+           "TLLM_LOG_LEVEL": "INFO", "TRTLLM_ENABLE_PDL": "1", "NCCLX": "1", "MY_NCCL_DEBUG": "1", "OTHER": "1",
+           "TRICK": "x\nNCCL_FAKE=1"}
+MPI_FORWARDED = ["HF_HOME", "NCCL_DEBUG", "NCCL_IB_HCA", "TLLM_LOG_LEVEL", "TRTLLM_ENABLE_PDL", "UCX_TLS"]
+
+
+def _exported(argv: list[str]) -> list[str]:
+    head = argv[:argv.index("trtllm-llmapi-launch")]
+    return [head[i + 1] for i, x in enumerate(head) if x == "-x"]
+
+
+@pytest.mark.parametrize("shell", ["/bin/sh", "bash"])
+def test_node_0_passes_its_nccl_ucx_hf_and_trtllm_variables_to_every_rank(trt_examples, tmp_path, shell):
+    """The ranks started over SSH see only what mpirun passes with -x: node 0's NCCL_*, UCX_*, HF_*, TLLM_*, TRTLLM_*
+    (NCCL_DEBUG=INFO among them, which the bundle's InfiniBand advice asks for), by name, and nothing else."""
+    b = trt_examples["llama-405b-two-nodes", "en"]
+    bin_ = _stub_bin(tmp_path, "mpirun", "ssh")
+    path = tmp_path / "n0.sh"
+    path.write_text(b.files["launch-node-0.sh"])
+    got = subprocess.run([shell, str(path)], capture_output=True, text=True, timeout=30, cwd=tmp_path,
+                         env={"PATH": f"{bin_}:/usr/bin:/bin", "HOME": str(tmp_path), "MPI_HOSTS": "a,b", **MPI_ENV})
+    assert got.returncode == 0, got.stderr
+    assert _exported(_argv(tmp_path, "mpirun")) == ["PATH", *MPI_FORWARDED]
+    got = _run_sh(b.files["launch-node-0.sh"], tmp_path, {"MPI_HOSTS": "a,b"}, bin_)  # none set: none passed
+    assert got.returncode == 0 and _exported(_argv(tmp_path, "mpirun")) == ["PATH"]
+    for lang in ("en", "zh"):  # where to set them, said
+        said = " ".join(trt_examples["llama-405b-two-nodes", lang].warnings)
+        assert "NCCL_*" in said and "TRTLLM_*" in said and "NCCL_DEBUG=INFO" in said
+    assert "on node 0" in " ".join(b.warnings) and "leader pod" in " ".join(b.warnings)
+
+
 def test_a_model_path_that_looks_like_code_stays_one_word(trt_examples, tmp_path):
     """A MODEL with no space or glob reaches trtllm-llmapi-launch as it is: nothing in it runs on the way."""
     b = trt_examples["llama-405b-two-nodes", "en"]
-    bin_ = _stub_bin(tmp_path, "mpirun")
+    bin_ = _stub_bin(tmp_path, "mpirun", "ssh")
     model = "/m/$(touch${IFS}pwned)`touch${IFS}pwned2`;'\"x"
     got = _run_sh(b.files["launch-node-0.sh"], tmp_path, {"MPI_HOSTS": "a,b", "MODEL": model}, bin_)
     assert got.returncode == 0, got.stderr
@@ -425,9 +507,41 @@ def test_the_other_nodes_start_the_ssh_server_mpirun_reaches(trt_examples, tmp_p
                                        "-o", "PasswordAuthentication=no", "-o", "PermitRootLogin=prohibit-password"]
     missing = _run_sh(b.files["launch-node-1.sh"], tmp_path, {"AUTHORIZED_KEYS": str(tmp_path / "none")}, bin_)
     assert missing.returncode != 0 and "AUTHORIZED_KEYS" in missing.stderr
+    port = _run_sh(b.files["launch-node-1.sh"], tmp_path, {"AUTHORIZED_KEYS": str(keys), "SSH_PORT": "65535"}, bin_)
+    assert port.returncode == 0 and _argv(tmp_path, "sshd")[3] == "65535"
     no_sshd = _run_sh(b.files["launch-node-1.sh"], tmp_path, {"AUTHORIZED_KEYS": str(keys),
                                                               "PATH": _bare_path(tmp_path)}, bin_)
     assert no_sshd.returncode != 0 and "openssh-server" in no_sshd.stderr
+
+
+@pytest.mark.parametrize("env,says", [
+    ({"AUTHORIZED_KEYS": "keys"}, "absolute path"),  # sshd would read it from the login user's home
+    ({"AUTHORIZED_KEYS": "/etc/%u/keys"}, "absolute path"),  # sshd expands %u, %h...
+    ({"SSH_PORT": "70000"}, "1 to 65535"),
+    ({"SSH_PORT": "0"}, "1 to 65535"),
+])
+def test_the_other_nodes_stop_with_why_on_a_bad_keys_path_or_port(trt_examples, tmp_path, env, says):
+    b = trt_examples["llama-405b-two-nodes", "en"]
+    bin_ = _stub_bin(tmp_path, "sshd")
+    keys = tmp_path / "authorized_keys"
+    keys.write_text("(a public key)\n")
+    got = _run_sh(b.files["launch-node-1.sh"], tmp_path, {"AUTHORIZED_KEYS": str(keys), **env}, bin_)
+    assert got.returncode == 1 and says in got.stderr and len(got.stderr.strip().splitlines()) == 1, got.stderr
+    assert _argv(tmp_path, "sshd") is None
+
+
+def test_the_other_nodes_need_root_for_sshd(trt_examples, tmp_path):
+    """sshd on SSH_PORT with privilege separation, letting mpirun in as root: started by anyone else it would fail
+    later with less to say."""
+    b = trt_examples["llama-405b-two-nodes", "en"]
+    bin_ = _stub_bin(tmp_path, "sshd", uid=1000)
+    keys = tmp_path / "authorized_keys"
+    keys.write_text("(a public key)\n")
+    got = _run_sh(b.files["launch-node-1.sh"], tmp_path, {"AUTHORIZED_KEYS": str(keys)}, bin_)
+    assert got.returncode == 1 and "as root" in got.stderr and _argv(tmp_path, "sshd") is None
+    zh = trt_examples["llama-405b-two-nodes", "zh"]
+    got = _run_sh(zh.files["launch-node-1.sh"], tmp_path, {"AUTHORIZED_KEYS": str(keys)}, bin_)
+    assert got.returncode == 1 and "root" in got.stderr and CJK.search(got.stderr)
 
 
 def _pod(b: Bundle, role: str) -> dict:
@@ -459,10 +573,42 @@ def test_the_leader_pod_waits_for_the_workers_then_runs_mpirun_over_the_group(tr
     assert _argv(tmp_path, "ssh")[-2:] == ["trt-0-1.trt.default", "true"]  # the worker as LWS names it
     argv = _argv(tmp_path, "mpirun")
     at = argv.index("trtllm-llmapi-launch")
-    ssh = "-p 2222 -i /run/mpi-ssh/id_ed25519 -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
+    ssh = f"-p 2222 -i /run/mpi-ssh/id_ed25519 {NO_HOST_KEYS}"
     assert argv[:at] == ["--allow-run-as-root", "--prefix", str(tmp_path), "-np", "16",
-                         "-H", "trt-0:8,trt-0-1.trt.default:8", "-mca", "plm_rsh_args", ssh, "-x", "PATH"]
+                         "-H", "trt-0:8,trt-0-1.trt.default:8", "-mca", "orte_keep_fqdn_hostnames", "1",
+                         "-mca", "plm_rsh_args", ssh, "-x", "PATH"]
     assert argv[at:] == ["trtllm-llmapi-launch", "trtllm-serve", *leader["args"]]
+
+
+def test_the_leader_pod_passes_its_nccl_ucx_hf_and_trtllm_variables_to_every_rank(trt_examples, tmp_path):
+    b = trt_examples["llama-405b-two-nodes", "en"]
+    bin_ = _stub_bin(tmp_path, "mpirun", "ssh")
+    got = _run_pod(_pod(b, "leader"), tmp_path, bin_, MPI_ENV)
+    assert got.returncode == 0, got.stderr
+    assert _exported(_argv(tmp_path, "mpirun")) == ["PATH", *MPI_FORWARDED]
+
+
+def test_the_leader_pods_startup_budget_counts_the_wait_for_ssh(trt_examples, two_nodes):
+    """The startupProbe counts from the container's start, and the MPI leader may spend ssh_wait_s waiting for the
+    workers' SSH servers before trtllm-serve even starts: both are in its budget. Other engines' leaders keep theirs."""
+    from advisor.knowledge.load import load_knowledge
+
+    k = load_knowledge()
+    b = trt_examples["llama-405b-two-nodes", "en"]
+    probe = _pod(b, "leader")["startupProbe"]
+    budget = k.deploy.probe_start_s["tensorrt-llm"] + b.mpi.ssh_wait_s
+    assert probe["periodSeconds"] * probe["failureThreshold"] == budget == 2400
+    line = next(x for x in b.files["k8s.yaml"].splitlines() if "startupProbe:" in x)
+    assert "600 s" in line and "1800 s" in line
+    vllm = _pod(two_nodes["vllm"], "leader")["startupProbe"]
+    assert vllm["periodSeconds"] * vllm["failureThreshold"] == k.deploy.probe_start_s["vllm"]
+
+
+def test_the_key_copy_step_says_why(trt_examples):
+    for lang, says in (("en", "only root reads it"), ("zh", "只有 root 可读")):
+        body = trt_examples["llama-405b-two-nodes", lang].files["k8s.yaml"]
+        lines = [x for x in body.splitlines() if "install -m 600 /etc/mpi-ssh/" in x]
+        assert len(lines) == 2 and all(says in x.split('"  # ', 1)[1] for x in lines)
 
 
 def test_the_leader_pod_gives_up_with_why(trt_examples, tmp_path):
@@ -511,7 +657,7 @@ def test_a_hostile_model_name_stays_out_of_the_mpi_files(i, tmp_path):
                 assert line.startswith("#") and " ".join(comment(name).split()) in " ".join(line.split())
     docs = [d for d in yaml.safe_load_all(b.files["k8s.yaml"]) if d is not None]
     assert not [s for d in docs for s in strings_in(d) if any(f in s.replace("$$(", "$(") for f in FRAGMENTS)]
-    bin_ = _stub_bin(tmp_path, "mpirun")
+    bin_ = _stub_bin(tmp_path, "mpirun", "ssh")
     got = _run_sh(b.files["launch-node-0.sh"], tmp_path, {"MPI_HOSTS": "a,b"}, bin_)
     assert got.returncode == 0, got.stderr
     assert not list(tmp_path.rglob("pwned*")) and not any(FRAGMENTS[0] in x for x in _argv(tmp_path, "mpirun"))
@@ -536,3 +682,53 @@ def test_an_expert_parallel_plan_over_two_nodes_is_one_world_too(trt_examples):
     p = trtllm_command().make_context("serve", _server_argv(b, "/m", "/o.yaml")).params
     assert (p["tp_size"], p["ep_size"], p["pp_size"]) == (16, 16, 1)
     assert yaml.safe_load(b.extra_files["extra-llm-api-options.yaml"])["enable_attention_dp"] is True
+
+
+def test_every_multi_node_manifest_says_to_delete_an_older_service_first(two_nodes, trt_examples):
+    """The leader Service is <name>-leader since LWS's own headless Service takes <name>: an older bundle's Service of
+    that name, left by kubectl apply, keeps LWS from making it. Each multi-node manifest says so in its header."""
+    bundles = [*two_nodes.values(), trt_examples["llama-405b-two-nodes", "zh"]]
+    bundles += [b for b in deploy_bundles(load_answers(ROOT / "examples" / "llama-405b-two-nodes.yaml"), _k(), "zh")[0]]
+    seen = set()
+    for b in bundles:
+        if b.status != "ok" or b.nodes < 2:
+            continue
+        for f in ("k8s.yaml", "k8s-ray.yaml"):
+            if f not in b.files:
+                continue
+            head = [x for x in b.files[f].splitlines() if x.startswith("#")]
+            delete = re.compile(f"kubectl delete service {re.escape(b.name)}(?![A-Za-z0-9-])")
+            assert any(delete.search(x) and f"{b.name}-leader" in x for x in head), (b.engine, f)
+            seen.add((b.engine, b.lang, f))
+    assert {("vllm", "en", "k8s.yaml"), ("vllm", "en", "k8s-ray.yaml"), ("sglang", "en", "k8s.yaml"),
+            ("tensorrt-llm", "en", "k8s.yaml"), ("tensorrt-llm", "zh", "k8s.yaml"), ("vllm", "zh", "k8s.yaml")} <= seen
+
+
+def test_the_plan_says_trtllm_plans_its_expert_parallel_layout_on_one_node():
+    """TensorRT-LLM's attention DP + EP is planned within one node; across nodes its bundle now runs TP x PP in one MPI
+    world, so the plan no longer says that its multi-node launch is not written."""
+    from advisor.planner import make_plan
+
+    answers = load_answers(ROOT / "examples" / "deepseek-v3-ep-two-nodes.yaml")
+    for lang, gone, says in (("en", "not written here", "is planned within one node"),
+                             ("zh", "此处不生成", "只在单节点内规划")):
+        notes = make_plan(answers, None, _k(), lang=lang).engines["tensorrt-llm"].assumptions
+        line = next(a for a in notes if "TensorRT-LLM" in a and ("expert" in a or "专家并行" in a) and
+                    ("pipeline" in a or "流水线" in a) and a.startswith("TensorRT-LLM"))
+        assert gone not in line and says in line, line
+
+
+def test_an_mca_parameter_written_must_be_documented(tmp_path):
+    """As every mpirun flag: the MCA parameters the launch writes (plm_rsh_args, orte_keep_fqdn_hostnames) are in the
+    knowledge's documented list, or the knowledge does not load."""
+    import shutil
+
+    from advisor.knowledge.load import KNOWLEDGE_DIR, KnowledgeError, load_knowledge
+
+    d = tmp_path / "knowledge"
+    shutil.copytree(KNOWLEDGE_DIR, d)
+    deploy = yaml.safe_load((d / "deploy.yaml").read_text(encoding="utf-8"))
+    deploy["engines"]["tensorrt-llm"]["mpi_multi_node"]["documented_mca"] = ["plm_rsh_args"]
+    (d / "deploy.yaml").write_text(yaml.safe_dump(deploy, allow_unicode=True), encoding="utf-8")
+    with pytest.raises(KnowledgeError, match="orte_keep_fqdn_hostnames"):
+        load_knowledge(d)
