@@ -475,7 +475,7 @@ def _absent(b: Bundle, k: Knowledge, files: dict[str, str]) -> dict[str, str]:
 def launch_node_sh(b: Bundle, k: Knowledge, rank: int) -> str:
     """Node `rank`'s launch script of a replica that spans b.nodes nodes: the leader's address from LEADER_ADDR."""
     lines = _sh_head(b, k, _t(k, "sh_node", b.lang, r=rank, n=b.nodes),
-                     ['LEADER_ADDR="${LEADER_ADDR:?set LEADER_ADDR to node 0\'s address}"'])
+                     ['LEADER_ADDR="${LEADER_ADDR:?set LEADER_ADDR to the address of node 0}"'])
     lines += _set_args(b, _host_notes(b.node_args(rank, "\x00LEADER"), b, k, "host_sh")) + [_exec(b)]
     return "\n".join(lines) + "\n"
 
@@ -767,7 +767,7 @@ def launch_ray_node_sh(b: Bundle, k: Knowledge, rank: int) -> str:
         lines.append(f"MODEL=\"${{MODEL:-{b.model_path}}}\"  # "
                      f"{comment(_t(k, 'model_path', b.lang, what=b.model_what))}")
     else:
-        lines.append('LEADER_ADDR="${LEADER_ADDR:?set LEADER_ADDR to node 0\'s address}"')
+        lines.append('LEADER_ADDR="${LEADER_ADDR:?set LEADER_ADDR to the address of node 0}"')
     lines += _options_here(b, k) if rank == 0 else []
     for e in b.env:
         lines.append(f"export {e.name}={shlex.quote(e.value)}  # {comment(e.why)}")

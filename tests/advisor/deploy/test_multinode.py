@@ -732,3 +732,28 @@ def test_an_mca_parameter_written_must_be_documented(tmp_path):
     (d / "deploy.yaml").write_text(yaml.safe_dump(deploy, allow_unicode=True), encoding="utf-8")
     with pytest.raises(KnowledgeError, match="orte_keep_fqdn_hostnames"):
         load_knowledge(d)
+
+
+@pytest.mark.parametrize("case", ["llama-405b-two-nodes", "deepseek-v3-ep-two-nodes"])
+def test_every_engines_node_scripts_read_in_sh_and_bash(case, tmp_path):
+    """Each multi-node script of every engine, in both languages, parses in POSIX sh and in bash (run as
+    `bash launch-node-1.sh`, bash reads a quote inside "${VAR:?…}" as opening a string); and a node told no leader's
+    address stops with the reason."""
+    answers = load_answers(ROOT / "examples" / f"{case}.yaml")
+    seen = 0
+    for lang in ("en", "zh"):
+        for b in deploy_bundles(answers, _k(), lang)[0]:
+            for name, body in b.files.items() if b.status == "ok" else ():
+                if not name.endswith(".sh"):
+                    continue
+                path = tmp_path / f"{b.engine}-{lang}-{name}"
+                path.write_text(body, encoding="utf-8")
+                for shell in ("sh", "bash"):
+                    got = subprocess.run([shell, "-n", str(path)], capture_output=True, text=True)
+                    assert got.returncode == 0, (shell, b.engine, lang, name, got.stderr)
+                seen += 1
+                if "LEADER_ADDR" in body and name.startswith("launch-") and not name.endswith("-0.sh"):
+                    got = subprocess.run(["bash", str(path)], capture_output=True, text=True, timeout=30,
+                                         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+                    assert got.returncode != 0 and "set LEADER_ADDR to" in got.stderr, got.stderr
+    assert seen >= 16
