@@ -536,7 +536,7 @@ def _one_word(b: Bundle, k: Knowledge, key: str = "mpi_word") -> str:
     """A shell function that stops the script on a word that would be split or globbed on the way (by
     trtllm-llmapi-launch, which runs its command as one unquoted string; by sshd's AuthorizedKeysFile)."""
     return (f'one_word() {{ case $1 in *[[:space:]]*|*[\\*\\?\\[]*) '
-            f'echo {shlex.quote(comment(_t(k, key, b.lang)))}": $1" >&2; exit 1;; esac; }}')
+            f'{_fail_naming(_t(k, key, b.lang), "1")};; esac; }}')
 
 
 def _exports(m) -> str:

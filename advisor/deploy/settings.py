@@ -231,7 +231,7 @@ class _Builder:
             hosts_env=m.hosts_env, ssh_port=m.ssh_port,
             ssh_wait_s=m.ssh_wait_s, ssh_retry_s=m.ssh_retry_s, ssh_dir=m.ssh_dir, ssh_key=m.ssh_key,
             ssh_authorized=m.ssh_authorized, secret=name + m.secret_suffix,
-            source=m.source, mpirun_source=m.mpirun_source, launcher_source=m.launcher_source,
+            source=m.source, mpirun_source=m.mpirun_source,
             lws_example=m.lws_example)
 
     # ------------------------------------------------------------------ common figures

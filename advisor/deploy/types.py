@@ -96,7 +96,6 @@ class MpiLayout(BaseModel):
     secret: str  # the Secret's name (made by the user from their own key pair)
     source: str = ""
     mpirun_source: str = ""
-    launcher_source: str = ""
     lws_example: str = ""
 
 

@@ -81,9 +81,9 @@ class _Silicon:
     """The measured-silicon predictor (advisor/planner/aic.py) for one engine plan: the decode side (ITL, output
     tok/s) at a concurrency from its measured kernels, with the engine's running cap (the KV pool, the engine's max)
     applied as our model applies it. TTFT, and so every capacity and fleet (a TTFT search), stays our model's: on
-    the 38 published rows with a TTFT that it has data for, its own TTFT erred more than ours (median 35 % against
-    19 %, p80 73 % against 45 %; 2026-12-05), and anchoring ours on its one-user TTFT did not help either (29-44 %),
-    while its ITL and throughput erred far less (knowledge/aiconfigurator.yaml: 12 % and 17 %). The p95
+    the 38 published rows with a TTFT that it has data for, its own TTFT erred more than ours (bench/
+    predict_vs_measured.py, silicon section, "ours" beside it: median 36 % against 19 % on 2026-12-05), while its
+    ITL and throughput erred far less (knowledge/aiconfigurator.yaml: 12 % and 17 %). The p95
     of ITL, which it does not give, is its mean times our model's p95/p50 at the same load."""
 
     def __init__(self, key, mode: str, hw, eff, wl, extra_ms: float = 0.0):
