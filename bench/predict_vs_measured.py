@@ -36,7 +36,7 @@ def _pct(x: float | None) -> str:
     return "—" if x is None else f"{x:+.0%}"
 
 
-def published(k) -> None:
+def published(k) -> list:
     """Our model, left one source out (bench/fit_serving.py, as it last wrote knowledge/serving_fit.yaml): per
     hardware class and metric the held-out median, p80 (the band a plan shows) and p90 of |predicted / measured - 1|,
     and the share of the held-out figures inside the band each group states."""
@@ -49,7 +49,8 @@ def published(k) -> None:
                   f"p80 {c['p80']:>5.0%}  p90 {c['p90']:>5.0%}")
     obs, src, _ = load_obs(k)
     inside = {"throughput": [0, 0], "ttft": [0, 0], "itl": [0, 0]}
-    for o, err in leave_one_source_out(obs, src, k):
+    held = leave_one_source_out(obs, src, k)
+    for o, err in held:
         g = fit.groups.get(f"{o.engine}/{o.cls}") or fit.groups.get(o.cls)
         if err is None or g is None:
             continue
@@ -61,6 +62,7 @@ def published(k) -> None:
     for kind, (n_in, n) in inside.items():
         if n:
             print(f"  ours     held-out figures inside the stated {kind} band: {n_in}/{n} = {n_in / n:.0%}")
+    return held
 
 
 LENGTH_CAP = {"sharegpt": 2048}  # vllm bench's ShareGPT sampling keeps a prompt and its output under 2,048 tokens
@@ -91,16 +93,17 @@ def step_overhead(recs: list[dict], leave_out: str | None = None) -> dict[str, f
     return out
 
 
-def silicon(k) -> dict[str, list[float]]:
+def silicon(k) -> dict[str, dict[str, float]]:
     """The measured-silicon predictor (aiconfigurator-core) on every published serving row it has data for. None of
     these rows is in its data (per-operation tables, never end-to-end runs): each is held out. Its TPOT gets each
     engine's per-step host work (step_overhead_ms, earned here on closed-loop runs of at most SMALL_BATCH users), and
     that correction is held out by source: each row is predicted with the overhead its own source did not help earn.
     Prints per row, then per metric the median, p80 (the band knowledge/aiconfigurator.yaml states) and p90 of
     |pred/meas - 1| with and without the correction, and the share inside the stated band; our fitted model on the
-    same rows beside it (partly its own fit rows)."""
+    same rows beside it (partly its own fit rows). Returns each row's signed errors as shown, by row id and metric."""
     import yaml
 
+    from advisor.planner import aic
     from advisor.planner.aic import installed, point
     from advisor.planner.perf import _silicon, with_step_overhead
     from advisor.planner.published import _calc
@@ -110,6 +113,9 @@ def silicon(k) -> dict[str, list[float]]:
         return {}
     rows = yaml.safe_load((ROOT / "tests/advisor/data/published_serving.yaml").read_text())["rows"]
     from advisor.planner.perf import efficiency, hw_class
+
+    # its answers kept in the user cache dir as the CLI and the app keep them: a second run reads no table
+    aic.use_store(aic.default_store(k.aiconfigurator.version), k.aiconfigurator.version)
 
     print("\nMeasured-silicon predictor (aiconfigurator-core) on published serving rows: predicted / measured (error);"
           " ours = our fitted model's error on the same figure")
@@ -160,6 +166,7 @@ def silicon(k) -> dict[str, list[float]]:
     errs: dict[str, list[float]] = {"ttft": [], "itl": [], "tps": []}
     raw: dict[str, list[float]] = {"ttft": [], "itl": [], "tps": []}
     ours: dict[str, list[float]] = {"ttft": [], "itl": [], "tps": []}
+    shown: dict[str, dict[str, float]] = {}
     bursts: dict[str, list[float]] = {"itl": [], "tps": [], "ttft_burst": []}
     steady_b: dict[str, list[float]] = {"itl": [], "tps": []}
     for r in recs:
@@ -193,6 +200,7 @@ def silicon(k) -> dict[str, list[float]]:
             meas = r["meas"][m]
             if meas:
                 e = pred[m] / meas - 1
+                shown.setdefault(r["id"], {})[m] = e
                 errs[m].append(abs(e))
                 raw[m].append(abs(lib[m] / meas - 1))
                 if r["ours"][m]:
@@ -220,7 +228,44 @@ def silicon(k) -> dict[str, list[float]]:
             base = f" (as a steady state: median {statistics.median(steady_b[m]):.0%})" if steady_b.get(m) else ""
             print(f"silicon, the {len(xs)} offline bursts, {m}: median {statistics.median(xs):.0%}, "
                   f"p80 {_q(xs, 0.8):.0%}{base}")
-    return errs
+    return shown
+
+
+SILICON_METRIC = {"output_tps": "tps", "itl": "itl"}  # the figures a plan takes from it where it applies
+
+
+def as_shown(k, held: list, si: dict[str, dict[str, float]]) -> None:
+    """What a plan shows, held out: per published figure, the measured-silicon predictor's error where it gives that
+    figure (ITL and output tok/s on its systems, engines and models), else our model's left-one-source-out error;
+    each with the band shown beside it. Per hardware class and metric: the median and p80 of |error| and the share
+    inside the band (80 % is what a p80 band claims)."""
+    from bench.fit_serving import kind_of
+
+    fit, a = k.serving_fit, k.aiconfigurator
+    cells: dict[tuple[str, str], list[tuple[float, float, str]]] = {}
+    for o, err in held:
+        if err is None:
+            continue
+        kind = kind_of(o)
+        m = SILICON_METRIC.get(o.kind)
+        if m and m in si.get(o.row, {}):
+            err, band, who = si[o.row][m], a.bands[m].band, "silicon"
+        else:
+            g = fit.groups.get(f"{o.engine}/{o.cls}") or fit.groups.get(o.cls)
+            if g is None:
+                continue
+            band = max({"throughput": g.band, "ttft": g.band_ttft or g.band, "itl": g.band_itl or g.band}[kind],
+                       k.serving.band_floor)
+            who = "ours"
+        cells.setdefault((o.cls, kind), []).append((abs(err), band, who))
+    print("\nAs a plan shows them (each figure from the predictor that gives it, held out; bands as shown): "
+          "|predicted / measured - 1|")
+    for (cls, kind), xs in sorted(cells.items()):
+        errs = [e for e, _, _ in xs]
+        inside = sum(e <= b for e, b, _ in xs) / len(xs)
+        n_si = sum(w == "silicon" for _, _, w in xs)
+        print(f"  shown    {cls:18} {kind:10} {len(xs):>4} figures ({n_si:>3} silicon)  median "
+              f"{statistics.median(errs):>5.0%}  p80 {_q(errs, 0.8):>5.0%}  inside the band shown {inside:>4.0%}")
 
 
 def prefill_per_token(hw, eff) -> float:
@@ -275,8 +320,8 @@ def sweeps(k, files: list[Path], hardware, machine, note: str) -> None:
 
 def main(argv: list[str]) -> int:
     k = load_knowledge()
-    published(k)
-    silicon(k)
+    held = published(k)
+    as_shown(k, held, silicon(k))
     hw = detect(k)
     if argv:
         sweeps(k, [Path(a) for a in argv], hw, machine_bench.get(), "this machine, published fit only")

@@ -1165,6 +1165,8 @@ class AiconfiguratorFile(Strict):
     precisions: dict[str, str | None]
     block_fp8_models: list[str] = Field(default_factory=list)
     own_quant_models: list[str] = Field(default_factory=list)
+    # a config.json architecture it ships no config for -> the architecture it is described to the library as
+    described_architectures: dict[str, str] = Field(default_factory=dict)
     bands: dict[Literal["ttft", "itl", "tps"], AicBand]
     validated: str  # how the bands were earned: the script, the points, the date
     disagree_factor: float = Field(default=1.0, gt=0, le=10)

@@ -32,6 +32,9 @@ class AicKey:
     kv: str | None    # its KV-cache quant mode, None: the checkpoint's own
     moe: bool
     dp: int = 1       # data-parallel attention ranks, the experts spread over as many (expert parallel); tp is then 1
+    # a model it ships no config for, described to it by its config.json fields (ours: models.yaml, itself from the
+    # model's config.json, or the user's own file): sorted (field, value) pairs; () for a model it ships
+    config: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -42,10 +45,29 @@ class AicPoint:
     oom: bool  # the library's own memory check says the batch does not fit
 
 
+def described(spec, k: Knowledge) -> tuple | None:
+    """A dense model of an architecture the library models as a Llama (knowledge/aiconfigurator.yaml
+    described_architectures) as the config.json fields it reads: (field, value) pairs, or None where it cannot be
+    described that way (MoE, MLA, a sliding window, another architecture, a generic stand-in without a config)."""
+    if spec is None or spec.unknown_name or spec.approximate or spec.moe_experts or spec.kv_lora_rank \
+            or spec.sliding_window or spec.architecture != "decoder-only":
+        return None
+    arch = next((k.aiconfigurator.described_architectures[a] for a in spec.hf_architectures
+                 if a in k.aiconfigurator.described_architectures), None)
+    if arch is None:
+        return None
+    cfg = {"architectures": (arch,), "num_hidden_layers": spec.layers, "hidden_size": spec.hidden_size,
+           "num_attention_heads": spec.attention_heads, "num_key_value_heads": spec.kv_heads,
+           "head_dim": spec.head_dim, "intermediate_size": spec.intermediate_size, "vocab_size": spec.vocab_size,
+           "max_position_embeddings": spec.max_context, "tie_word_embeddings": spec.tied_embeddings,
+           "torch_dtype": "bfloat16", "hidden_act": "silu"}
+    return tuple(sorted(cfg.items()))
+
+
 def key_for(engine: str, gpu_id: str | None, model_id: str | None, precision: str, tp: int, kv_bytes: float,
-            moe: bool, pipeline: int, k: Knowledge, dp: int = 1) -> tuple[AicKey | None, str | None]:
+            moe: bool, pipeline: int, k: Knowledge, dp: int = 1, spec=None) -> tuple[AicKey | None, str | None]:
     """(key, None) when the library has data for this deployment, else (None, why not: a reason id, the strings'
-    srv_aic_why_<id>)."""
+    srv_aic_why_<id>). spec: the model's ModelSpec, which describes a dense model the library ships no config for."""
     a = k.aiconfigurator
     system = a.systems.get(gpu_id or "")
     if system is None:
@@ -54,8 +76,12 @@ def key_for(engine: str, gpu_id: str | None, model_id: str | None, precision: st
     if backend is None:
         return None, "engine"
     model = a.models.get(model_id or "")
+    config: tuple = ()
     if model is None:
-        return None, "model"
+        config = described(spec, k) or ()
+        if not config:
+            return None, "model"
+        model = f"described/{spec.name}"
     if pipeline > 1:
         return None, "pipeline"
     if precision not in a.precisions:
@@ -68,8 +94,8 @@ def key_for(engine: str, gpu_id: str | None, model_id: str | None, precision: st
     versions = a.data_versions.get(system) or a.data_versions["default"]
     kv = "fp8" if kv_bytes == 1 else None
     if dp > 1:  # data-parallel attention with expert parallelism: each rank its own attention, no tensor split
-        return AicKey(model, system, backend, versions[backend], 1, gemm, kv, moe, dp), None
-    return AicKey(model, system, backend, versions[backend], max(1, tp), gemm, kv, moe), None
+        return AicKey(model, system, backend, versions[backend], 1, gemm, kv, moe, dp, config), None
+    return AicKey(model, system, backend, versions[backend], max(1, tp), gemm, kv, moe, 1, config), None
 
 
 def predictor_name(key: AicKey, k: Knowledge) -> str:
@@ -105,8 +131,33 @@ def _model(key: AicKey):
     else:
         mc = build_model_config(key.tp, 1, 1, key.tp if key.moe else 1, 1, gemm_quant_mode=key.gemm,
                                 kvcache_quant_mode=key.kv, fmha_quant_mode=fmha)
-    resolve_nvfp4_for_system(mc, key.system, key.model)
-    return get_model(key.model, mc, key.backend), db
+    path = _described_dir(key.config) if key.config else key.model
+    resolve_nvfp4_for_system(mc, key.system, path)
+    return get_model(path, mc, key.backend), db
+
+
+_described: dict = {"root": None}
+
+
+def _described_dir(config: tuple) -> str:
+    """A folder holding the described model's config.json, the one way the library takes a model it does not ship
+    (a local model folder). Written once per model into a private temporary folder this process removes at exit:
+    nothing in the user's dirs, nothing kept."""
+    import atexit
+    import hashlib
+    import json
+    import shutil
+    import tempfile
+
+    if _described["root"] is None:
+        _described["root"] = tempfile.mkdtemp(prefix="advisor-aic-")
+        atexit.register(shutil.rmtree, _described["root"], True)
+    body = json.dumps({f: list(v) if isinstance(v, tuple) else v for f, v in config}, sort_keys=True)
+    d = Path(_described["root"]) / hashlib.sha256(body.encode()).hexdigest()[:24]
+    if not (d / "config.json").is_file():
+        d.mkdir(exist_ok=True)
+        (d / "config.json").write_text(body, encoding="utf-8")
+    return str(d)
 
 
 def point(key: AicKey, input_tokens: int, output_tokens: int, batch: int) -> AicPoint | None:

@@ -164,7 +164,7 @@ def _silicon(c, mode: str, hw, eff, wl, k: Knowledge) -> tuple[_Silicon | None, 
     if not aic.installed():
         return None, "not_installed"
     key, why = aic.key_for(c.engine, c.target.gpu_id, c.spec.id, c.prec, c.tp, c.kv_bytes,
-                           bool(c.spec.moe_experts), c.pp, k, dp=c.attn_dp)
+                           bool(c.spec.moe_experts), c.pp, k, dp=c.attn_dp, spec=c.spec)
     if key is None:
         return None, why
     s = _Silicon(key, mode, hw, eff, wl, k.aiconfigurator.step_overhead_ms.get(c.engine, 0.0))

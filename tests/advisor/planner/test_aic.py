@@ -15,7 +15,7 @@ import yaml
 
 from advisor.inputs.answers import parse_answers
 from advisor.knowledge.load import load_knowledge
-from advisor.planner import aic, make_plan
+from advisor.planner import aic, make_plan, resolve_model
 from advisor.report.serving import label_text, predictor_lines
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -172,3 +172,35 @@ def test_the_step_overhead_is_earned_by_source_and_never_negative():
     assert got["sglang"] == 1.0  # one source: the pooled median of a's and b's per-engine medians
     assert got["tensorrt-llm"] == 0.0  # residuals below 0
     assert step_overhead(recs, leave_out="b")["vllm"] == 1.0  # a's alone (pooled: a's vllm 1.5, sglang 1, trt -1)
+
+
+def test_a_dense_model_it_ships_no_config_for_is_described_to_it(tmp_path):
+    """Llama-2-70B and Qwen3-14B are not among its model_configs: a plan describes them by their config.json fields
+    (a local model folder, the library's own way in) and gets its figures; the per-model answers scale with the
+    model's size (the same GPU, engine and load). An MoE or a sliding-window model it ships nothing for stays ours."""
+    import json
+
+    base = {**H100_8B, "concurrency": 16}
+    small = _sv({**base, "model": {**base["model"], "name": "qwen3-14b"}}, "vllm")
+    big = _sv({**base, "model": {**base["model"], "name": "llama-2-70b", "precision": "fp8",
+                                 "context_tokens": 4096, "input_tokens": 1000, "output_tokens": 500}}, "vllm")
+    for sv in (small, big):
+        assert sv.label == "silicon" and sv.predictor.startswith("aiconfigurator-core"), sv.predictor_note
+    assert big.levels[0].itl_ms_p50 > small.levels[0].itl_ms_p50  # 70B at FP8 reads more than 14B at bf16
+    glm = _sv({**base, "hardware": {**base["hardware"], "gpu_count": 4},
+               "model": {**base["model"], "name": "glm-4.5-air"}}, "vllm")
+    window = _sv({**base, "model": {**base["model"], "name": "mistral-7b"}}, "vllm")  # a 4,096-token sliding window
+    for sv in (glm, window):
+        assert sv.predictor == "serving-model" and sv.predictor_note == "model"
+    # a user's own config.json of a Llama shape (no catalogue name) is described the same way
+    cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 3072, "intermediate_size": 8192,
+           "num_hidden_layers": 28, "num_attention_heads": 24, "num_key_value_heads": 8, "vocab_size": 128256,
+           "max_position_embeddings": 8192, "torch_dtype": "bfloat16"}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    answers = parse_answers({**base, "model": {"path": str(tmp_path), "precision": "bf16", "context_tokens": 4096,
+                                               "input_tokens": 1000, "output_tokens": 1000}})
+    spec = resolve_model(answers.model, K, read_files=True)  # the edge reads the file, as the CLI and the app do
+    own = make_plan(answers, None, K, spec=spec).engines["vllm"].serving
+    assert own.label == "silicon", own.predictor_note
+    key, why = aic.key_for("vllm", "h100-sxm", None, "bf16", 1, 2, False, 1, K)
+    assert key is None and why == "model"  # no spec, nothing to describe
