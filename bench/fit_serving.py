@@ -49,6 +49,7 @@ BW = [0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.
 FL = [0.05, 0.08, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
 STEP = [0.0, 0.1, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.5, 8.0, 10.0, 13.0, 17.0, 22.0, 30.0, 45.0, 70.0]
 REQ = [0.0, 2.0, 5.0, 10.0, 20.0, 35.0, 60.0, 100.0, 170.0]
+SEQ = [0.0, 0.01, 0.025, 0.05, 0.1, 0.2, 0.35]  # ms of host work per running sequence per step
 THROUGHPUT = ("output_tps", "total_tps", "decode1", "prefill1", "output_tps_per_user")
 TTFT = ("ttft_p95", "ttft_p50", "ttft1")
 
@@ -87,17 +88,38 @@ def kind_of(o: Obs) -> str:
 
 
 def fit_all(obs: list[Obs], k, src: dict[str, str]) -> dict[str, Eff]:
-    """Each class pooled over its engines, then each engine with enough figures on a class, from the class's fit."""
+    """Each class pooled over its engines, then each engine with enough figures on a class, from the class's fit.
+    An offline burst's figures enter as their steady state times the burst's shape (Obs.fast): first the shape at the
+    class's prior efficiencies, then, refreshed at what that fit found, a second fit stepping from it."""
+    priors = {cls: Eff(k.serving.priors[cls].bw_eff, k.serving.priors[cls].flops_eff, k.serving.priors[cls].step_ms)
+              for cls in {o.cls for o in obs}}
+    refresh_shapes(obs, lambda o: priors[o.cls])
+    effs = _fit_pass(obs, k, src, None)
+    refresh_shapes(obs, lambda o: eff_for(effs, o, k))
+    return _fit_pass(obs, k, src, effs)
+
+
+def refresh_shapes(obs: list[Obs], eff_of) -> None:
+    """Each burst figure's shape: the simulated burst's figure over the steady state's, at eff_of(o)."""
+    for o in obs:
+        if o.steady is not None:
+            e = eff_of(o)
+            b, s = o.predict(e), o.steady(e)
+            o.shape = b / s if b and s and b > 0 and s > 0 else 1.0
+
+
+def _fit_pass(obs: list[Obs], k, src: dict[str, str], start: dict[str, Eff] | None) -> dict[str, Eff]:
     effs: dict[str, Eff] = {}
     for cls in sorted({o.cls for o in obs}):
         pr = k.serving.priors[cls]
         prior = Eff(pr.bw_eff, pr.flops_eff, pr.step_ms)
         pooled = [o for o in obs if o.cls == cls]
-        effs[cls] = fit_group(pooled, prior, src)
+        effs[cls] = fit_group(pooled, prior, src, (start or {}).get(cls))
         for engine in sorted({o.engine for o in pooled if not o.engine.startswith("other:")}):
             own = [o for o in pooled if o.engine == engine]
             if len(own) >= MIN_OBS and len({o.row for o in own}) >= MIN_ROWS:
-                effs[f"{engine}/{cls}"] = fit_group(own, effs[cls], src)
+                key = f"{engine}/{cls}"
+                effs[key] = fit_group(own, effs[cls], src, (start or {}).get(key))
     return effs
 
 
@@ -105,13 +127,31 @@ def eff_for(effs: dict[str, Eff], o: Obs, k) -> Eff:
     return effs.get(f"{o.engine}/{o.cls}") or effs.get(o.cls) or Eff(**k.serving.priors[o.cls].model_dump())
 
 
-def leave_one_source_out(obs: list[Obs], src: dict[str, str], k) -> list[tuple[Obs, float | None]]:
+_FOLD: dict = {}  # what a forked worker reads: the figures, their sources, the knowledge
+
+
+def _fold(s: str) -> list[float | None]:
+    obs, src, k = _FOLD["obs"], _FOLD["src"], _FOLD["k"]
+    effs = fit_all([o for o in obs if src[o.row] != s], k, src)
+    return [rel_err(o, eff_for(effs, o, k)) for o in obs if src[o.row] == s]
+
+
+def leave_one_source_out(obs: list[Obs], src: dict[str, str], k, jobs: int = 1) -> list[tuple[Obs, float | None]]:
     """Each source's figures predicted from a fit on every other source's: the error a user's prediction carries
-    when their hardware, engine and workload were measured by nobody in the fit."""
+    when their hardware, engine and workload were measured by nobody in the fit. jobs: folds fitted at once (forked
+    processes; each fold is independent, so the result is the same)."""
+    _FOLD.update(obs=obs, src=src, k=k)
+    sources = sorted(set(src.values()))
+    if jobs > 1:
+        import multiprocessing
+
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            errs = pool.map(_fold, sources, chunksize=1)
+    else:
+        errs = [_fold(s) for s in sources]
     out: list[tuple[Obs, float | None]] = []
-    for s in sorted(set(src.values())):
-        effs = fit_all([o for o in obs if src[o.row] != s], k, src)
-        out.extend((o, rel_err(o, eff_for(effs, o, k))) for o in obs if src[o.row] == s)
+    for s, es in zip(sources, errs):
+        out.extend(zip([o for o in obs if src[o.row] == s], es))
     return out
 
 
@@ -152,20 +192,21 @@ def loss(obs: list[Obs], e: Eff, prior: Eff, weight: list[float] | None = None) 
     total = 0.0
     weight = weight or [1.0] * len(obs)
     for o, w in zip(obs, weight):
-        p = o.predict(e)
+        p = o.fast(e)
         total += w * (4.0 if p is None or p <= 0 else huber(math.log(p / o.measured)))
     pull = sum(math.log(max(a, 1e-3) / max(b, 1e-3)) ** 2 for a, b in
                ((e.bw_eff, prior.bw_eff), (e.flops_eff, prior.flops_eff), (e.step_ms + 0.5, prior.step_ms + 0.5),
-                (e.request_ms + 5, prior.request_ms + 5)))
+                (e.request_ms + 5, prior.request_ms + 5), (e.seq_ms + 0.05, prior.seq_ms + 0.05)))
     return total / max(1e-9, sum(weight)) + PULL * pull
 
 
-def fit_group(obs: list[Obs], prior: Eff, src: dict[str, str]) -> Eff:
+def fit_group(obs: list[Obs], prior: Eff, src: dict[str, str], start: Eff | None = None) -> Eff:
     """Each source (publisher) weighs the same in total, however many figures it printed: one lab's hundred runs of
-    one setup must not outvote ten labs."""
+    one setup must not outvote ten labs. start: step from this fit (the second pass) instead of the coarse grid."""
     n = Counter(src[o.row] for o in obs)
     weight = [1.0 / n[src[o.row]] for o in obs]
-    return fit_grid(lambda e: loss(obs, e, prior, weight), (BW, FL, STEP, REQ), (3, 2, 3, 3))
+    return fit_grid(lambda e: loss(obs, e, prior, weight), (BW, FL, STEP, REQ, SEQ), (3, 2, 3, 3, 3), start,
+                    axis_first=True)
 
 
 def median_abs(errs: list[float]) -> float | None:
@@ -176,12 +217,13 @@ def median_abs(errs: list[float]) -> float | None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--jobs", type=int, default=1, help="folds of the validation fitted at once (processes)")
     ap.add_argument("--keep-efficiencies", action="store_true",
                     help="write the held-out validation and the bands, keeping the efficiencies the file holds")
     args = ap.parse_args(argv)
     k = load_knowledge()
     obs, src, _ = load_obs(k)
-    held = leave_one_source_out(obs, src, k)
+    held = leave_one_source_out(obs, src, k, args.jobs)
     table = bands_from(held)
     effs = fit_all(obs, k, src)  # what the advisor uses: every source
 
@@ -207,6 +249,7 @@ def main(argv: list[str] | None = None) -> int:
         ttft, _ = band("ttft", cls, engine or None)
         itl, _ = band("itl", cls, engine or None)
         groups[key] = {"bw_eff": e.bw_eff, "flops_eff": e.flops_eff, "step_ms": e.step_ms, "request_ms": e.request_ms,
+                       "seq_ms": e.seq_ms,
                        "points": len(mine), "serving_points": sum(1 for o in mine if o.serving),
                        "fit_error": None if fit_err is None else round(fit_err, 3), "band": round(max(tps, 0.01), 3),
                        "band_ttft": round(max(ttft, 0.01), 3), "band_itl": round(max(itl, 0.01), 3), "rough": rough}
@@ -226,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     for key, g in sorted(groups.items()):
         print(f"{key:32} bw_eff {g['bw_eff']:.2f}  flops_eff {g['flops_eff']:.2f}  step {g['step_ms']:>5} ms  "
-              f"request {g['request_ms']:>5} ms  points {g['points']:>3}  fit error {g['fit_error']}  "
+              f"request {g['request_ms']:>5} ms  seq {g['seq_ms']:>5} ms  points {g['points']:>3}  fit error {g['fit_error']}  "
               f"band tok/s {g['band']} ttft {g['band_ttft']} itl {g['band_itl']}{'  rough' if g['rough'] else ''}")
     if not args.dry_run:
         fitted = ("Efficiencies: kept from the previous fit (--keep-efficiencies: a refit on every row moved three\n"

@@ -3,6 +3,7 @@ measured on the reference machine (bench/data/reference_sweeps/, never part of t
 
     PYTHONPATH=. python bench/predict_vs_measured.py                 # the published set and the reference sweeps
     PYTHONPATH=. python bench/predict_vs_measured.py SWEEP.json ...  # your own sweeps, measured on this machine
+    PYTHONPATH=. python bench/predict_vs_measured.py --silicon       # the measured-silicon predictor only
 
 A reference sweep is predicted for the machine it was measured on (bench/data/reference_sweeps/machine.json: its
 measured bandwidth and FLOPS) from the published fit only (knowledge/serving_fit.yaml), with no calibration to that
@@ -24,12 +25,13 @@ from advisor.knowledge.load import load_knowledge  # noqa: E402
 from advisor.planner import machine_bench  # noqa: E402
 from advisor.planner.machine_bench import MachineBench  # noqa: E402
 from advisor.planner.serving import burst, spread_lengths, step_curve  # noqa: E402
-from bench.fit_serving import kind_of, leave_one_source_out, load_obs  # noqa: E402
+from bench.fit_serving import kind_of, leave_one_source_out, load_obs, source_of  # noqa: E402
 from probes.models import default_model  # noqa: E402
 from probes.sweep_result import SweepResult  # noqa: E402
 
 REF = ROOT / "bench" / "data" / "reference_sweeps"
-TARGETS_MS = (1000, 2000, 5000, 10000, 20000)  # SLA targets the capacities are compared at
+TARGETS_MS = (1000, 2000, 5000, 10000, 20000)
+JOBS = 2  # folds of the validation fitted at once  # SLA targets the capacities are compared at
 
 
 def _pct(x: float | None) -> str:
@@ -49,7 +51,7 @@ def published(k) -> list:
                   f"p80 {c['p80']:>5.0%}  p90 {c['p90']:>5.0%}")
     obs, src, _ = load_obs(k)
     inside = {"throughput": [0, 0], "ttft": [0, 0], "itl": [0, 0]}
-    held = leave_one_source_out(obs, src, k)
+    held = leave_one_source_out(obs, src, k, JOBS)
     for o, err in held:
         g = fit.groups.get(f"{o.engine}/{o.cls}") or fit.groups.get(o.cls)
         if err is None or g is None:
@@ -90,6 +92,26 @@ def step_overhead(recs: list[dict], leave_out: str | None = None) -> dict[str, f
         srcs = per.get(engine, {})
         vals = [statistics.median(v) for v in srcs.values()] if len(srcs) >= 2 else pooled
         out[engine] = round(max(0.0, statistics.median(vals)), 2) if vals else 0.0
+    return out
+
+
+def seq_overhead(recs: list[dict], step: dict[str, float], leave_out: str | None = None) -> dict[str, float]:
+    """Per engine, the ms each running sequence adds to a decode step beyond the library's TPOT and the per-step host
+    work: on runs of more than SMALL_BATCH sequences with a measured ITL, (measured ITL - TPOT - step) / sequences,
+    the median of each source's median, never below 0; an engine with fewer than two such sources takes the pooled
+    median. leave_out: a source whose rows are not used (the held-out check)."""
+    per: dict[str, dict[str, list[float]]] = {}
+    for r in recs:
+        if r["source"] == leave_out or r["small"] or not r["meas"]["itl"] or r["users"] <= SMALL_BATCH:
+            continue
+        resid = (r["meas"]["itl"] - r["raw_itl"] - step.get(r["engine"], 0.0)) / r["users"]
+        per.setdefault(r["engine"], {}).setdefault(r["source"], []).append(resid)
+    pooled = [statistics.median(v) for src in per.values() for v in src.values()]
+    out = {}
+    for engine in {r["engine"] for r in recs}:
+        srcs = per.get(engine, {})
+        vals = [statistics.median(v) for v in srcs.values()] if len(srcs) >= 2 else pooled
+        out[engine] = round(max(0.0, statistics.median(vals)), 4) if vals else 0.0
     return out
 
 
@@ -134,7 +156,7 @@ def silicon(k) -> dict[str, dict[str, float]]:
         if si is None:
             print(f"{r['id'][:58]:58} no silicon prediction: {why}")
             continue
-        si.extra_ms = 0.0  # the library's own figures: the correction is applied below, held out by source
+        si.extra_ms = si.seq_ms = 0.0  # the library's own figures: the corrections are applied below, held out by source
         if load.get("concurrency"):
             users = int(load["concurrency"])
         elif load.get("offline"):
@@ -152,10 +174,11 @@ def silicon(k) -> dict[str, dict[str, float]]:
         lengths = burst_lengths(r, hw)
         meas = {"ttft": (r.get("ttft_ms") or {}).get("mean") or (r.get("ttft_ms") or {}).get("p50"),
                 "itl": (r.get("itl_ms") or {}).get("mean") or (r.get("itl_ms") or {}).get("p50"),
-                "tps": r.get("output_tps")}
+                "tps": r.get("output_tps"), "total": r.get("total_tps")}
         # its own TTFT (the plan shows ours; this is the figure that decided so), its ITL and tok/s as shown
         own = point(si.key, i, o, users if hw.max_running is None else max(1, min(users, hw.max_running)))
-        recs.append({"id": r["id"], "engine": r["engine"], "source": r["source"], "users": users, "meas": meas,
+        recs.append({"id": r["id"], "engine": r["engine"], "source": source_of(r), "users": users, "meas": meas,
+                     "per_output": (i + o) / o,  # total tokens (prompt and output) per output token
                      "small": bool(load.get("concurrency")) and users <= SMALL_BATCH,
                      "raw_itl": f[2], "raw_tps": f[4], "ttft": own.ttft_ms,
                      "ours": {"ttft": mine.ttft_ms_p50, "itl": mine.itl_ms_p50, "tps": mine.output_tps},
@@ -163,31 +186,46 @@ def silicon(k) -> dict[str, dict[str, float]]:
                                                             prefill_per_token(hw, eff), hw.chunk_tokens or None),
                      "ttft_burst": (r.get("ttft_ms_burst") or {}).get("mean")})
     loso = {src: step_overhead(recs, src) for src in {r["source"] for r in recs}}
-    errs: dict[str, list[float]] = {"ttft": [], "itl": [], "tps": []}
-    raw: dict[str, list[float]] = {"ttft": [], "itl": [], "tps": []}
-    ours: dict[str, list[float]] = {"ttft": [], "itl": [], "tps": []}
+    loso_seq = {src: seq_overhead(recs, loso[src], src) for src in loso}
+    step_only: dict[str, list[float]] = {"itl": [], "tps": []}
+    errs: dict[str, list[float]] = {"ttft": [], "itl": [], "tps": [], "total": []}
+    raw: dict[str, list[float]] = {"ttft": [], "itl": [], "tps": [], "total": []}
+    ours: dict[str, list[float]] = {"ttft": [], "itl": [], "tps": [], "total": []}
     shown: dict[str, dict[str, float]] = {}
     bursts: dict[str, list[float]] = {"itl": [], "tps": [], "ttft_burst": []}
     steady_b: dict[str, list[float]] = {"itl": [], "tps": []}
-    for r in recs:
-        extra = loso[r["source"]].get(r["engine"], 0.0)
-        itl, tps = with_step_overhead(r["raw_itl"], r["raw_tps"], extra)
-        steady = {"itl": itl, "tps": tps}
+    def served(r, extra: float, seq: float):
+        """(ITL, tok/s, the burst or None) with `extra` ms of host work per step and `seq` per running sequence."""
+        itl, tps = with_step_overhead(r["raw_itl"], r["raw_tps"], extra + seq * r["users"])
         b = None
         if r["burst"] is not None:  # every request at once: served through its places until the last ends
             si, lengths, slots, pool, prompt, per_token, budget = r["burst"]
             o_mean = sum(lengths) / len(lengths)
 
-            def decode(n: int, si=si, extra=extra, o_mean=o_mean, prompt=prompt, per_token=per_token) -> float:
+            def decode(n: int, si=si, o_mean=o_mean, prompt=prompt, per_token=per_token) -> float:
                 # its steady state's step, less the share of the prompts it mixes in (n / out of them a step):
                 # the burst prefills them itself, up front
-                s = with_step_overhead(si.figures(n)[2], 1.0, extra)[0] / 1000
+                s = with_step_overhead(si.figures(n)[2], 1.0, extra + seq * n)[0] / 1000
                 return max(0.3 * s, s - n / o_mean * prompt * per_token)
             b = burst(step_curve(decode, slots), lengths, slots, prompt, pool, per_token, budget)
             if b is not None:
                 itl, tps = b.tpot_ms_mean, b.output_tps
-        pred = {"ttft": r["ttft"], "itl": itl, "tps": tps}
-        lib = {"ttft": r["ttft"], "itl": r["raw_itl"], "tps": r["raw_tps"]}
+        return itl, tps, b
+
+    use_seq = bool(k.aiconfigurator.seq_overhead_ms)  # as the plans do: only where the knowledge adopted it
+    for r in recs:
+        extra = loso[r["source"]].get(r["engine"], 0.0)
+        seq_alt = loso_seq[r["source"]].get(r["engine"], 0.0)
+        seq = seq_alt if use_seq else 0.0
+        steady = dict(zip(("itl", "tps"), with_step_overhead(r["raw_itl"], r["raw_tps"], extra + seq * r["users"])))
+        itl0, tps0, _ = served(r, extra, 0.0 if use_seq else seq_alt)  # the other choice, for comparison
+        for m, v in (("itl", itl0), ("tps", tps0)):
+            if r["meas"][m]:
+                step_only[m].append(abs(v / r["meas"][m] - 1))
+        itl, tps, b = served(r, extra, seq)
+        # its total tok/s (prompt and output tokens) is its output tok/s times the tokens per output token
+        pred = {"ttft": r["ttft"], "itl": itl, "tps": tps, "total": tps * r["per_output"]}
+        lib = {"ttft": r["ttft"], "itl": r["raw_itl"], "tps": r["raw_tps"], "total": r["raw_tps"] * r["per_output"]}
         if b is not None:
             for m in ("itl", "tps"):
                 if r["meas"][m]:
@@ -196,14 +234,14 @@ def silicon(k) -> dict[str, dict[str, float]]:
             if r["ttft_burst"]:
                 bursts["ttft_burst"].append(abs(b.ttft_ms_mean / r["ttft_burst"] - 1))
         cells = []
-        for m in ("ttft", "itl", "tps"):
+        for m in ("ttft", "itl", "tps", "total"):
             meas = r["meas"][m]
             if meas:
                 e = pred[m] / meas - 1
                 shown.setdefault(r["id"], {})[m] = e
                 errs[m].append(abs(e))
                 raw[m].append(abs(lib[m] / meas - 1))
-                if r["ours"][m]:
+                if r["ours"].get(m):
                     ours[m].append(abs(r["ours"][m] / meas - 1))
                 cells.append(f"{m} {pred[m]:8.4g}/{meas:<8.4g}({_pct(e):>5})")
         if b is not None and r["ttft_burst"]:
@@ -214,13 +252,20 @@ def silicon(k) -> dict[str, dict[str, float]]:
     overall = step_overhead(recs)
     print(f"per-step host work beyond its TPOT, every source (step_overhead_ms): {overall}; "
           f"in knowledge/aiconfigurator.yaml: {dict(a.step_overhead_ms)}")
+    print(f"per-sequence host work per step beyond that, every source (seq_overhead_ms): {seq_overhead(recs, overall)}"
+          f"; in knowledge/aiconfigurator.yaml: {dict(a.seq_overhead_ms)}")
+    other = "without" if a.seq_overhead_ms else "with"
+    for m, xs in step_only.items():
+        if xs:
+            print(f"silicon {m:5} {other} the per-sequence host work (held out by source): median "
+                  f"{statistics.median(xs):.0%}, p80 {_q(xs, 0.8):.0%}")
     for m, xs in errs.items():
         if not xs:
             continue
-        inside = sum(x <= a.bands[m].band for x in xs) / len(xs)
+        inside = sum(x <= a.bands[BAND_OF.get(m, m)].band for x in xs) / len(xs)
         os_ = sorted(ours[m])
-        print(f"silicon {m:4}: {len(xs)} figures, median {statistics.median(xs):.0%}, p80 {_q(xs, 0.8):.0%}, p90 "
-              f"{_q(xs, 0.9):.0%}; inside the stated band ±{a.bands[m].band:.0%}: {inside:.0%}"
+        print(f"silicon {m:5}: {len(xs)} figures, median {statistics.median(xs):.0%}, p80 {_q(xs, 0.8):.0%}, p90 "
+              f"{_q(xs, 0.9):.0%}; inside the stated band ±{a.bands[BAND_OF.get(m, m)].band:.0%}: {inside:.0%}"
               f"   (without the step overhead: median {statistics.median(raw[m]):.0%}, p80 {_q(raw[m], 0.8):.0%})"
               + (f"   (ours: median {statistics.median(os_):.0%})" if os_ else ""))
     for m, xs in bursts.items():
@@ -231,7 +276,8 @@ def silicon(k) -> dict[str, dict[str, float]]:
     return shown
 
 
-SILICON_METRIC = {"output_tps": "tps", "itl": "itl"}  # the figures a plan takes from it where it applies
+SILICON_METRIC = {"output_tps": "tps", "total_tps": "total", "itl": "itl"}  # the figures a plan takes from it
+BAND_OF = {"total": "tps"}  # a total tok/s is its output tok/s times a constant: the same band
 
 
 def as_shown(k, held: list, si: dict[str, dict[str, float]]) -> None:
@@ -239,9 +285,12 @@ def as_shown(k, held: list, si: dict[str, dict[str, float]]) -> None:
     figure (ITL and output tok/s on its systems, engines and models), else our model's left-one-source-out error;
     each with the band shown beside it. Per hardware class and metric: the median and p80 of |error| and the share
     inside the band (80 % is what a p80 band claims)."""
-    from bench.fit_serving import kind_of
+    from collections import Counter
+
+    from bench.fit_serving import kind_of, load_obs
 
     fit, a = k.serving_fit, k.aiconfigurator
+    src = load_obs(k)[1]
     cells: dict[tuple[str, str], list[tuple[float, float, str]]] = {}
     for o, err in held:
         if err is None:
@@ -249,7 +298,7 @@ def as_shown(k, held: list, si: dict[str, dict[str, float]]) -> None:
         kind = kind_of(o)
         m = SILICON_METRIC.get(o.kind)
         if m and m in si.get(o.row, {}):
-            err, band, who = si[o.row][m], a.bands[m].band, "silicon"
+            err, band, who = si[o.row][m], a.bands[BAND_OF.get(m, m)].band, "silicon"
         else:
             g = fit.groups.get(f"{o.engine}/{o.cls}") or fit.groups.get(o.cls)
             if g is None:
@@ -257,15 +306,29 @@ def as_shown(k, held: list, si: dict[str, dict[str, float]]) -> None:
             band = max({"throughput": g.band, "ttft": g.band_ttft or g.band, "itl": g.band_itl or g.band}[kind],
                        k.serving.band_floor)
             who = "ours"
-        cells.setdefault((o.cls, kind), []).append((abs(err), band, who))
+        cells.setdefault((o.cls, kind), []).append((abs(err), band, who, src[o.row]))
     print("\nAs a plan shows them (each figure from the predictor that gives it, held out; bands as shown): "
           "|predicted / measured - 1|")
     for (cls, kind), xs in sorted(cells.items()):
-        errs = [e for e, _, _ in xs]
-        inside = sum(e <= b for e, b, _ in xs) / len(xs)
-        n_si = sum(w == "silicon" for _, _, w in xs)
-        print(f"  shown    {cls:18} {kind:10} {len(xs):>4} figures ({n_si:>3} silicon)  median "
-              f"{statistics.median(errs):>5.0%}  p80 {_q(errs, 0.8):>5.0%}  inside the band shown {inside:>4.0%}")
+        errs = [e for e, *_ in xs]
+        inside = sum(e <= b for e, b, *_ in xs) / len(xs)
+        n_si = sum(w == "silicon" for _, _, w, _ in xs)
+        per_src = Counter(s_ for *_, s_ in xs)
+        wmed = _weighted_median([(e, 1 / per_src[s_]) for e, _, _, s_ in xs])
+        print(f"  shown    {cls:18} {kind:10} {len(xs):>4} figures ({n_si:>3} silicon) from {len(per_src):>2} sources  "
+              f"median {statistics.median(errs):>5.0%} (each source weighing the same: {wmed:>4.0%})  "
+              f"p80 {_q(errs, 0.8):>5.0%}  inside the band shown {inside:>4.0%}")
+
+
+def _weighted_median(xs: list[tuple[float, float]]) -> float:
+    """The value below which half the weight lies."""
+    xs = sorted(xs)
+    half, acc = sum(w for _, w in xs) / 2, 0.0
+    for x, w in xs:
+        acc += w
+        if acc >= half:
+            return x
+    return xs[-1][0]
 
 
 def prefill_per_token(hw, eff) -> float:
@@ -320,6 +383,9 @@ def sweeps(k, files: list[Path], hardware, machine, note: str) -> None:
 
 def main(argv: list[str]) -> int:
     k = load_knowledge()
+    if argv[:1] == ["--silicon"]:  # the measured-silicon predictor's section alone (no refits: seconds, not minutes)
+        silicon(k)
+        return 0
     held = published(k)
     as_shown(k, held, silicon(k))
     hw = detect(k)

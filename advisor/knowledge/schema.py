@@ -1080,6 +1080,7 @@ class Efficiency(Strict):
     flops_eff: float = Field(gt=0, le=1.5)
     step_ms: float = Field(ge=0, le=10_000)
     request_ms: float = Field(default=0.0, ge=0, le=100_000)
+    seq_ms: float = Field(default=0.0, ge=0, le=100)  # host work per running sequence per decode step
 
 
 class ServingFile(Strict):
@@ -1175,8 +1176,11 @@ class AiconfiguratorFile(Strict):
     # small batches (bench/predict_vs_measured.py)
     step_overhead_ms: dict[str, float] = Field(default_factory=dict)
     step_overhead_basis: str = ""  # how it was earned: the rows, the sources, the date
+    # our engine id -> ms each running sequence adds to a step beyond that (its per-sequence host work), earned the
+    # same way on runs of more than 8 sequences
+    seq_overhead_ms: dict[str, float] = Field(default_factory=dict)
 
-    @field_validator("step_overhead_ms")
+    @field_validator("step_overhead_ms", "seq_overhead_ms")
     @classmethod
     def _bounded_overhead(cls, v: dict[str, float]) -> dict[str, float]:
         if any(not (0 <= x <= 50) for x in v.values()):

@@ -739,10 +739,13 @@ class _Calc:
         routed = self._routed_bytes()
         # data-parallel attention: every rank reads its own copy of what is not a routed expert each step
         read = self.active_b + (self.dp_extra_b if self.attn_dp > 1 else 0.0)
+        sp = self.spec
+        full_layers = max(0, sp.layers - sp.sliding_layers)  # (windowed layers: left out)
         return Hw(bandwidth=bw, flops=flops, weights_read=read, moe_routed_bytes=routed, moe_share=share,
                   kv_per_token=self.kv_typ * copies, matmul_params=self.spec.matmul_params_b * 1e9,
                   chunk_tokens=int(chunk or 0), max_running=self._max_running(), allreduce_s=ar,
-                  a2a_s_per_token=self.alltoall_s_per_token())
+                  a2a_s_per_token=self.alltoall_s_per_token(),
+                  attn_flops=2.0 * full_layers * sp.attention_heads * sp.head_dim)
 
     def _gpu_default(self):
         """The engine's target-dependent defaults (vLLM's max_num_seqs / max_num_batched_tokens by device and GPU

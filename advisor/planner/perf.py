@@ -35,7 +35,7 @@ def hw_class(target: Target, device: str, k: Knowledge) -> str:
 
 def _eff(g) -> Eff:
     """A knowledge Efficiency (or fit group, or calibration) as the serving model's Eff."""
-    return Eff(g.bw_eff, g.flops_eff, g.step_ms, g.request_ms)
+    return Eff(g.bw_eff, g.flops_eff, g.step_ms, g.request_ms, getattr(g, "seq_ms", 0.0))
 
 
 def efficiency(engine: str, cls: str, k: Knowledge, calibrated: Calibrated | None = None, batching: bool = False
@@ -86,9 +86,10 @@ class _Silicon:
     ITL and throughput erred far less (knowledge/aiconfigurator.yaml: 12 % and 17 %). The p95
     of ITL, which it does not give, is its mean times our model's p95/p50 at the same load."""
 
-    def __init__(self, key, mode: str, hw, eff, wl, extra_ms: float = 0.0):
+    def __init__(self, key, mode: str, hw, eff, wl, extra_ms: float = 0.0, seq_ms: float = 0.0):
         self.key, self.mode, self.hw, self.eff, self.wl = key, mode, hw, eff, wl
         self.extra_ms = extra_ms  # the engine's per-step host work its tables lack (knowledge: step_overhead_ms)
+        self.seq_ms = seq_ms  # and per running sequence per step (knowledge: seq_overhead_ms)
 
     def _ours(self, c: int):
         wl = self.wl
@@ -133,7 +134,7 @@ class _Silicon:
             tps = max(tps, edge.output_tps if edge is not None else 0.0)
             if tps > 0:  # the ITL b requests in flight take at that rate
                 tpot = max(tpot, (1000 * b * out / tps - served) / out)
-        tpot, tps = with_step_overhead(tpot, tps, self.extra_ms)
+        tpot, tps = with_step_overhead(tpot, tps, self.extra_ms + b * self.seq_ms)
         return ours.ttft_ms_p50, ours.ttft_ms_p95, tpot, tpot * max(1.0, r_itl), tps
 
     def level(self, c: int, gpus: int, target_ms: float | None) -> ServingLevel | None:
@@ -167,7 +168,8 @@ def _silicon(c, mode: str, hw, eff, wl, k: Knowledge) -> tuple[_Silicon | None, 
                            bool(c.spec.moe_experts), c.pp, k, dp=c.attn_dp, spec=c.spec)
     if key is None:
         return None, why
-    s = _Silicon(key, mode, hw, eff, wl, k.aiconfigurator.step_overhead_ms.get(c.engine, 0.0))
+    s = _Silicon(key, mode, hw, eff, wl, k.aiconfigurator.step_overhead_ms.get(c.engine, 0.0),
+                 k.aiconfigurator.seq_overhead_ms.get(c.engine, 0.0))
     if s.figures(1) is None:
         return None, "nodata"
     return s, None
@@ -202,6 +204,7 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
     out = ServingPlan(mode=mode, hw_class=cls, basis=basis, group=group, label=label, band=round(band, 3),
                       own_band=round(band, 3), own_label=label,
                       bw_eff=eff.bw_eff, flops_eff=eff.flops_eff, step_ms=eff.step_ms, request_ms=eff.request_ms,
+                      seq_ms=eff.seq_ms,
                       input_tokens=wl.prompt_tokens,
                       output_tokens=wl.output_tokens, input_sd=wl.input_sd, typical_tokens=c.typical,
                       ttft_target_ms=target_ms, users=users, gpus_per_replica=gpus,

@@ -14,12 +14,13 @@ from advisor.inputs.answers import ModelBlock, parse_answers
 from advisor.knowledge.load import Knowledge
 from advisor.planner.capacity import Workload, _Calc
 from advisor.planner.perf import hw_class
-from advisor.planner.serving import Eff, Load, decode_step_s, predict, prefill_s
+from advisor.planner.serving import Burst, Eff, Load, burst, decode_step_s, predict, prefill_s, spread_lengths, step_curve
 from advisor.planner.spec import ModelSpec, resolve_model
 from advisor.planner.target import build_target
 from advisor.planner.types import Target
 
 UNKNOWN_PROMPT = 1 << 20
+LENGTH_CAP = {"sharegpt": 2048}  # vllm bench's ShareGPT sampling keeps a prompt and its output under 2,048 tokens
 
 
 @dataclass
@@ -31,6 +32,19 @@ class Obs:
     measured: float
     predict: Callable[[Eff], float | None]
     serving: bool  # from a serving row (else a batch-1 row)
+    # an offline burst (every request submitted at once): predict() simulates it step by step (serving.burst);
+    # steady(eff) is the same figure as a steady state at the pool's batch, which a fit scales by `shape` (the
+    # burst's figure over the steady state's at the efficiencies last refreshed: see bench/fit_serving.py), so a
+    # grid search need not simulate a thousand requests at every point
+    steady: Callable[[Eff], float | None] | None = None
+    shape: float = 1.0
+
+    def fast(self, e: Eff) -> float | None:
+        """The figure as a fit asks for it: predict(e), or for a burst its steady state times its shape."""
+        if self.steady is None:
+            return self.predict(e)
+        p = self.steady(e)
+        return None if p is None else p * self.shape
 
 
 def spec_of(row: dict, k: Knowledge) -> ModelSpec:
@@ -115,33 +129,74 @@ def serving_obs(row: dict, cpus: dict, k: Knowledge) -> list[Obs]:
     if hw is None:
         return []
     cls, mode = hw_class(c.target, c.device, k), c.mode
+    burst_of = None
     if load.get("offline"):  # a whole batch at once: the KV pool full, or every request of the batch
         n = int(load.get("requests") or 10**6)
         users = max(1, min(n, hw.max_running or n))
+        if load.get("requests") and mode != "sequential":
+            burst_of = _burst_of(row, c, hw, i, o, n)
     sd = float(row.get("input_sd") or 0)
 
     def point(e: Eff):
         lo = Load(i, o, sd, concurrency=users or None, request_rate=None if users else float(rate))
         return predict(mode, hw, e, lo)
 
+    steady = {
+        "output_tps": lambda e: point(e).output_tps,
+        "total_tps": lambda e: None if point(e).requests_per_s is None else point(e).requests_per_s * (i + o),
+        "ttft_p95": lambda e: point(e).ttft_ms_p95,
+        "ttft_p50": lambda e: point(e).ttft_ms_p50,
+        "itl": lambda e: None if not point(e).output_tps_per_user else 1000 / point(e).output_tps_per_user,
+        "output_tps_per_user": lambda e: point(e).output_tps_per_user,
+    }
+    as_burst = {  # what the whole burst averages, as a benchmark of it reports (its TTFT: the wait from submission)
+        "output_tps": lambda b: b.output_tps,
+        "total_tps": lambda b: b.requests * (i + o) / b.makespan_s,
+        "ttft_p50": lambda b: b.ttft_ms_mean,
+        "itl": lambda b: b.tpot_ms_mean,
+        "output_tps_per_user": lambda b: 1000 / b.tpot_ms_mean,
+    }
     out: list[Obs] = []
 
-    def add(kind: str, value, get):
-        if value is not None:
-            out.append(Obs(row["id"], engine, cls, kind, float(value), get, True))
+    def add(kind: str, value):
+        if value is None:
+            return
+        if burst_of is not None and kind in as_burst:
+            def sim(e: Eff, f=as_burst[kind]):
+                b = burst_of(e)
+                return steady[kind](e) if b is None else f(b)
+            out.append(Obs(row["id"], engine, cls, kind, float(value), sim, True, steady=steady[kind]))
+        else:
+            out.append(Obs(row["id"], engine, cls, kind, float(value), steady[kind], True))
 
-    add("output_tps", row.get("output_tps"), lambda e: point(e).output_tps)
-    add("total_tps", row.get("total_tps"),
-        lambda e: None if point(e).requests_per_s is None else point(e).requests_per_s * (i + o))
+    add("output_tps", row.get("output_tps"))
+    add("total_tps", row.get("total_tps"))
     ttft = row.get("ttft_ms") or {}
-    add("ttft_p95", ttft.get("p95"), lambda e: point(e).ttft_ms_p95)
-    add("ttft_p50", ttft.get("p50") if ttft.get("p50") is not None else ttft.get("mean"),
-        lambda e: point(e).ttft_ms_p50)
+    add("ttft_p95", ttft.get("p95"))
+    add("ttft_p50", ttft.get("p50") if ttft.get("p50") is not None else ttft.get("mean"))
     itl = row.get("itl_ms") or {}
-    mean_itl = itl.get("mean") if itl.get("mean") is not None else itl.get("p50")
-    add("itl", mean_itl, lambda e: None if not point(e).output_tps_per_user else 1000 / point(e).output_tps_per_user)
-    if row.get("output_tps_per_user") is not None:
-        add("output_tps_per_user", row.get("output_tps_per_user"), lambda e: point(e).output_tps_per_user)
+    add("itl", itl.get("mean") if itl.get("mean") is not None else itl.get("p50"))
+    add("output_tps_per_user", row.get("output_tps_per_user"))
     return out
+
+
+def _burst_of(row: dict, c, hw, i: int, o: int, n: int) -> Callable[[Eff], Burst | None]:
+    """An offline row served as the burst it was (serving.burst): its n requests through the engine's places (its
+    batch cap), the KV pool its typical sequences fill, the prompts prefilled within the engine's token budget at our
+    fitted share of the card's FLOPS, and its outputs' spread (a chat dataset's long tail). Memoised per efficiency."""
+    spread = str(row.get("length_spread") or "")
+    lengths = spread_lengths(float(o), n, int(LENGTH_CAP.get(spread, 0) - i), spread)
+    cap, mc = c.batch_cap(), c.max_concurrency()
+    slots, pool = min(n, cap or n), (mc * c.typical if mc else None)
+    held = i + o / 2
+    memo: dict[Eff, Burst | None] = {}
+
+    def run(e: Eff) -> Burst | None:
+        if e not in memo:
+            per_token = 2 * hw.matmul_params / (hw.flops * e.flops_eff) if hw.flops else 0.0
+            step = step_curve(lambda b: decode_step_s(b, hw, e, held), slots)
+            memo[e] = burst(step, lengths, slots, float(i), pool, per_token, hw.chunk_tokens or None)
+        return memo[e]
+    return run
 
 

@@ -54,6 +54,9 @@ class Hw:
     # expert parallelism: every token's hidden state goes to its experts' ranks and back (dispatch + combine, an
     # all-to-all per MoE layer), so a step costs this much more per token it carries (0: no expert parallelism)
     a2a_s_per_token: float = 0.0
+    # a prompt's attention: this many FLOPs times its length squared (2 x full-attention layers x heads x head dim:
+    # QK^T and AV, 4 n^2 d per layer, halved by the causal mask), beside the weights' 2 x params per token
+    attn_flops: float = 0.0
 
 
 def weights_read_at(b: float, hw: Hw) -> float:
@@ -71,10 +74,14 @@ class Eff:
     flops_eff: float  # share of the peak FLOPS prefill reaches
     step_ms: float  # fixed cost of one engine step (scheduling, kernel launches, Python, sampling)
     request_ms: float = 0.0  # fixed cost of one request before its first token (API server, tokenizer, queue hop)
+    # host work per running sequence per decode step (scheduling it, sampling, detokenizing and streaming its token
+    # to its client): what makes a step of hundreds of sequences slower than its kernels
+    seq_ms: float = 0.0
 
     def scaled(self, speed: float) -> "Eff":
         """Every term `speed` times faster (>1) or slower (<1): the band's ends."""
-        return Eff(self.bw_eff * speed, self.flops_eff * speed, self.step_ms / speed, self.request_ms / speed)
+        return Eff(self.bw_eff * speed, self.flops_eff * speed, self.step_ms / speed, self.request_ms / speed,
+                   self.seq_ms / speed)
 
 
 @dataclass(frozen=True)
@@ -109,14 +116,14 @@ def decode_step_s(b: float, hw: Hw, eff: Eff, held_tokens: float) -> float:
     """One decode step at batch b: memory or compute, whichever is longer, plus the step's fixed cost."""
     memory = (weights_read_at(b, hw) + b * hw.kv_per_token * held_tokens) / (hw.bandwidth * eff.bw_eff)
     compute = 2 * hw.matmul_params * b / (hw.flops * eff.flops_eff) if hw.flops else 0.0
-    return max(memory, compute) + eff.step_ms / 1000 + hw.allreduce_s + b * hw.a2a_s_per_token
+    return max(memory, compute) + eff.step_ms / 1000 + hw.allreduce_s + b * (hw.a2a_s_per_token + eff.seq_ms / 1000)
 
 
 def prefill_s(n: float, hw: Hw, eff: Eff) -> float:
     """A prompt of n tokens alone: chunk by chunk, each compute-bound or one read of the weights."""
     n = max(1.0, n)
     chunks = math.ceil(n / hw.chunk_tokens) if hw.chunk_tokens else 1
-    compute = 2 * hw.matmul_params * n / (hw.flops * eff.flops_eff) if hw.flops else 0.0
+    compute = (2 * hw.matmul_params * n + hw.attn_flops * n * n) / (hw.flops * eff.flops_eff) if hw.flops else 0.0
     read = chunks * weights_read_at(n / chunks, hw) / (hw.bandwidth * eff.bw_eff)
     return max(compute, read) + chunks * (eff.step_ms / 1000 + hw.allreduce_s) + n * hw.a2a_s_per_token
 
@@ -130,7 +137,7 @@ def prefill_batched_s(n: float, hw: Hw, eff: Eff) -> float:
     budget = float(hw.chunk_tokens or BATCH_TOKENS)
     steps = n / budget if n < budget else math.ceil(n / budget)
     per = n / steps if steps >= 1 else budget
-    compute = 2 * hw.matmul_params * n / (hw.flops * eff.flops_eff) if hw.flops else 0.0
+    compute = (2 * hw.matmul_params * n + hw.attn_flops * n * n) / (hw.flops * eff.flops_eff) if hw.flops else 0.0
     read = steps * weights_read_at(per, hw) / (hw.bandwidth * eff.bw_eff)
     return max(compute, read) + steps * (eff.step_ms / 1000 + hw.allreduce_s) + n * hw.a2a_s_per_token
 
@@ -145,8 +152,10 @@ def prefill_mixed_s(n: float, b: float, hw: Hw, eff: Eff, held_tokens: float) ->
     chunks = math.ceil(n / hw.chunk_tokens) if hw.chunk_tokens else 1
     per = n / chunks
     memory = (weights_read_at(b + per, hw) + b * hw.kv_per_token * held_tokens) / (hw.bandwidth * eff.bw_eff)
-    compute = 2 * hw.matmul_params * (per + b) / (hw.flops * eff.flops_eff) if hw.flops else 0.0
-    return chunks * (max(memory, compute) + eff.step_ms / 1000 + hw.allreduce_s + (per + b) * hw.a2a_s_per_token)
+    compute = ((2 * hw.matmul_params * (per + b) + hw.attn_flops * n * n / chunks) / (hw.flops * eff.flops_eff)
+               if hw.flops else 0.0)
+    return chunks * (max(memory, compute) + eff.step_ms / 1000 + hw.allreduce_s + (per + b) * hw.a2a_s_per_token
+                     + b * eff.seq_ms / 1000)
 
 
 def mdl_wait_s(share: float, service_s: float) -> float:
@@ -214,16 +223,17 @@ def _fixed_point(hw: Hw, eff: Eff, i: int, o: int, running: int | None, rate: fl
     routed, ms, keep = hw.moe_routed_bytes, hw.moe_share, 1 - hw.moe_share
     bwd = hw.bandwidth * eff.bw_eff
     fd = hw.flops * eff.flops_eff if hw.flops else None
-    sm, ar, req_s = eff.step_ms / 1000, hw.allreduce_s, eff.request_ms / 1000
+    sm, ar, req_s, sq = eff.step_ms / 1000, hw.allreduce_s, eff.request_ms / 1000, eff.seq_ms / 1000
     at = hw.a2a_s_per_token
     o1 = o - 1
     n_i = max(1.0, i)  # prefill_mixed_s of the prompt: its chunks and their tokens
     chunks_i = math.ceil(n_i / hw.chunk_tokens) if hw.chunk_tokens else 1
     per = n_i / chunks_i
     chunks_half = math.ceil(i / hw.chunk_tokens) if hw.chunk_tokens else 1
+    attn_chunk = hw.attn_flops * n_i * n_i / chunks_i  # prefill_mixed_s's attention per chunk of the prompt
     if closed:
         return _closed_loop(x, b, running, pre, pre_b, held, cap, o, wr, kvpt, mm2, moe, routed, ms, keep, bwd, fd,
-                            sm, ar, req_s, chunks_i, per, chunks_half, at)
+                            sm, ar, req_s, chunks_i, per, chunks_half, at, attn_chunk, sq)
     for _ in range(ITERATIONS):
         x0, b0, itl0, ttft0 = x, b, itl, ttft
         # decode_step_s(b)
@@ -231,9 +241,9 @@ def _fixed_point(hw: Hw, eff: Eff, i: int, o: int, running: int | None, rate: fl
         memory = (w + b * kvpt * held) / bwd
         if fd is not None:
             compute = mm2 * b / fd
-            step = (compute if compute > memory else memory) + sm + ar + b * at
+            step = (compute if compute > memory else memory) + sm + ar + b * (at + sq)
         else:
-            step = (0.0 if 0.0 > memory else memory) + sm + ar + b * at
+            step = (0.0 if 0.0 > memory else memory) + sm + ar + b * (at + sq)
         if not closed:
             n = x * (ttft + o1 * itl) if itl else 1.0
             if not n > 1.0:
@@ -254,10 +264,11 @@ def _fixed_point(hw: Hw, eff: Eff, i: int, o: int, running: int | None, rate: fl
             w = (wr + routed * ((1 - keep ** (bp if bp > 1.0 else 1.0)) - ms)) if moe else wr
             memory = (w + bo * kvpt * held) / bwd
             if fd is not None:
-                compute = mm2 * (per + bo) / fd
-                own = chunks_i * ((compute if compute > memory else memory) + sm + ar + (per + bo) * at)
+                compute = (mm2 * (per + bo) + attn_chunk) / fd
+                own = chunks_i * ((compute if compute > memory else memory) + sm + ar + (per + bo) * at
+                                  + bo * sq)
             else:
-                own = chunks_i * ((0.0 if 0.0 > memory else memory) + sm + ar + (per + bo) * at)
+                own = chunks_i * ((0.0 if 0.0 > memory else memory) + sm + ar + (per + bo) * at + bo * sq)
         # for the step under way: its mean residual E[S^2] / 2E[S], steps with a prompt chunk (a share f of them, as
         # long as one chunk of a prompt) among plain decode steps
         if n > 1:
@@ -286,7 +297,7 @@ def _fixed_point(hw: Hw, eff: Eff, i: int, o: int, running: int | None, rate: fl
 
 
 def _closed_loop(x, b, running, pre, pre_b, held, cap, o, wr, kvpt, mm2, moe, routed, ms, keep, bwd, fd, sm, ar, req_s,
-                 chunks_i, per, chunks_half, at=0.0):
+                 chunks_i, per, chunks_half, at=0.0, attn_chunk=0.0, sq=0.0):
     """_fixed_point's loop for a closed loop, where the sequences running (so `others`) never change: the general
     loop's arithmetic with those branches taken once (the same floats; the capacity search asks only for these)."""
     n = running
@@ -301,9 +312,9 @@ def _closed_loop(x, b, running, pre, pre_b, held, cap, o, wr, kvpt, mm2, moe, ro
         memory = (w + b * kvpt * held) / bwd
         if fd is not None:
             compute = mm2 * b / fd
-            step = (compute if compute > memory else memory) + sm + ar + b * at
+            step = (compute if compute > memory else memory) + sm + ar + b * (at + sq)
         else:
-            step = (0.0 if 0.0 > memory else memory) + sm + ar + b * at
+            step = (0.0 if 0.0 > memory else memory) + sm + ar + b * (at + sq)
         share = x * pre_b
         if not share < SATURATION:
             share = SATURATION
@@ -319,10 +330,11 @@ def _closed_loop(x, b, running, pre, pre_b, held, cap, o, wr, kvpt, mm2, moe, ro
             w = (wr + routed * ((1 - keep ** (bp if bp > 1.0 else 1.0)) - ms)) if moe else wr
             memory = (w + bo * kvpt * held) / bwd
             if fd is not None:
-                compute = mm2 * (per + bo) / fd
-                own = chunks_i * ((compute if compute > memory else memory) + sm + ar + (per + bo) * at)
+                compute = (mm2 * (per + bo) + attn_chunk) / fd
+                own = chunks_i * ((compute if compute > memory else memory) + sm + ar + (per + bo) * at
+                                  + bo * sq)
             else:
-                own = chunks_i * ((0.0 if 0.0 > memory else memory) + sm + ar + (per + bo) * at)
+                own = chunks_i * ((0.0 if 0.0 > memory else memory) + sm + ar + (per + bo) * at + bo * sq)
         if many:
             long_step = own / chunks_half
             f = x * chunks_half * itl * others
@@ -615,13 +627,24 @@ def _meets(mode: str, hw: Hw, eff: Eff, input_tokens: int, output_tokens: int, i
     return ok
 
 
-def fit_grid(loss, grids: tuple[list[float], ...], coarse: tuple[int, ...]) -> Eff:
-    """The Eff on a grid (bw_eff, flops_eff, step_ms, request_ms values) minimising loss(Eff): a coarse pass (every
-    `coarse[i]`-th value), then steps to neighbouring grid points until none improves."""
+def fit_grid(loss, grids: tuple[list[float], ...], coarse: tuple[int, ...], start: Eff | None = None,
+             axis_first: bool = False) -> Eff:
+    """The Eff on a grid (bw_eff, flops_eff, step_ms, request_ms[, seq_ms] values) minimising loss(Eff): a coarse
+    pass (every `coarse[i]`-th value), then steps to neighbouring grid points until none improves. start: skip the
+    coarse pass and step from the grid point nearest this Eff (a refit after a small change of the loss).
+    axis_first: step along one axis at a time while that improves, trying the whole neighbourhood (3^n - 1 points)
+    only where no single step does (the same kind of optimum for far fewer evaluations of a costly loss)."""
     import itertools
 
+    if axis_first:
+        return _fit_axis_first(loss, grids, coarse, start)
+
     best_i, best_loss = None, float("inf")
-    for idx in itertools.product(*(range(0, len(g), c) for g, c in zip(grids, coarse))):
+    if start is not None:
+        vals = (start.bw_eff, start.flops_eff, start.step_ms, start.request_ms, start.seq_ms)[:len(grids)]
+        best_i = tuple(min(range(len(g)), key=lambda j, g=g, v=v: abs(g[j] - v)) for g, v in zip(grids, vals))
+        best_loss = loss(Eff(*(g[i] for g, i in zip(grids, best_i))))
+    for idx in (() if start is not None else itertools.product(*(range(0, len(g), c) for g, c in zip(grids, coarse)))):
         v = loss(Eff(*(g[i] for g, i in zip(grids, idx))))
         if v < best_loss:
             best_i, best_loss = idx, v
@@ -636,6 +659,44 @@ def fit_grid(loss, grids: tuple[list[float], ...], coarse: tuple[int, ...]) -> E
             if v < best_loss - 1e-12:
                 best_i, best_loss, moved = idx, v, True
     return Eff(*(g[i] for g, i in zip(grids, best_i)))
+
+
+def _fit_axis_first(loss, grids, coarse, start) -> Eff:
+    import itertools
+
+    def at(idx) -> float:
+        return loss(Eff(*(g[i] for g, i in zip(grids, idx))))
+
+    if start is not None:
+        vals = (start.bw_eff, start.flops_eff, start.step_ms, start.request_ms, start.seq_ms)[:len(grids)]
+        best_i = tuple(min(range(len(g)), key=lambda j, g=g, v=v: abs(g[j] - v)) for g, v in zip(grids, vals))
+        best_loss = at(best_i)
+    else:
+        best_i, best_loss = None, float("inf")
+        for idx in itertools.product(*(range(0, len(g), c) for g, c in zip(grids, coarse))):
+            v = at(idx)
+            if v < best_loss:
+                best_i, best_loss = idx, v
+    n = len(grids)
+    axis = [tuple(d if j == a else 0 for j in range(n)) for a in range(n) for d in (-1, 1)]
+    full = [d for d in itertools.product((-1, 0, 1), repeat=n) if any(d)]
+    deltas, seen = axis, {best_i}
+    while True:
+        moved = False
+        for delta in deltas:
+            idx = tuple(min(len(g) - 1, max(0, i + d)) for g, i, d in zip(grids, best_i, delta))
+            if idx in seen:
+                continue
+            seen.add(idx)
+            v = at(idx)
+            if v < best_loss - 1e-12:
+                best_i, best_loss, moved = idx, v, True
+        if moved:
+            deltas, seen = axis, {best_i}
+        elif deltas is axis:
+            deltas, seen = full, {best_i}
+        else:
+            return Eff(*(g[i] for g, i in zip(grids, best_i)))
 
 
 def with_band(eff: Eff, band: float) -> tuple[Eff, Eff]:

@@ -167,6 +167,7 @@ class ServingPlan(BaseModel):
     flops_eff: float
     step_ms: float
     request_ms: float = 0.0
+    seq_ms: float = 0.0  # host work per running sequence per decode step
     input_tokens: int
     output_tokens: int
     input_sd: float = 0.0

@@ -247,3 +247,37 @@ def test_a_burst_admits_what_the_kv_pool_holds_and_preempts_when_it_grows_past()
     assert free.makespan_s == pytest.approx(0.09) and free.running_mean == pytest.approx(3.6)
     assert b.makespan_s > free.makespan_s and b.running_mean < 4
     assert b.output_tps == pytest.approx(40 / b.makespan_s)
+
+
+def test_host_work_per_sequence_slows_a_step_in_proportion_to_the_batch():
+    """seq_ms: what a step of hundreds of sequences costs beyond its kernels (scheduling, sampling, streaming each
+    token), so a wide step is slower than the roofline says and throughput stops growing with the users."""
+    with_seq = Eff(0.8, 0.6, 3.0, seq_ms=0.1)
+    for b in (1, 64, 512):
+        extra = decode_step_s(b, HW, with_seq, 1100) - decode_step_s(b, HW, EFF, 1100)
+        assert extra == pytest.approx(b * 0.1e-3)
+    a = predict("continuous", HW, EFF, Load(200, 200, concurrency=200))
+    b = predict("continuous", HW, with_seq, Load(200, 200, concurrency=200))
+    assert b.itl_ms_p50 > a.itl_ms_p50 + 200 * 0.1 * 0.9 and b.output_tps < a.output_tps
+
+
+def test_a_long_prompt_pays_its_attention_beside_the_weights():
+    """A prompt of n tokens costs 2 x params x n of matrix work and attn_flops x n^2 of attention: at 32k tokens of an
+    8B Llama (32 layers x 4,096) the attention is about half again the weights' work, at 128 tokens nothing."""
+    attn = Hw(**{**HW.__dict__, "attn_flops": 2.0 * 32 * 4096})
+    short = prefill_s(128, attn, EFF) / prefill_s(128, HW, EFF)
+    long = prefill_s(32768, attn, EFF) / prefill_s(32768, HW, EFF)
+    assert short < 1.01 and 1.5 < long < 2.1
+
+
+def test_the_axis_first_search_finds_the_grids_best_point():
+    from advisor.planner.serving import fit_grid
+
+    grids = ([0.2, 0.4, 0.6, 0.8], [0.1, 0.3, 0.5], [0.0, 1.0, 2.0, 4.0], [0.0, 5.0, 10.0], [0.0, 0.05, 0.1])
+    want = Eff(0.6, 0.3, 2.0, 5.0, 0.05)
+
+    def loss(e: Eff) -> float:
+        return sum((a - b) ** 2 for a, b in zip((e.bw_eff, e.flops_eff, e.step_ms / 4, e.request_ms / 10, e.seq_ms * 10),
+                                                 (want.bw_eff, want.flops_eff, 0.5, 0.5, 0.5)))
+    assert fit_grid(loss, grids, (2, 2, 2, 2, 2), axis_first=True) == want
+    assert fit_grid(loss, grids, (2, 2, 2, 2, 2), start=Eff(0.2, 0.1, 0.0, 0.0, 0.0), axis_first=True) == want

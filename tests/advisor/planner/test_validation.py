@@ -1,5 +1,6 @@
 """The serving model's validation (bench/fit_serving.py): sources are left out whole, every published row is
 usable, and the bands the plans show are the held-out errors' p80 that knowledge/serving_fit.yaml records."""
+import pytest
 import yaml
 
 from advisor.knowledge.load import load_knowledge
@@ -43,3 +44,24 @@ def test_bands_from_takes_the_80th_percentile_per_class_and_pools_the_rest():
     t = bands_from(held)
     assert t["geforce"]["throughput"]["p80"] == quantile([0.1, 0.2, 0.3, 0.4, 0.5], 0.8) == 0.4
     assert t["all"]["itl"]["points"] == 1 and "ttft" not in t["geforce"]
+
+
+def test_an_offline_row_is_predicted_as_the_burst_it_was():
+    """A row whose requests were all submitted at once (GPUStack's 1,000 ShareGPT prompts) is simulated step by step
+    (serving.burst: places, KV pool, preemption, the chat dataset's long outputs running on at the end); a fit reads
+    its steady state times the burst's shape, which refresh_shapes sets to the simulation's ratio."""
+    from advisor.planner.published import serving_obs
+    from advisor.planner.serving import Eff
+    from bench.fit_serving import refresh_shapes
+
+    rows = yaml.safe_load((DATA / "published_serving.yaml").read_text(encoding="utf-8"))["rows"]
+    row = next(r for r in rows if r["id"] == "gpustack-a100-qwen3-32b-vllm-sharegpt")
+    obs = {o.kind: o for o in serving_obs(row, {}, K)}
+    e = Eff(0.6, 0.4, 4.0, 20.0)
+    tps, itl = obs["output_tps"], obs["itl"]
+    assert tps.steady is not None and itl.steady is not None
+    assert tps.predict(e) != pytest.approx(tps.steady(e), rel=0.05)  # the burst is not its steady state
+    refresh_shapes(list(obs.values()), lambda o: e)
+    assert tps.fast(e) == pytest.approx(tps.predict(e)) and itl.fast(e) == pytest.approx(itl.predict(e))
+    closed = next(r for r in rows if (r.get("load") or {}).get("concurrency"))
+    assert all(o.steady is None for o in serving_obs(closed, {}, K))
