@@ -24,7 +24,7 @@ from advisor.inputs import detect  # noqa: E402
 from advisor.knowledge.load import load_knowledge  # noqa: E402
 from advisor.planner import machine_bench  # noqa: E402
 from advisor.planner.machine_bench import MachineBench  # noqa: E402
-from advisor.planner.serving import burst, spread_lengths, step_curve  # noqa: E402
+from advisor.planner.serving import burst, step_curve  # noqa: E402
 from bench.fit_serving import kind_of, leave_one_source_out, load_obs, source_of  # noqa: E402
 from probes.models import default_model  # noqa: E402
 from probes.sweep_result import SweepResult  # noqa: E402
@@ -67,7 +67,6 @@ def published(k) -> list:
     return held
 
 
-LENGTH_CAP = {"sharegpt": 2048}  # vllm bench's ShareGPT sampling keeps a prompt and its output under 2,048 tokens
 SMALL_BATCH = 8  # the closed-loop levels whose ITL the engine's per-step host work dominates
 
 
@@ -86,12 +85,18 @@ def step_overhead(recs: list[dict], leave_out: str | None = None) -> dict[str, f
         if r["source"] == leave_out or not r["small"] or not r["meas"]["itl"]:
             continue
         per.setdefault(r["engine"], {}).setdefault(r["source"], []).append(r["meas"]["itl"] - r["raw_itl"])
+    return _by_source(per, {r["engine"] for r in recs}, 2)
+
+
+def _by_source(per: dict[str, dict[str, list[float]]], engines: set[str], digits: int) -> dict[str, float]:
+    """Per engine, the median of each source's median residual, never below 0; an engine with fewer than two sources
+    takes the pooled median of every source's (0 where there is none)."""
     pooled = [statistics.median(v) for src in per.values() for v in src.values()]
     out = {}
-    for engine in {r["engine"] for r in recs}:
+    for engine in engines:
         srcs = per.get(engine, {})
         vals = [statistics.median(v) for v in srcs.values()] if len(srcs) >= 2 else pooled
-        out[engine] = round(max(0.0, statistics.median(vals)), 2) if vals else 0.0
+        out[engine] = round(max(0.0, statistics.median(vals)), digits) if vals else 0.0
     return out
 
 
@@ -106,13 +111,7 @@ def seq_overhead(recs: list[dict], step: dict[str, float], leave_out: str | None
             continue
         resid = (r["meas"]["itl"] - r["raw_itl"] - step.get(r["engine"], 0.0)) / r["users"]
         per.setdefault(r["engine"], {}).setdefault(r["source"], []).append(resid)
-    pooled = [statistics.median(v) for src in per.values() for v in src.values()]
-    out = {}
-    for engine in {r["engine"] for r in recs}:
-        srcs = per.get(engine, {})
-        vals = [statistics.median(v) for v in srcs.values()] if len(srcs) >= 2 else pooled
-        out[engine] = round(max(0.0, statistics.median(vals)), 4) if vals else 0.0
-    return out
+    return _by_source(per, {r["engine"] for r in recs}, 4)
 
 
 def silicon(k) -> dict[str, dict[str, float]]:
@@ -128,7 +127,7 @@ def silicon(k) -> dict[str, dict[str, float]]:
     from advisor.planner import aic
     from advisor.planner.aic import installed, point
     from advisor.planner.perf import _silicon, with_step_overhead
-    from advisor.planner.published import _calc
+    from advisor.planner.published import _calc, burst_lengths, burst_places, prefill_token_s
 
     if not installed():
         print("\nMeasured-silicon predictor: aiconfigurator-core is not installed")
@@ -171,7 +170,7 @@ def silicon(k) -> dict[str, dict[str, float]]:
         if f is None:
             continue
         mine = si._ours(users)
-        lengths = burst_lengths(r, hw)
+        lengths = burst_lengths(r)
         meas = {"ttft": (r.get("ttft_ms") or {}).get("mean") or (r.get("ttft_ms") or {}).get("p50"),
                 "itl": (r.get("itl_ms") or {}).get("mean") or (r.get("itl_ms") or {}).get("p50"),
                 "tps": r.get("output_tps"), "total": r.get("total_tps")}
@@ -183,11 +182,11 @@ def silicon(k) -> dict[str, dict[str, float]]:
                      "raw_itl": f[2], "raw_tps": f[4], "ttft": own.ttft_ms,
                      "ours": {"ttft": mine.ttft_ms_p50, "itl": mine.itl_ms_p50, "tps": mine.output_tps},
                      "burst": None if lengths is None else (si, lengths, *burst_places(c, len(lengths)), i,
-                                                            prefill_per_token(hw, eff), hw.chunk_tokens or None),
+                                                            prefill_token_s(hw, eff), hw.chunk_tokens or None),
                      "ttft_burst": (r.get("ttft_ms_burst") or {}).get("mean")})
     loso = {src: step_overhead(recs, src) for src in {r["source"] for r in recs}}
     loso_seq = {src: seq_overhead(recs, loso[src], src) for src in loso}
-    step_only: dict[str, list[float]] = {"itl": [], "tps": []}
+    other_choice: dict[str, list[float]] = {"itl": [], "tps": []}
     errs: dict[str, list[float]] = {"ttft": [], "itl": [], "tps": [], "total": []}
     raw: dict[str, list[float]] = {"ttft": [], "itl": [], "tps": [], "total": []}
     ours: dict[str, list[float]] = {"ttft": [], "itl": [], "tps": [], "total": []}
@@ -221,7 +220,7 @@ def silicon(k) -> dict[str, dict[str, float]]:
         itl0, tps0, _ = served(r, extra, 0.0 if use_seq else seq_alt)  # the other choice, for comparison
         for m, v in (("itl", itl0), ("tps", tps0)):
             if r["meas"][m]:
-                step_only[m].append(abs(v / r["meas"][m] - 1))
+                other_choice[m].append(abs(v / r["meas"][m] - 1))
         itl, tps, b = served(r, extra, seq)
         # its total tok/s (prompt and output tokens) is its output tok/s times the tokens per output token
         pred = {"ttft": r["ttft"], "itl": itl, "tps": tps, "total": tps * r["per_output"]}
@@ -255,7 +254,7 @@ def silicon(k) -> dict[str, dict[str, float]]:
     print(f"per-sequence host work per step beyond that, every source (seq_overhead_ms): {seq_overhead(recs, overall)}"
           f"; in knowledge/aiconfigurator.yaml: {dict(a.seq_overhead_ms)}")
     other = "without" if a.seq_overhead_ms else "with"
-    for m, xs in step_only.items():
+    for m, xs in other_choice.items():
         if xs:
             print(f"silicon {m:5} {other} the per-sequence host work (held out by source): median "
                   f"{statistics.median(xs):.0%}, p80 {_q(xs, 0.8):.0%}")
@@ -329,29 +328,6 @@ def _weighted_median(xs: list[tuple[float, float]]) -> float:
         if acc >= half:
             return x
     return xs[-1][0]
-
-
-def prefill_per_token(hw, eff) -> float:
-    """Seconds one prompt token takes at our fitted share of the card's FLOPS (0 where no FLOPS figure is known)."""
-    return 2 * hw.matmul_params / (hw.flops * eff.flops_eff) if hw.flops else 0.0
-
-
-def burst_places(c, n: int) -> tuple[int, float | None]:
-    """(places, KV pool in tokens) the plan gives the engine: its batch cap (at most the requests), and the pool its
-    typical sequences fill (None: not known)."""
-    cap = c.batch_cap()
-    mc = c.max_concurrency()
-    return min(n, cap or n), (mc * c.typical if mc else None)
-
-
-def burst_lengths(r: dict, hw) -> list[int] | None:
-    """An offline row's requests as burst() serves them: its count and its outputs' spread (length_spread); None
-    when the row is not an offline burst of a known count."""
-    load = r.get("load") or {}
-    if not load.get("offline") or not load.get("requests"):
-        return None
-    cap = LENGTH_CAP.get(r.get("length_spread") or "", 0) - float(r["input_tokens"])
-    return spread_lengths(float(r["output_tokens"]), int(load["requests"]), int(cap), r.get("length_spread") or "")
 
 
 def sweeps(k, files: list[Path], hardware, machine, note: str) -> None:

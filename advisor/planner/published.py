@@ -7,6 +7,7 @@ bench/predict_vs_measured.py and tests/advisor/planner/test_serving.py check the
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Callable
 
@@ -14,7 +15,8 @@ from advisor.inputs.answers import ModelBlock, parse_answers
 from advisor.knowledge.load import Knowledge
 from advisor.planner.capacity import Workload, _Calc
 from advisor.planner.perf import hw_class
-from advisor.planner.serving import Burst, Eff, Load, burst, decode_step_s, predict, prefill_s, spread_lengths, step_curve
+from advisor.planner.serving import (Burst, Eff, Load, burst, decode_step_s, predict, prefill_s, spread_lengths,
+                                     step_curve)
 from advisor.planner.spec import ModelSpec, resolve_model
 from advisor.planner.target import build_target
 from advisor.planner.types import Target
@@ -134,7 +136,7 @@ def serving_obs(row: dict, cpus: dict, k: Knowledge) -> list[Obs]:
         n = int(load.get("requests") or 10**6)
         users = max(1, min(n, hw.max_running or n))
         if load.get("requests") and mode != "sequential":
-            burst_of = _burst_of(row, c, hw, i, o, n)
+            burst_of = _burst_of(row, c, hw, i, o)
     sd = float(row.get("input_sd") or 0)
 
     def point(e: Eff):
@@ -180,23 +182,40 @@ def serving_obs(row: dict, cpus: dict, k: Knowledge) -> list[Obs]:
     return out
 
 
-def _burst_of(row: dict, c, hw, i: int, o: int, n: int) -> Callable[[Eff], Burst | None]:
-    """An offline row served as the burst it was (serving.burst): its n requests through the engine's places (its
-    batch cap), the KV pool its typical sequences fill, the prompts prefilled within the engine's token budget at our
-    fitted share of the card's FLOPS, and its outputs' spread (a chat dataset's long tail). Memoised per efficiency."""
+def burst_lengths(row: dict) -> list[int] | None:
+    """An offline row's requests as serving.burst serves them: its count and its outputs' spread (length_spread);
+    None when the row is not an offline burst of a known count."""
+    load = row.get("load") or {}
+    if not load.get("offline") or not load.get("requests"):
+        return None
     spread = str(row.get("length_spread") or "")
-    lengths = spread_lengths(float(o), n, int(LENGTH_CAP.get(spread, 0) - i), spread)
+    cap = LENGTH_CAP.get(spread, 0) - float(row["input_tokens"])
+    return spread_lengths(float(row["output_tokens"]), int(load["requests"]), int(cap), spread)
+
+
+def burst_places(c, n: int) -> tuple[int, float | None]:
+    """(places, KV pool in tokens) the plan gives the engine for n requests at once: its batch cap (at most the
+    requests), and the pool its typical sequences fill (None: not known)."""
     cap, mc = c.batch_cap(), c.max_concurrency()
-    slots, pool = min(n, cap or n), (mc * c.typical if mc else None)
+    return min(n, cap or n), (mc * c.typical if mc else None)
+
+
+def prefill_token_s(hw, e: Eff) -> float:
+    """Seconds one prompt token takes at the fitted share of the card's FLOPS (0 where no FLOPS figure is known)."""
+    return 2 * hw.matmul_params / (hw.flops * e.flops_eff) if hw.flops else 0.0
+
+
+def _burst_of(row: dict, c, hw, i: int, o: int) -> Callable[[Eff], Burst | None]:
+    """An offline row served as the burst it was (serving.burst): its requests through the engine's places (its
+    batch cap), the KV pool its typical sequences fill, the prompts prefilled within the engine's token budget at our
+    fitted share of the card's FLOPS, and its outputs' spread (a chat dataset's long tail). Memoised per efficiency
+    (bounded: a fit asks for a handful)."""
+    lengths = burst_lengths(row)
+    slots, pool = burst_places(c, len(lengths))
     held = i + o / 2
-    memo: dict[Eff, Burst | None] = {}
 
+    @functools.lru_cache(maxsize=16)
     def run(e: Eff) -> Burst | None:
-        if e not in memo:
-            per_token = 2 * hw.matmul_params / (hw.flops * e.flops_eff) if hw.flops else 0.0
-            step = step_curve(lambda b: decode_step_s(b, hw, e, held), slots)
-            memo[e] = burst(step, lengths, slots, float(i), pool, per_token, hw.chunk_tokens or None)
-        return memo[e]
+        step = step_curve(lambda b: decode_step_s(b, hw, e, held), slots)
+        return burst(step, lengths, slots, float(i), pool, prefill_token_s(hw, e), hw.chunk_tokens or None)
     return run
-
-

@@ -636,18 +636,9 @@ def fit_grid(loss, grids: tuple[list[float], ...], coarse: tuple[int, ...], star
     only where no single step does (the same kind of optimum for far fewer evaluations of a costly loss)."""
     import itertools
 
+    best_i, best_loss = _grid_start(loss, grids, coarse, start)
     if axis_first:
-        return _fit_axis_first(loss, grids, coarse, start)
-
-    best_i, best_loss = None, float("inf")
-    if start is not None:
-        vals = (start.bw_eff, start.flops_eff, start.step_ms, start.request_ms, start.seq_ms)[:len(grids)]
-        best_i = tuple(min(range(len(g)), key=lambda j, g=g, v=v: abs(g[j] - v)) for g, v in zip(grids, vals))
-        best_loss = loss(Eff(*(g[i] for g, i in zip(grids, best_i))))
-    for idx in (() if start is not None else itertools.product(*(range(0, len(g), c) for g, c in zip(grids, coarse)))):
-        v = loss(Eff(*(g[i] for g, i in zip(grids, idx))))
-        if v < best_loss:
-            best_i, best_loss = idx, v
+        return _fit_axis_first(loss, grids, best_i, best_loss)
     moved = True
     while moved:
         moved = False
@@ -661,7 +652,8 @@ def fit_grid(loss, grids: tuple[list[float], ...], coarse: tuple[int, ...], star
     return Eff(*(g[i] for g, i in zip(grids, best_i)))
 
 
-def _fit_axis_first(loss, grids, coarse, start) -> Eff:
+def _grid_start(loss, grids, coarse, start) -> tuple[tuple[int, ...], float]:
+    """Where a search steps from: the grid point nearest `start`, else the best of the coarse pass."""
     import itertools
 
     def at(idx) -> float:
@@ -670,13 +662,21 @@ def _fit_axis_first(loss, grids, coarse, start) -> Eff:
     if start is not None:
         vals = (start.bw_eff, start.flops_eff, start.step_ms, start.request_ms, start.seq_ms)[:len(grids)]
         best_i = tuple(min(range(len(g)), key=lambda j, g=g, v=v: abs(g[j] - v)) for g, v in zip(grids, vals))
-        best_loss = at(best_i)
-    else:
-        best_i, best_loss = None, float("inf")
-        for idx in itertools.product(*(range(0, len(g), c) for g, c in zip(grids, coarse))):
-            v = at(idx)
-            if v < best_loss:
-                best_i, best_loss = idx, v
+        return best_i, at(best_i)
+    best_i, best_loss = None, float("inf")
+    for idx in itertools.product(*(range(0, len(g), c) for g, c in zip(grids, coarse))):
+        v = at(idx)
+        if v < best_loss:
+            best_i, best_loss = idx, v
+    return best_i, best_loss
+
+
+def _fit_axis_first(loss, grids, best_i, best_loss) -> Eff:
+    import itertools
+
+    def at(idx) -> float:
+        return loss(Eff(*(g[i] for g, i in zip(grids, idx))))
+
     n = len(grids)
     axis = [tuple(d if j == a else 0 for j in range(n)) for a in range(n) for d in (-1, 1)]
     full = [d for d in itertools.product((-1, 0, 1), repeat=n) if any(d)]
