@@ -219,9 +219,17 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
     out.predictor_note = why
     out.band_ttft = out.band_itl = out.band
     g = k.serving_fit.groups.get(group) if basis in ("fitted", "class") else None
-    if g is not None and out.label != "rough":  # the held-out p80 per metric (bench/fit_serving.py)
-        out.band_ttft = round(max(g.band_ttft or out.band, k.serving.band_floor), 3)
-        out.band_itl = round(max(g.band_itl or out.band, k.serving.band_floor), 3)
+    if g is not None:  # the held-out p80 per metric (bench/fit_serving.py), widened as the tok/s band was: another
+        # engine's evidence by half again, a rough one to at least the rough floor (a rough tok/s band is not TTFT's)
+        def metric_band(b: float | None) -> float:
+            if b is None:
+                return out.band
+            b = b * 1.5 if basis == "class" else b
+            return round(max(b, k.serving.band_floor, k.serving.rough_above * 1.2 if label == "rough" else 0), 3)
+        out.band_ttft, out.band_itl = metric_band(g.band_ttft), metric_band(g.band_itl)
+    ours = (out.band, out.band_itl)  # our tok/s and ITL bands, for the cross-check beside the silicon predictor
+    # a capacity is where TTFT reaches Q2, so it carries our TTFT band (as do the facts the scores read)
+    out.own_band = band = out.band_ttft
     if si is not None:  # its decode side; TTFT and the capacities stay ours, with our band
         a = k.aiconfigurator
         out.predictor = aic_name(si.key, k)
@@ -231,7 +239,7 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
     ev = _evidence_for(c, calibration)
     if ev is not None:  # the user's own benchmark file of this engine on this GPU and count: its ratios, its band
         out.evidence = ev
-        out.band = out.band_ttft = out.band_itl = band = ev.band
+        out.band = out.band_ttft = out.band_itl = out.own_band = band = ev.band
 
     def level_at(n: int, g: int, h=hw, s=si) -> ServingLevel:
         lv = s.level(n, g, target_ms) if s is not None else None
@@ -242,9 +250,9 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
         out.at_users = level_at(users, gpus)
         out.ttft_ms_p95_one = level_at(1, gpus).ttft_ms_p95
         if si is not None:  # our model beside it, as a cross-check
-            ours = _level(mode, hw, eff, wl, users, gpus, target_ms)
-            out.cross_check = ours
-            out.disagree = _disagree(out.at_users, ours, out, k)
+            ours_level = _level(mode, hw, eff, wl, users, gpus, target_ms)
+            out.cross_check = ours_level
+            out.disagree = _disagree(out.at_users, ours_level, out, ours, k)
     if detail and wl.request_rate:
         out.request_rate_rps = wl.request_rate
         out.at_rate, out.at_rate_saturated = _at_rate(mode, hw, eff, wl, si, gpus, target_ms)
@@ -463,17 +471,18 @@ def _at_rate(mode, hw, eff, wl, si, gpus: int, target_ms: float | None) -> tuple
                         meets=None if target_ms is None else p.ttft_ms_p95 <= target_ms), False
 
 
-def _disagree(silicon: ServingLevel, ours: ServingLevel, out: ServingPlan, k: Knowledge) -> list[str]:
-    """The figures where our model lies outside both predictors' bands of the silicon one (output tok/s, TTFT p50,
-    ITL p50): [] when they agree within them."""
+def _disagree(silicon: ServingLevel, ours: ServingLevel, out: ServingPlan, own: tuple[float, float], k: Knowledge
+              ) -> list[str]:
+    """The figures where our model lies outside both predictors' bands of the silicon one (output tok/s, ITL p50):
+    [] when they agree within them. own: our model's (tok/s, ITL) bands here."""
     f = k.aiconfigurator.disagree_factor
-    pairs = (("output_tps", out.band, silicon.output_tps, ours.output_tps),
-             ("itl", out.band_itl, silicon.itl_ms_p50, ours.itl_ms_p50))
+    pairs = (("output_tps", out.band, own[0], silicon.output_tps, ours.output_tps),
+             ("itl", out.band_itl, own[1], silicon.itl_ms_p50, ours.itl_ms_p50))
     bad = []
-    for name, b, a, o in pairs:
+    for name, b, ob, a, o in pairs:
         if a and o and b is not None:
-            # both bands: ours (its own band) and the silicon one's; a ratio beyond their sum in log terms disagrees
-            if abs(math.log(o / a)) > f * (math.log1p(b) + math.log1p(out.own_band or 0)):
+            # both bands of that figure: the silicon one's and ours; a ratio beyond their sum in log terms disagrees
+            if abs(math.log(o / a)) > f * (math.log1p(b) + math.log1p(ob or 0)):
                 bad.append(name)
     return bad
 

@@ -206,7 +206,7 @@ class ServingPlan(BaseModel):
     predictor_note: str | None = None
     band_ttft: float | None = None  # the latency bands: a TTFT x (1 + band) at the slow end, / (1 + band) at the fast
     band_itl: float | None = None
-    own_band: float | None = None  # our model's own band here (TTFT's, the capacities', the cross-check's)
+    own_band: float | None = None  # our model's TTFT band here: the capacities' and the facts' the scores read
     own_label: Literal["measured", "fitted", "rough"] | None = None  # our model's label: what the scores read
     cross_check: ServingLevel | None = None  # our model at Q1's users, beside the silicon predictor's figures
     disagree: list[str] = Field(default_factory=list)  # figures where the two differ beyond their bands

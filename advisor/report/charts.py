@@ -149,6 +149,13 @@ def _style(fig: go.Figure, title: str, x: dict, y: dict, height: int, legend: bo
     MIN_HEIGHT) grows by the legend's rows, so the plot area keeps its size; the title has the top margin to itself
     (the pages also hide Plotly's mode bar, which covered it)."""
     names = [t.name for t in fig.data if t.name and t.showlegend is not False] if legend else []
+    y_title = (y.get("title") or {}).get("text") or ""
+    if any(ord(ch) > 0x2E80 for ch in y_title):
+        # a CJK axis title reads across, above the axis: Plotly can only turn a y title on its side, where Chinese
+        # characters lie sideways one under the other
+        y = {**y, "title": {**y["title"], "text": ""}}
+        fig.add_annotation(text=y_title, xref="paper", yref="paper", x=0, y=1, xanchor="left", yanchor="bottom",
+                           showarrow=False, font=dict(size=13, color="#222"), yshift=4)
     legend_px = _legend_px(names) if names else 0
     title_size = 15 if _text_px(title, 15) <= TITLE_MAX_PX else 13  # a long title still fits a phone's width
     top = 52

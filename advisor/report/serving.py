@@ -65,9 +65,9 @@ def label_text(sv: ServingPlan, knowledge: Knowledge, lang: str) -> str:
     if sv.label == "silicon" and sv.band_itl is not None and sv.band_ttft is not None:
         return knowledge.s("srv_label_silicon", lang, label=knowledge.s("val_plan_label_silicon", lang),
                            tps=_pct(sv.band), itl=_pct(sv.band_itl), ttft=_pct(sv.band_ttft))
-    if sv.label == "fitted" and sv.band_itl is not None and sv.band_ttft is not None and \
+    if sv.label in ("fitted", "rough") and sv.band_itl is not None and sv.band_ttft is not None and \
             (sv.band_itl, sv.band_ttft) != (sv.band, sv.band):  # each metric's held-out p80 (bench/fit_serving.py)
-        return knowledge.s("srv_label_bands", lang, label=knowledge.s("val_plan_label_fitted", lang),
+        return knowledge.s("srv_label_bands", lang, label=knowledge.s(f"val_plan_label_{sv.label}", lang),
                            tps=_pct(sv.band), itl=_pct(sv.band_itl), ttft=_pct(sv.band_ttft))
     return head
 
