@@ -95,22 +95,16 @@ class Evaluator:
         """Run the capacity searches of the engines outside `relevant` whose fleet could change the smallest one.
 
         An engine's score reads another engine's plan only through the smallest fleet (plan_fleet_ratio: the smallest
-        fleet of an engine predicted with a fitted band, else of any predicted engine; see facts) and whether any
-        engine is predicted at all (serving_predicted). An engine left without its searches is one whose fleet,
-        whatever the searches would find, is no smaller than that smallest fleet (advisor.planner.perf.fleet_floor:
-        at least one replica) and, if its band is fitted, does not make the smallest fleet a fitted one where none
-        was. Its plan_predicted is what the searches would have made it (they always end in a capacity); its other
+        fleet of any predicted engine; see facts) and whether any engine is predicted at all (serving_predicted). An
+        engine left without its searches is one whose fleet, whatever the searches would find, is no smaller than
+        that smallest fleet (advisor.planner.perf.fleet_floor: at least one replica). Its plan_predicted is what the searches would have made it (they always end in a capacity); its other
         facts are not read by the flip search, which compares only the relevant engines' scores."""
         fleets = {e: f["plan_fleet_size"] for e, f in engine_facts.items() if e in relevant and f.get("plan_fleet_size")}
-        sure = {e: v for e, v in fleets.items() if not engine_facts[e].get("plan_rough")}
         for e, p in plan.engines.items():
             sv = p.serving
             if e in relevant or sv is None or sv.ttft_target_ms is None or p.loads is False:
                 continue  # (no searches to skip: the plan is whole)
-            floor = fleet_floor(p, self.knowledge)
-            rough = (sv.own_label or sv.label) == "rough"
-            if (sure and (rough or floor >= min(sure.values()))) or (not sure and rough and fleets and
-                                                                     floor >= min(fleets.values())):
+            if fleets and fleet_floor(p, self.knowledge) >= min(fleets.values()):
                 engine_facts[e]["plan_predicted"] = True
                 continue
             p = plan.engines[e] = plan_engine(e, plan.model, plan.target, workload_for(answers, self.knowledge),
@@ -120,8 +114,6 @@ class Evaluator:
             f = engine_facts[e] = plan_facts(p, none)
             if f.get("plan_fleet_size"):
                 fleets[e] = f["plan_fleet_size"]
-                if not f.get("plan_rough"):
-                    sure[e] = f["plan_fleet_size"]
 
     def facts(self, answers: Answers, detail: bool = True, relevant: frozenset[str] | None = None
               ) -> tuple[dict[str, Any], EngineFacts]:
@@ -141,10 +133,10 @@ class Evaluator:
         facts["gguf_architecture"] = plan.model.gguf_architecture
         facts["sliding_window"] = plan.model.sliding_window if plan.model.sliding_layers else None
         facts["serving_predicted"] = any(f.get("plan_predicted") for f in engine_facts.values())
-        # each engine's fleet against the smallest fleet predicted with a fitted band (else the smallest of all)
+        # each engine's fleet against the smallest predicted (rough or fitted: "needs the fewest GPUs" must be true of
+        # every prediction shown; a rough engine's lead inside the bands is undone by the support-first pass)
         fleets = {e: f["plan_fleet_size"] for e, f in engine_facts.items() if f.get("plan_fleet_size")}
-        sure = [v for e, v in fleets.items() if not engine_facts[e].get("plan_rough")]
-        best = min(sure) if sure else (min(fleets.values()) if fleets else None)
+        best = min(fleets.values()) if fleets else None
         for e, f in engine_facts.items():
             f["plan_fleet_ratio"] = round(fleets[e] / best, 1) if best and e in fleets else None
         return facts, engine_facts

@@ -182,3 +182,28 @@ def test_a_rough_miss_inside_its_band_counts_for_less_than_one_beyond_it():
     far = recommend(parse_answers({**a, "ttft_p95_ms": 100}), None, k)  # 10x: beyond any band
     v = next(r for r in far.ranking if r.engine == "vllm")
     assert {x.rule: x.delta for x in v.reasons}.get("predicted-misses-rough") == -12
+
+
+def test_a_fitted_miss_inside_its_band_weighs_no_more_than_a_rough_one():
+    """Llama-3-70B INT4 on 2 x RTX 4090, 4 users, 2 s: llama.cpp's fitted prediction misses by about 1.2x, inside its
+    TTFT band (the held-out error's 80 % interval, whatever the label), as the rough ones of the other engines do; it
+    costs what theirs cost (-4), not the -12 of a miss beyond the band. At 0.2 s (10x) it is beyond: -12."""
+    from advisor.decide.rules import recommend
+    from advisor.inputs.answers import parse_answers
+    from advisor.knowledge.load import load_knowledge
+
+    k = load_knowledge()
+    a = {"concurrency": 4, "ttft_p95_ms": 2000,
+         "hardware": {"gpu_vendor": "nvidia", "gpu_model": "RTX 4090", "gpu_count": 2, "gpu_memory_gb": 24,
+                      "ram_gb": 128, "os": "linux"},
+         "model": {"name": "llama-3-70b", "params_b": 70, "precision": "int4", "context_tokens": 4096}}
+    rec = recommend(parse_answers(a), None, k)
+    lc = next(r for r in rec.ranking if r.engine == "llama.cpp")
+    sv = lc.plan.serving
+    assert sv.own_label == "fitted" and sv.replicas is None
+    assert 1 < sv.ttft_ms_p95_one / 2000 <= 1 + sv.own_band  # the premise: a miss inside the band
+    ids = {x.rule: x.delta for x in lc.reasons}
+    assert ids.get("predicted-misses-in-band") == -4 and "predicted-misses" not in ids, ids
+    far = recommend(parse_answers({**a, "ttft_p95_ms": 200}), None, k)
+    lc = next(r for r in far.ranking if r.engine == "llama.cpp")
+    assert {x.rule: x.delta for x in lc.reasons}.get("predicted-misses") == -12
