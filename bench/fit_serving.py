@@ -42,6 +42,7 @@ OUT = ROOT / "knowledge" / "serving_fit.yaml"
 MIN_OBS = 3  # figures, from at least MIN_ROWS rows (one blog's two runs are not an engine's efficiency)
 MIN_ROWS = 3
 MIN_BAND = 8  # held-out figures a band is read from; fewer: the wider pooled band, labelled rough
+MIN_PREFILL = 8  # figures timing a prompt an engine's own prefill efficiency is fitted from; fewer: its class's
 TODAY = "2026-12-04"
 HUBER = 0.4  # log error (about +-50 %) beyond which a point's pull grows linearly, not squared
 PULL = 0.02  # weight of the pull towards the prior, per squared log unit
@@ -119,7 +120,11 @@ def _fit_pass(obs: list[Obs], k, src: dict[str, str], start: dict[str, Eff] | No
             own = [o for o in pooled if o.engine == engine]
             if len(own) >= MIN_OBS and len({o.row for o in own}) >= MIN_ROWS:
                 key = f"{engine}/{cls}"
-                effs[key] = fit_group(own, effs[cls], src, (start or {}).get(key))
+                # its own prefill side (flops_eff, request_ms) only from enough figures that time a prompt; else the
+                # class's, so engines on thin evidence are compared on one prefill (a 2.5x TTFT gap between two
+                # engines on one GPU was a prior against a fit on five figures)
+                fixed = None if prefill_figures(own) >= MIN_PREFILL else effs[cls]
+                effs[key] = fit_group(own, effs[cls], src, (start or {}).get(key), fixed_prefill=fixed)
     return effs
 
 
@@ -200,13 +205,21 @@ def loss(obs: list[Obs], e: Eff, prior: Eff, weight: list[float] | None = None) 
     return total / max(1e-9, sum(weight)) + PULL * pull
 
 
-def fit_group(obs: list[Obs], prior: Eff, src: dict[str, str], start: Eff | None = None) -> Eff:
+def fit_group(obs: list[Obs], prior: Eff, src: dict[str, str], start: Eff | None = None,
+              fixed_prefill: Eff | None = None) -> Eff:
     """Each source (publisher) weighs the same in total, however many figures it printed: one lab's hundred runs of
-    one setup must not outvote ten labs. start: step from this fit (the second pass) instead of the coarse grid."""
+    one setup must not outvote ten labs. start: step from this fit (the second pass) instead of the coarse grid.
+    fixed_prefill: keep its flops_eff and request_ms (the group has too few figures that time a prompt)."""
     n = Counter(src[o.row] for o in obs)
     weight = [1.0 / n[src[o.row]] for o in obs]
-    return fit_grid(lambda e: loss(obs, e, prior, weight), (BW, FL, STEP, REQ, SEQ), (3, 2, 3, 3, 3), start,
+    fl, req = (FL, REQ) if fixed_prefill is None else ([fixed_prefill.flops_eff], [fixed_prefill.request_ms])
+    return fit_grid(lambda e: loss(obs, e, prior, weight), (BW, fl, STEP, req, SEQ), (3, 2, 3, 3, 3), start,
                     axis_first=True)
+
+
+def prefill_figures(obs: list[Obs]) -> int:
+    """Figures that time a prompt: TTFTs and batch-1 prefill rates."""
+    return sum(1 for o in obs if kind_of(o) == "ttft" or o.kind == "prefill1")
 
 
 def median_abs(errs: list[float]) -> float | None:
@@ -246,13 +259,15 @@ def main(argv: list[str] | None = None) -> int:
         mine = [o for o in obs if o.cls == cls and (not engine or o.engine == engine)]
         fit_err = median_abs([rel_err(o, e) for o in mine])
         tps, rough = band("throughput", cls, engine or None)
-        ttft, _ = band("ttft", cls, engine or None)
+        ttft, rough_ttft = band("ttft", cls, engine or None)
         itl, _ = band("itl", cls, engine or None)
         groups[key] = {"bw_eff": e.bw_eff, "flops_eff": e.flops_eff, "step_ms": e.step_ms, "request_ms": e.request_ms,
                        "seq_ms": e.seq_ms,
                        "points": len(mine), "serving_points": sum(1 for o in mine if o.serving),
+                       "prefill_points": prefill_figures(mine),
                        "fit_error": None if fit_err is None else round(fit_err, 3), "band": round(max(tps, 0.01), 3),
-                       "band_ttft": round(max(ttft, 0.01), 3), "band_itl": round(max(itl, 0.01), 3), "rough": rough}
+                       "band_ttft": round(max(ttft, 0.01), 3), "band_itl": round(max(itl, 0.01), 3), "rough": rough,
+                       "rough_ttft": rough_ttft}
 
     print(f"{'row':44} {'source':28} {'engine':12} {'class':18} {'figure':12} {'measured':>10} {'predicted':>10} "
           f"{'error':>7}")
@@ -284,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
             kept = yaml.safe_load(OUT.read_text(encoding="utf-8"))["groups"]
             for key, g in kept.items():
                 new = groups.get(key) or groups.get(key.rpartition("/")[2]) or {}
-                g.update({x: new[x] for x in ("band", "band_ttft", "band_itl", "rough") if x in new})
+                g.update({x: new[x] for x in ("band", "band_ttft", "band_itl", "rough", "rough_ttft") if x in new})
             groups = kept
         doc = {"fitted": TODAY, "script": "bench/fit_serving.py", "fit_points": len(obs),
                "sources": len(set(src.values())), "rows": len({o.row for o in obs}),

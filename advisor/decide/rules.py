@@ -169,7 +169,8 @@ def recommend(answers: Answers, hardware: Hardware | None, knowledge: Knowledge,
             f = {**facts, "over": knowledge.engines[over].name, "mine": "—" if mine is None else mine,
                  "theirs": "—" if theirs is None else theirs, "weaker": knowledge.s(weaker, lang),
                  "stronger": knowledge.s(stronger, lang)}
-            return Reason(rule=rule_id, text=_fmt(sc.support_first_text.get(lang), f, knowledge.strings, lang),
+            text = sc.rough_first_text if ground == "rough-both" else sc.support_first_text
+            return Reason(rule=rule_id, text=_fmt(text.get(lang) if text else "", f, knowledge.strings, lang),
                           delta=round(delta, 2), source=sc.source)
         if rule_id.startswith(("tie-break/", "tie-kept/")):
             kind, over = rule_id.split("/", 1)

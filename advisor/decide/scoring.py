@@ -92,7 +92,8 @@ def score(facts: dict[str, Any], knowledge: Knowledge, engine_facts: EngineFacts
     pred = {e: sum(d for rid, d in parts if rid.startswith("predicted-")) for e, parts in contributions.items()}
     for e, over, d in support_first(raw, pred, experimental, set(excluded), engine_facts):
         # the id carries what the reason says: the engine yielded to, and on which ground
-        ground = "experimental" if (e in experimental) != (over in experimental) else "rough"
+        ground = ("experimental" if (e in experimental) != (over in experimental) else
+                  "rough-both" if engine_facts[over].get("plan_rough") else "rough")
         contributions[e].append((f"support-first/{over}/{ground}", d))
     totals_now = {e: sum(d for _, d in parts) for e, parts in contributions.items()}
     for e, over, d in tie_break(totals_now, set(excluded), engine_facts, sc.min_score, sc.max_score):
@@ -108,11 +109,12 @@ def score(facts: dict[str, Any], knowledge: Knowledge, engine_facts: EngineFacts
 
 
 def _weaker(a: str, b: str, experimental: set[str], engine_facts: EngineFacts) -> bool:
-    """a's path is less proven than b's: experimental against supported, or at the same tier a rough prediction
-    against a fitted one."""
+    """a's lead over b may not rest on a prediction inside the bands: a's path is experimental where b's is supported,
+    or, at the same tier, a's prediction is rough (against a fitted one, or another rough one: thin evidence on both
+    sides moves no engine above another)."""
     if (a in experimental) != (b in experimental):
         return a in experimental
-    return bool(engine_facts[a].get("plan_rough")) and engine_facts[b].get("plan_rough") is False
+    return bool(engine_facts[a].get("plan_rough"))
 
 
 def _inside_bands(a: str, b: str, engine_facts: EngineFacts) -> bool:
@@ -140,7 +142,8 @@ def _band_factor(fa: dict[str, Any], fb: dict[str, Any]) -> float:
 def support_first(raw: dict[str, float], pred: dict[str, float], experimental: set[str], excluded: set[str],
                   engine_facts: EngineFacts | None) -> list[tuple[str, str, float]]:
     """(engine, the engine it must not outrank, delta): an engine whose lead over a better-supported (or
-    better-predicted) one comes from its prediction rules alone, on a margin inside the bands, is put just below it.
+    better-predicted) one comes from its prediction rules alone, on a margin inside the bands, is put just below it
+    (level with it where both are rough and were level without their predictions).
     Rank order as Scored.order (ties by ENGINE_IDS); at most one move per pair, so it ends."""
     if not engine_facts:
         return []
@@ -157,7 +160,12 @@ def support_first(raw: dict[str, float], pred: dict[str, float], experimental: s
                 if (a, b) in done or not _weaker(a, b, experimental, engine_facts) or pred[a] - pred[b] < lead \
                         or not (pred[a] > pred[b] or lead > 0) or not _inside_bands(a, b, engine_facts):
                     continue
-                d = -(lead + 1)
+                # put just below b; where both are rough and tied without their predictions, level with it (thin
+                # evidence on both sides lifts neither: the tie is said, and rough predictions break no tie)
+                both_rough = (a in experimental) == (b in experimental) and bool(engine_facts[b].get("plan_rough"))
+                d = -lead if both_rough and pred[a] - pred[b] == lead else -(lead + 1)
+                if d == 0:
+                    continue
                 t[a] += d
                 out.append((a, b, d))
                 done.add((a, b))

@@ -387,6 +387,7 @@ class Scoring(Strict):
     clamp_text: Text
     # a predicted margin inside the bands does not lift an experimental (or rough) path over a supported (fitted) one
     support_first_text: Text | None = None
+    rough_first_text: Text | None = None  # ... and a lead that rests on rough predictions on both sides
     # a predicted capacity beyond both bands orders engines of the same score
     tie_break_text: Text | None = None
     tie_kept_text: Text | None = None  # ... and a lead inside them is said, the tie kept
@@ -1124,11 +1125,13 @@ class ServingFile(Strict):
 class FitGroup(Efficiency):
     points: int = Field(ge=0)
     serving_points: int = Field(default=0, ge=0)  # of them, from serving rows (the rest are batch-1 figures)
+    prefill_points: int = Field(default=0, ge=0)  # of them, timing a prompt (fewer than 8: the class's prefill side)
     fit_error: float | None = None  # median |log error| turned into a relative error, on the points fitted
     band: float = Field(gt=0)  # the relative error a prediction from this group carries (tok/s; the capacities)
     band_ttft: float | None = Field(default=None, gt=0)  # the same for TTFT and for ITL, where they differ
     band_itl: float | None = Field(default=None, gt=0)
     rough: bool = False  # the band is the pooled one: too few held-out figures of this group's own
+    rough_ttft: bool = False  # the same for its TTFT band, which the capacities carry
 
 
 class ServingFit(Strict):

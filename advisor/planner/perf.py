@@ -198,7 +198,12 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
         cal = None  # a sweep on another CPU says nothing of this one
     eff, band, basis, group = efficiency(c.engine, cls, k, cal, batching=c.mode != "sequential" and
                                          wl.concurrency > 1)
-    label = "measured" if basis == "measured" else ("rough" if band > k.serving.rough_above else "fitted")
+    fg = k.serving_fit.groups.get(group) if basis == "fitted" else None
+    # rough: thin evidence (another engine's, a prior, a group with too few held-out figures of its own, a batch-1 fit
+    # for a batched load), not a wide band: a band earned on many figures is shown as it is
+    thin = basis in ("class", "prior") or (fg is not None and (fg.rough or (
+        c.mode != "sequential" and wl.concurrency > 1 and not fg.serving_points)))
+    label = "measured" if basis == "measured" else ("rough" if thin else "fitted")
     mode, users, target_ms = c.mode, wl.concurrency, wl.ttft_target_ms
     gpus = c.n if c.device == "gpu" else 0
     out = ServingPlan(mode=mode, hw_class=cls, basis=basis, group=group, label=label, band=round(band, 3),
@@ -228,8 +233,11 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
             return round(max(b, k.serving.band_floor, k.serving.rough_above * 1.2 if label == "rough" else 0), 3)
         out.band_ttft, out.band_itl = metric_band(g.band_ttft), metric_band(g.band_itl)
     ours = (out.band, out.band_itl)  # our tok/s and ITL bands, for the cross-check beside the silicon predictor
-    # a capacity is where TTFT reaches Q2, so it carries our TTFT band (as do the facts the scores read)
+    # a capacity is where TTFT reaches Q2, so it carries our TTFT band (as do the facts the scores read), and is rough
+    # where that band is (too few TTFT figures on this class: the pooled band)
     out.own_band = band = out.band_ttft
+    if g is not None and g.rough_ttft and label != "measured":
+        out.own_label = "rough"
     if si is not None:  # its decode side; TTFT and the capacities stay ours, with our band
         a = k.aiconfigurator
         out.predictor = aic_name(si.key, k)

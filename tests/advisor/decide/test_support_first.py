@@ -46,6 +46,24 @@ def test_a_rough_prediction_never_outranks_a_fitted_one_inside_the_rough_band():
     assert support_first(raw, pred, set(), set(), ef) == [("llama.cpp", "vllm", -3.0)]
 
 
+def test_thin_evidence_on_both_sides_lifts_neither_inside_the_bands():
+    """Two rough predictions (the GeForce class holds 7 TTFT figures): TensorRT-LLM meets on one RTX 4090 where vLLM
+    needs more, but the gap lies within both bands, so the lead is undone: level where the two were level without
+    their predictions, just below where the other led."""
+    raw = {e: 30.0 for e in ENGINES} | {"tensorrt-llm": 61.0, "vllm": 47.0}
+    pred = dict.fromkeys(ENGINES, 0.0) | {"tensorrt-llm": 14.0, "vllm": 0.0}
+    ef = base(**{"tensorrt-llm": facts(3, 14, rough=True, cap=13, band_pct=74),
+                 "vllm": facts(0, 6, rough=True, cap=5, band_pct=74)})  # 13 < 5 x 1.74 x 1.74: inside
+    assert support_first(raw, pred, set(), set(), ef) == [("tensorrt-llm", "vllm", -14.0)]  # level, 47 and 47
+    raw["tensorrt-llm"] = 60.0  # without the predictions vLLM led by one: just below it
+    assert support_first(raw, pred, set(), set(), ef) == [("tensorrt-llm", "vllm", -14.0)]  # 46 against 47
+    raw["tensorrt-llm"] = 61.0
+    ef["vllm"]["plan_rough"] = False  # a rough lead over a fitted one: just below, as before
+    assert support_first(raw, pred, set(), set(), ef) == [("tensorrt-llm", "vllm", -15.0)]
+    ef["vllm"].update(plan_capacity=2, plan_capacity_high=2, plan_rough=True)  # beyond both bands: it stands
+    assert support_first(raw, pred, set(), set(), ef) == []
+
+
 def test_a_lead_far_beyond_both_bands_stands_even_when_a_wide_band_reaches_zero():
     """Windows + L4: llama.cpp's rough 51 users (0-114 over its band) against transformers' fitted 1 (1-1): the
     slow end touches zero, but 51 is far beyond what both bands together allow (x 1.88 x 1.39)."""
