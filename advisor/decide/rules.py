@@ -161,6 +161,9 @@ def recommend(answers: Answers, hardware: Hardware | None, knowledge: Knowledge,
         if rule_id == "score-bounds":
             return Reason(rule=rule_id, text=_fmt(sc.clamp_text.get(lang), facts, knowledge.strings, lang), delta=round(delta, 2),
                           source=sc.source)
+        # what the support-first and tie reasons rest on: the serving prediction's fit and its held-out bands
+        fit_cite = {"source": "bench/fit_serving.py", "version": f"serving model fit of {knowledge.serving_fit.fitted}",
+                    "read": str(knowledge.serving_fit.fitted)}
         if rule_id.startswith("support-first/"):
             _, over, ground = rule_id.split("/")
             mine, theirs = engine_facts[engine].get("plan_capacity"), engine_facts[over].get("plan_capacity")
@@ -171,17 +174,17 @@ def recommend(answers: Answers, hardware: Hardware | None, knowledge: Knowledge,
                  "stronger": knowledge.s(stronger, lang)}
             text = sc.rough_first_text if ground == "rough-both" else sc.support_first_text
             return Reason(rule=rule_id, text=_fmt(text.get(lang) if text else "", f, knowledge.strings, lang),
-                          delta=round(delta, 2), source=sc.source)
-        if rule_id.startswith(("tie-break/", "tie-kept/")):
+                          delta=round(delta, 2), **fit_cite)
+        if rule_id.startswith(("tie-break/", "tie-kept/", "tie-capped/")):
             kind, over = rule_id.split("/", 1)
             fa, fb = engine_facts[engine], engine_facts[over]
             mine, theirs = fa["plan_capacity"], fb["plan_capacity"]
             f = {**facts, "over": knowledge.engines[over].name, "mine": mine, "theirs": theirs,
                  "pct": round(100 * (mine / theirs - 1)) if theirs else "—",
                  "band": fa.get("plan_band_pct") or 0, "band_over": fb.get("plan_band_pct") or 0}
-            text = sc.tie_break_text if kind == "tie-break" else sc.tie_kept_text
+            text = {"tie-break": sc.tie_break_text, "tie-kept": sc.tie_kept_text}.get(kind, sc.tie_capped_text)
             return Reason(rule=rule_id, text=_fmt(text.get(lang) if text else "", f, knowledge.strings, lang),
-                          delta=round(delta, 2), source=sc.source)
+                          delta=round(delta, 2), **fit_cite)
         if rule_id.startswith("support/"):
             _, axis, key = rule_id.split("/", 2)
             v = next(v for v in support_verdicts(engine, facts, engine_facts[engine], knowledge)

@@ -28,7 +28,7 @@ class Scored:
 
 
 _COMPILED: dict[int, list[tuple[Any, ks.Rule]]] = {}
-SUPPORT_FIRST_FACTS = frozenset({"plan_capacity", "plan_capacity_low", "plan_capacity_high", "plan_rough",
+SUPPORT_FIRST_FACTS = frozenset({"plan_capacity", "plan_capacity_low", "plan_capacity_high", "plan_capacity_bound", "plan_rough",
                                  "plan_band_pct"})  # (the tie-break reads the same facts)
 
 
@@ -97,7 +97,8 @@ def score(facts: dict[str, Any], knowledge: Knowledge, engine_facts: EngineFacts
         contributions[e].append((f"support-first/{over}/{ground}", d))
     totals_now = {e: sum(d for _, d in parts) for e, parts in contributions.items()}
     for e, over, d in tie_break(totals_now, set(excluded), engine_facts, sc.min_score, sc.max_score):
-        contributions[e].append((f"tie-break/{over}" if d else f"tie-kept/{over}", d))
+        kind = "tie-break" if d else ("tie-capped" if capped_lead(e, over, engine_facts) else "tie-kept")
+        contributions[e].append((f"{kind}/{over}", d))
     scores = {}
     for e, parts in contributions.items():
         total = sum(d for _, d in parts)
@@ -119,9 +120,9 @@ def _weaker(a: str, b: str, experimental: set[str], engine_facts: EngineFacts) -
 
 def _inside_bands(a: str, b: str, engine_facts: EngineFacts) -> bool:
     """a's predicted lead over b is inside both bands: a's capacity at the band's slow end does not clear b's at
-    its fast end, and the two central capacities differ by less than both bands together ((1 + band_a) x
-    (1 + band_b)): a slow end that reaches zero users (a wide band against a tight target) does not make a 50-fold
-    lead a tie. No capacity predicted: nothing beyond the bands either."""
+    its fast end, and a's central capacity lies within b's range or the two differ by less than both bands together
+    ((1 + band_a) x (1 + band_b)): a slow end that reaches zero users (a wide band against a tight target) does not
+    make a 50-fold lead a tie. No capacity predicted: nothing beyond the bands either."""
     fa, fb = engine_facts[a], engine_facts[b]
     lo, hi = fa.get("plan_capacity_low"), fb.get("plan_capacity_high")
     if lo is None or hi is None:
@@ -131,7 +132,9 @@ def _inside_bands(a: str, b: str, engine_facts: EngineFacts) -> bool:
     ca, cb = fa.get("plan_capacity"), fb.get("plan_capacity")
     if ca is None or cb is None:
         return True
-    return ca <= cb * _band_factor(fa, fb)
+    # a's central capacity inside b's range is inside (near the target a capacity moves many times faster than the
+    # TTFT it is searched on, so the central figures' ratio alone overstates a gap the ranges still cover)
+    return ca <= hi or ca <= cb * _band_factor(fa, fb)
 
 
 def _band_factor(fa: dict[str, Any], fb: dict[str, Any]) -> float:
@@ -188,6 +191,12 @@ def _beyond_both(a: str, b: str, engine_facts: EngineFacts) -> bool:
     return lo > hi and ca > cb * _band_factor(fa, fb)
 
 
+def capped_lead(a: str, b: str, engine_facts: EngineFacts) -> bool:
+    """a out-serves b beyond both bands, but b's capacity is held by its default batch cap (vLLM's max_num_seqs by
+    GPU), a setting the deployment may raise, not what its GPUs hold: no tie is broken on it."""
+    return engine_facts[b].get("plan_capacity_bound") == "batch" and _beyond_both(a, b, engine_facts)
+
+
 TIE_BREAK = 0.1  # per engine of the tie beaten beyond both bands: orders a tie, never crosses a whole point
 TIE_SAID = 1.1  # a predicted lead of 10 % or more inside the bands is said (delta 0), not acted on
 
@@ -214,7 +223,9 @@ def tie_break(t: dict[str, float], excluded: set[str], engine_facts: EngineFacts
                     continue
                 if engine_facts[a].get("plan_rough") or engine_facts[b].get("plan_rough"):
                     continue  # a rough prediction (a prior, or a wide pooled band) breaks no tie and is not weighed
-                if _beyond_both(a, b, engine_facts):
+                if capped_lead(a, b, engine_facts):
+                    out.append((a, b, 0.0))  # said, the tie kept
+                elif _beyond_both(a, b, engine_facts):
                     if t[a] + TIE_BREAK <= hi:  # (at the top bound both stay at 100, a tie as shown)
                         out.append((a, b, TIE_BREAK))
                 elif ca >= cb * TIE_SAID:  # a lead a reader would see, inside the bands: said, kept a tie

@@ -45,7 +45,7 @@ def plan_facts(plan, fix_none: str) -> dict[str, Any]:
 #: the parts of a serving plan that a plan may leave out (advisor.planner.perf.serving_plan's skip), with the facts below
 #: that read them: a flip search whose rules test none of a part's facts does not compute it
 SERVING_PARTS = {
-    "band": frozenset({"plan_capacity_low", "plan_capacity_high"}),
+    "band": frozenset({"plan_capacity_low", "plan_capacity_high", "plan_capacity_bound", "plan_margin_low"}),
     "levels": frozenset({"plan_ttft_p95_ms", "plan_itl_ms", "plan_output_tps", "plan_ttft_one_ms", "plan_miss_x",
                          "plan_miss_in_band"}),
 }
@@ -73,7 +73,11 @@ def serving_facts(plan) -> dict[str, Any]:
         "plan_capacity": sv.capacity if known else None,
         "plan_capacity_low": sv.capacity_low if known else None,
         "plan_capacity_high": sv.capacity_high if known else None,
+        # "batch": held by the engine's default batch cap (max_num_seqs), which a deployment may raise; "kv": the pool
+        "plan_capacity_bound": sv.capacity_bound if known else None,
         "plan_margin": (sv.capacity / sv.users) if known and sv.users else None,
+        "plan_margin_low": (sv.capacity_low / sv.users) if known and sv.users and sv.capacity_low is not None
+        else None,  # at the band's slow end
         "plan_ttft_p95_ms": g(at.ttft_ms_p95) if at is not None else None,
         "plan_itl_ms": g(at.itl_ms_p50, 1) if at is not None else None,
         "plan_output_tps": g(at.output_tps) if at is not None else None,

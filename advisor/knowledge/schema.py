@@ -391,6 +391,7 @@ class Scoring(Strict):
     # a predicted capacity beyond both bands orders engines of the same score
     tie_break_text: Text | None = None
     tie_kept_text: Text | None = None  # ... and a lead inside them is said, the tie kept
+    tie_capped_text: Text | None = None  # ... and a lead over a capacity held by the default batch cap
     convention: Text
     current_source: CurrentSourceStr | None = Field(default=None, alias="source")
     origin: SeedStr | None = None

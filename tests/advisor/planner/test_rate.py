@@ -33,9 +33,10 @@ def test_a_rate_is_served_at_about_that_rate_with_littles_law_in_flight(engine):
     assert sv.request_rate_rps == 4 and lv is not None and not sv.at_rate_saturated
     # what completes is what arrives: 4 requests/s x 190 tokens, within the rounding of the requests in flight
     assert lv.output_tps == pytest.approx(4 * 190, rel=0.15)
-    # requests in flight = rate x time in the system (Little's law)
+    # requests in flight = rate x time in the system (Little's law; the level gives p50 TTFT, and a queue makes the
+    # mean wait, which the law takes, longer than the median: within 15 % or 1.5 requests)
     time_s = (lv.ttft_ms_p50 + lv.itl_ms_p50 * 189) / 1000
-    assert lv.concurrency == pytest.approx(4 * time_s, abs=1.5)
+    assert lv.concurrency == pytest.approx(4 * time_s, rel=0.15, abs=1.5)
     # a higher rate holds more in flight and waits no less
     hi = _plan(8).engines[engine].serving.at_rate
     assert hi.concurrency > lv.concurrency and hi.ttft_ms_p95 >= lv.ttft_ms_p95 * 0.95
