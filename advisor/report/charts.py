@@ -156,6 +156,7 @@ def _style(fig: go.Figure, title: str, x: dict, y: dict, height: int, legend: bo
         y = {**y, "title": {**y["title"], "text": ""}}
         fig.add_annotation(text=y_title, xref="paper", yref="paper", x=0, y=1, xanchor="left", yanchor="bottom",
                            showarrow=False, font=dict(size=13, color="#222"), yshift=4)
+        fig.update_layout(meta={"y_title": y_title})  # where axis_titles finds it
     legend_px = _legend_px(names) if names else 0
     title_size = 15 if _text_px(title, 15) <= TITLE_MAX_PX else 13  # a long title still fits a phone's width
     top = 52
@@ -174,6 +175,12 @@ def _style(fig: go.Figure, title: str, x: dict, y: dict, height: int, legend: bo
                     bgcolor="rgba(255,255,255,0.8)", font=dict(size=12), traceorder="normal"),
     )
     return fig
+
+
+def axis_titles(fig: go.Figure) -> tuple[str, str]:
+    """(x, y) axis titles as a reader sees them, the y one also where _style set it across above the axis."""
+    meta = fig.layout.meta if isinstance(fig.layout.meta, dict) else {}
+    return fig.layout.xaxis.title.text or "", fig.layout.yaxis.title.text or meta.get("y_title") or ""
 
 
 def _no_data(fig: go.Figure, lang: str) -> None:

@@ -786,7 +786,7 @@ def chart_images(rec: Recommendation, results: list[ProbeResult], lang: str, che
     """The report's charts as PNG: ({name: ChartImage} for build_markdown, {file name: bytes} for the PDF).
     A chart that cannot be exported (no headless browser) is left out. run_ids: as for build_markdown."""
     from advisor.knowledge.load import load_knowledge
-    from advisor.report.charts import to_pngs
+    from advisor.report.charts import axis_titles, to_pngs
 
     k = load_knowledge()
     images, files = {}, {}
@@ -795,7 +795,7 @@ def chart_images(rec: Recommendation, results: list[ProbeResult], lang: str, che
     for name, fig in figs.items():
         png = pngs.get(name)
         if png:
-            x, y = (_TAG.sub(" ", ax.title.text or "").strip() for ax in (fig.layout.xaxis, fig.layout.yaxis))
+            x, y = (_TAG.sub(" ", t).strip() for t in axis_titles(fig))
             images[name] = ChartImage(f"{name}.png", k.s("chart_caption", lang, x=x or "–", y=y or "–"))
             files[f"{name}.png"] = png
     return images, files

@@ -18,7 +18,7 @@ from advisor.decide.rules import recommend
 from advisor.evidence.probe_check import ProbeCheck
 from advisor.inputs.answers import parse_answers
 from advisor.knowledge.load import load_knowledge
-from advisor.report.charts import latency_chart, throughput_chart
+from advisor.report.charts import axis_titles, latency_chart, throughput_chart
 from advisor.report.document import ReportError, build_markdown, chart_figures, markdown_to_pdf
 from advisor.report.plan import plan_markdown, plan_rows
 from probes.result import Percentiles, ProbeResult, RequestRecord, SystemLoad
@@ -106,6 +106,7 @@ def test_every_chart_has_explicit_layout_titles_and_honest_axes(lang):
                 # a Chinese y title reads across, above the axis, not turned on its side (its characters lay sideways)
                 assert not title and len(across) == 1, (name, title, across)
                 title = across[0]
+                assert axis_titles(fig)[1] == title  # what the PDF's caption names
             assert title and (CJK.search(title) if lang == "zh" else not CJK.search(title)), (name, title)
             if axis.type == "log":
                 assert ("log scale" if lang == "en" else "对数坐标") in title, (name, title)
