@@ -151,6 +151,7 @@ def support_first(raw: dict[str, float], pred: dict[str, float], experimental: s
     if not engine_facts:
         return []
     t = dict(raw)
+    pred = dict(pred)  # a move undoes prediction rules, so it counts among them: what remains is the answers' order
     out: list[tuple[str, str, float]] = []
     done: set[tuple[str, str]] = set()
     moved = True
@@ -170,6 +171,7 @@ def support_first(raw: dict[str, float], pred: dict[str, float], experimental: s
                 if d == 0:
                     continue
                 t[a] += d
+                pred[a] += d
                 out.append((a, b, d))
                 done.add((a, b))
                 moved = True

@@ -239,3 +239,13 @@ def test_a_rough_room_to_grow_counts_where_it_holds_at_the_bands_slow_end():
     r = next(r for r in recommend(parse_answers(tight), None, load_knowledge()).ranking if r.engine == "sglang")
     assert r.plan.serving.capacity_low < 2 * 200
     assert "predicted-meets-with-margin-rough" not in {x.rule for x in r.reasons}
+
+
+def test_a_move_counts_among_the_predictions_so_it_does_not_cascade():
+    """Qwen2.5-7B INT4 on a T4: SGLang's rough meet (+14) is undone below vLLM's fitted verdict (62 -> 47); it still
+    leads llama.cpp (34) on the answers alone (48 against 40 without predictions), so it is not moved again."""
+    raw = {e: 30.0 for e in ENGINES} | {"sglang": 62.0, "vllm": 48.0, "llama.cpp": 34.0}
+    pred = dict.fromkeys(ENGINES, 0.0) | {"sglang": 14.0, "vllm": 0.0, "llama.cpp": -6.0}
+    ef = base(sglang=facts(0, 90, rough=True, cap=19, band_pct=76), vllm=facts(0, 22, cap=2, band_pct=82),
+              **{"llama.cpp": facts(0, 20, rough=True, cap=2, band_pct=76)})
+    assert support_first(raw, pred, set(), set(), ef) == [("sglang", "vllm", -15.0)]
