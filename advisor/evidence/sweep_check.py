@@ -18,7 +18,7 @@ from advisor.inputs.hardware import Hardware
 from advisor.knowledge.load import Knowledge
 from advisor.planner.capacity import Workload, _Calc
 from advisor.planner.machine_bench import MachineBench
-from advisor.planner.perf import efficiency, hw_class
+from advisor.planner.perf import efficiency, hw_class, label_for
 from advisor.planner.serving import Eff, Load, capacity, fit_grid, predict
 from advisor.planner.spec import ModelSpec, ModelSpecError, read_model_path
 from advisor.planner.target import build_target
@@ -211,7 +211,7 @@ def check_sweep(sweep: SweepResult, knowledge: Knowledge, hardware: Hardware | N
     cls = hw_class(c.target, c.device, knowledge)
     cal = (calibration or {}).get(engine) if c.target.source == "detected" and c.device == "cpu" else None
     eff, band, basis, group = efficiency(engine, cls, knowledge, cal, batching=c.mode != "sequential")
-    label = "measured" if basis == "measured" else ("rough" if band > knowledge.serving.rough_above else "fitted")
+    label = label_for(basis, group, knowledge, batching=c.mode != "sequential")
     out_check = SweepCheck(engine=engine, label=label, band=round(band, 3), group=group, hw_class=cls,
                            input_tokens=prompt, output_tokens=out, ttft_target_ms=sweep.ttft_target_ms,
                            busy=busy_here(sweep), measured_capacity=sweep.capacity)

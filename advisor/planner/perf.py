@@ -61,6 +61,17 @@ def efficiency(engine: str, cls: str, k: Knowledge, calibrated: Calibrated | Non
     return _eff(p), sv.band_without_evidence, "prior", cls
 
 
+def label_for(basis: str, group: str, k: Knowledge, batching: bool) -> str:
+    """measured, fitted or rough. Rough is thin evidence (another engine's, a prior, a group with too few held-out
+    figures of its own, a batch-1 fit for a batched load), not a wide band: a band earned on many figures is shown as
+    wide as it is."""
+    if basis == "measured":
+        return "measured"
+    fg = k.serving_fit.groups.get(group) if basis == "fitted" else None
+    thin = basis in ("class", "prior") or (fg is not None and (fg.rough or (batching and not fg.serving_points)))
+    return "rough" if thin else "fitted"
+
+
 def _level(mode, hw, eff, wl, c: int, gpus: int, target_ms: float | None) -> ServingLevel:
     p = predict(mode, hw, eff, Load(wl.prompt_tokens, wl.output_tokens, wl.input_sd, concurrency=c))
     per_gpu = p.output_tps / gpus if p.output_tps is not None and gpus else p.output_tps
@@ -198,12 +209,7 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
         cal = None  # a sweep on another CPU says nothing of this one
     eff, band, basis, group = efficiency(c.engine, cls, k, cal, batching=c.mode != "sequential" and
                                          wl.concurrency > 1)
-    fg = k.serving_fit.groups.get(group) if basis == "fitted" else None
-    # rough: thin evidence (another engine's, a prior, a group with too few held-out figures of its own, a batch-1 fit
-    # for a batched load), not a wide band: a band earned on many figures is shown as it is
-    thin = basis in ("class", "prior") or (fg is not None and (fg.rough or (
-        c.mode != "sequential" and wl.concurrency > 1 and not fg.serving_points)))
-    label = "measured" if basis == "measured" else ("rough" if thin else "fitted")
+    label = label_for(basis, group, k, batching=c.mode != "sequential" and wl.concurrency > 1)
     mode, users, target_ms = c.mode, wl.concurrency, wl.ttft_target_ms
     gpus = c.n if c.device == "gpu" else 0
     out = ServingPlan(mode=mode, hw_class=cls, basis=basis, group=group, label=label, band=round(band, 3),

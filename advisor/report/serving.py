@@ -293,12 +293,12 @@ def workload_line(plan: Plan, knowledge: Knowledge, lang: str) -> str | None:
 
 
 def explanation(knowledge: Knowledge, lang: str) -> str:
-    return knowledge.s("srv_explain", lang, rough=round(knowledge.serving.rough_above * 100))
+    return knowledge.s("srv_explain", lang)
 
 
 def caption(knowledge: Knowledge, lang: str) -> str:
     """One line for under the table: every figure is a prediction with its band, and what "rough" means."""
-    return knowledge.s("srv_caption", lang, rough=round(knowledge.serving.rough_above * 100))
+    return knowledge.s("srv_caption", lang)
 
 
 def serving_markdown(plan: Plan, knowledge: Knowledge, lang: str, heading: str = "##") -> str:
