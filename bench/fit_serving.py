@@ -46,7 +46,7 @@ MIN_BAND = 8  # held-out figures a band is read from; fewer: the wider pooled ba
 # held out by publisher it did worse (datacenter NVIDIA tok/s 27 -> 30 %, GeForce 16 -> 22 %, SGLang's tok/s band
 # 62 -> 97 %), so each engine keeps its own; the ranking, not the fit, keeps thin evidence from reordering engines
 MIN_PREFILL = 0
-TODAY = "2026-12-04"
+TODAY = "2026-12-05"
 HUBER = 0.4  # log error (about +-50 %) beyond which a point's pull grows linearly, not squared
 PULL = 0.02  # weight of the pull towards the prior, per squared log unit
 BW = [0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0]
@@ -297,17 +297,6 @@ def main(argv: list[str] | None = None) -> int:
         fitted = ("Efficiencies: kept from the previous fit (--keep-efficiencies: a refit on every row moved three\n"
                   "# expert scenarios' leaders; issue 32). " if args.keep_efficiencies else
                   "Efficiencies: fitted on every row. ")
-        text = ("# Written by bench/fit_serving.py from the published measurements in tests/advisor/data/: do not edit\n"
-                f"# by hand; rerun the script. {fitted}Bands: the 80th percentile of\n"
-                "# |predicted / measured - 1| when each source (publisher) is left out of the fit in turn and predicted\n"
-                "# from the others, per engine (with enough figures), else per hardware class, else pooled (rough).\n"
-                "# advisor/planner/perf.py floors them at serving.yaml band_floor.\n")
-        if args.keep_efficiencies:  # the bands of this validation on the efficiencies already in use
-            kept = yaml.safe_load(OUT.read_text(encoding="utf-8"))["groups"]
-            for key, g in kept.items():
-                new = groups.get(key) or groups.get(key.rpartition("/")[2]) or {}
-                g.update({x: new[x] for x in ("band", "band_ttft", "band_itl", "rough", "rough_ttft") if x in new})
-            groups = kept
         if args.keep_class:  # these classes' fits as the file holds them (held out as they were then)
             before = yaml.safe_load(OUT.read_text(encoding="utf-8"))
             keep = set(args.keep_class)
@@ -323,6 +312,17 @@ def main(argv: list[str] | None = None) -> int:
             groups = dict(sorted(groups.items(), key=lambda kv: (kv[0].rpartition("/")[2], kv[0])))
             fitted += (f"Kept as the previous file held them (--keep-class): {', '.join(sorted(keep))}, whose\n"
                        "# engine groups rested on few TTFT figures (issue 32). ")
+        text = ("# Written by bench/fit_serving.py from the published measurements in tests/advisor/data/: do not edit\n"
+                f"# by hand; rerun the script. {fitted}Bands: the 80th percentile of\n"
+                "# |predicted / measured - 1| when each source (publisher) is left out of the fit in turn and predicted\n"
+                "# from the others, per engine (with enough figures), else per hardware class, else pooled (rough).\n"
+                "# advisor/planner/perf.py floors them at serving.yaml band_floor.\n")
+        if args.keep_efficiencies:  # the bands of this validation on the efficiencies already in use
+            kept = yaml.safe_load(OUT.read_text(encoding="utf-8"))["groups"]
+            for key, g in kept.items():
+                new = groups.get(key) or groups.get(key.rpartition("/")[2]) or {}
+                g.update({x: new[x] for x in ("band", "band_ttft", "band_itl", "rough", "rough_ttft") if x in new})
+            groups = kept
         doc = {"fitted": TODAY, "script": "bench/fit_serving.py", "fit_points": len(obs),
                "sources": len(set(src.values())), "rows": len({o.row for o in obs}),
                "held_out": table, "groups": groups}
