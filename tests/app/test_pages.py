@@ -106,7 +106,7 @@ def test_recommendation_page_shows_the_predicted_serving_performance():
     assert vllm["how it serves"] == "continuous batching" and vllm["fleet for 16 users"].endswith("GPU")
     assert vllm["prediction"]  # the label sits in the table a reader sees at any width (walk-3 M3)
     text = " ".join(m.value for m in [*at.markdown, *at.caption])
-    assert "16 users of about 2,300 tokens fit" in text and "rough = a band wider than" in text
+    assert "16 users of about 2,300 tokens fit" in text and "rough = thin evidence" in text
     specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
     assert any(d.get("name") == "within p95 TTFT ≤ 800 ms (predicted)" for sp in specs for d in sp["data"])
 
