@@ -42,7 +42,7 @@ OUT = ROOT / "knowledge" / "serving_fit.yaml"
 MIN_OBS = 3  # figures, from at least MIN_ROWS rows (one blog's two runs are not an engine's efficiency)
 MIN_ROWS = 3
 MIN_BAND = 8  # held-out figures a band is read from; fewer: the wider pooled band, labelled rough
-# figures timing a prompt an engine's own prefill efficiency is fitted from; fewer: its class's. Tried at 8 (2026-12-05):
+# figures timing a prompt an engine's own prefill side is fitted from; fewer: its class's. Tried at 8 (2026-12-05):
 # held out by publisher it did worse (datacenter NVIDIA tok/s 27 -> 30 %, GeForce 16 -> 22 %, SGLang's tok/s band
 # 62 -> 97 %), so each engine keeps its own; the ranking, not the fit, keeps thin evidence from reordering engines
 MIN_PREFILL = 0

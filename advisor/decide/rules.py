@@ -97,8 +97,9 @@ class Evaluator:
         An engine's score reads another engine's plan only through the smallest fleet (plan_fleet_ratio: the smallest
         fleet of any predicted engine; see facts) and whether any engine is predicted at all (serving_predicted). An
         engine left without its searches is one whose fleet, whatever the searches would find, is no smaller than
-        that smallest fleet (advisor.planner.perf.fleet_floor: at least one replica). Its plan_predicted is what the searches would have made it (they always end in a capacity); its other
-        facts are not read by the flip search, which compares only the relevant engines' scores."""
+        that smallest fleet (advisor.planner.perf.fleet_floor: at least one replica). Its plan_predicted is what the
+        searches would have made it (they always end in a capacity); its other facts are not read by the flip search,
+        which compares only the relevant engines' scores."""
         fleets = {e: f["plan_fleet_size"] for e, f in engine_facts.items() if e in relevant and f.get("plan_fleet_size")}
         for e, p in plan.engines.items():
             sv = p.serving

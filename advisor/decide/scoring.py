@@ -28,8 +28,8 @@ class Scored:
 
 
 _COMPILED: dict[int, list[tuple[Any, ks.Rule]]] = {}
-SUPPORT_FIRST_FACTS = frozenset({"plan_capacity", "plan_capacity_low", "plan_capacity_high", "plan_capacity_bound", "plan_rough",
-                                 "plan_band_pct"})  # (the tie-break reads the same facts)
+SUPPORT_FIRST_FACTS = frozenset({"plan_capacity", "plan_capacity_low", "plan_capacity_high", "plan_capacity_bound",
+                                 "plan_rough", "plan_band_pct"})  # (the tie-break reads the same facts)
 
 
 def _compiled(knowledge: Knowledge) -> list[tuple[Any, ks.Rule]]:
@@ -92,9 +92,7 @@ def score(facts: dict[str, Any], knowledge: Knowledge, engine_facts: EngineFacts
     pred = {e: sum(d for rid, d in parts if rid.startswith("predicted-")) for e, parts in contributions.items()}
     for e, over, d in support_first(raw, pred, experimental, set(excluded), engine_facts):
         # the id carries what the reason says: the engine yielded to, and on which ground
-        ground = ("experimental" if (e in experimental) != (over in experimental) else
-                  "rough-both" if engine_facts[over].get("plan_rough") else "rough")
-        contributions[e].append((f"support-first/{over}/{ground}", d))
+        contributions[e].append((f"support-first/{over}/{_ground(e, over, experimental, engine_facts)}", d))
     totals_now = {e: sum(d for _, d in parts) for e, parts in contributions.items()}
     for e, over, d in tie_break(totals_now, set(excluded), engine_facts, sc.min_score, sc.max_score):
         kind = "tie-break" if d else ("tie-capped" if capped_lead(e, over, engine_facts) else "tie-kept")
@@ -116,6 +114,14 @@ def _weaker(a: str, b: str, experimental: set[str], engine_facts: EngineFacts) -
     if (a in experimental) != (b in experimental):
         return a in experimental
     return bool(engine_facts[a].get("plan_rough"))
+
+
+def _ground(a: str, b: str, experimental: set[str], engine_facts: EngineFacts) -> str:
+    """Why a may not lead b on a prediction inside the bands: "experimental" (against supported), "rough" (against a
+    fitted prediction) or "rough-both" (thin evidence on both sides)."""
+    if (a in experimental) != (b in experimental):
+        return "experimental"
+    return "rough-both" if engine_facts[b].get("plan_rough") else "rough"
 
 
 def _inside_bands(a: str, b: str, engine_facts: EngineFacts) -> bool:
@@ -166,10 +172,8 @@ def support_first(raw: dict[str, float], pred: dict[str, float], experimental: s
                     continue
                 # put just below b; where both are rough and tied without their predictions, level with it (thin
                 # evidence on both sides lifts neither: the tie is said, and rough predictions break no tie)
-                both_rough = (a in experimental) == (b in experimental) and bool(engine_facts[b].get("plan_rough"))
-                d = -lead if both_rough and pred[a] - pred[b] == lead else -(lead + 1)
-                if d == 0:
-                    continue
+                level = _ground(a, b, experimental, engine_facts) == "rough-both" and pred[a] - pred[b] == lead
+                d = -lead if level else -(lead + 1)
                 t[a] += d
                 pred[a] += d
                 out.append((a, b, d))

@@ -1126,7 +1126,7 @@ class ServingFile(Strict):
 class FitGroup(Efficiency):
     points: int = Field(ge=0)
     serving_points: int = Field(default=0, ge=0)  # of them, from serving rows (the rest are batch-1 figures)
-    prefill_points: int = Field(default=0, ge=0)  # of them, timing a prompt (fewer than 8: the class's prefill side)
+    prefill_points: int = Field(default=0, ge=0)  # of them, timing a prompt (TTFTs and batch-1 prefill rates)
     fit_error: float | None = None  # median |log error| turned into a relative error, on the points fitted
     band: float = Field(gt=0)  # the relative error a prediction from this group carries (tok/s; the capacities)
     band_ttft: float | None = Field(default=None, gt=0)  # the same for TTFT and for ITL, where they differ

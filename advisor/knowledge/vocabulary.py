@@ -27,8 +27,9 @@ PLAN_FACT_NAMES = frozenset({
     "plan_overhead_gib", "plan_max_concurrency", "plan_max_context_tokens", "plan_decode_tps_upper_bound", "plan_fix",
     "plan_precision_id", "plan_fits_known", "plan_offload_ram_gib",
     # the serving prediction (advisor/planner/perf.py, advisor.inputs.facts.serving_facts)
-    "plan_predicted", "plan_capacity_bound", "plan_sla_replicas", "plan_sla_missed", "plan_rough", "plan_label", "plan_band_pct",
-    "plan_capacity", "plan_capacity_low", "plan_capacity_high", "plan_margin", "plan_margin_low", "plan_ttft_p95_ms", "plan_itl_ms",
+    "plan_predicted", "plan_sla_replicas", "plan_sla_missed", "plan_rough", "plan_label", "plan_band_pct",
+    "plan_capacity", "plan_capacity_low", "plan_capacity_high", "plan_capacity_bound", "plan_margin", "plan_margin_low",
+    "plan_ttft_p95_ms", "plan_itl_ms",
     "plan_output_tps", "plan_ttft_one_ms", "plan_miss_x", "plan_miss_in_band", "plan_fleet_gpus", "plan_mode", "plan_typical_tokens",
     "plan_fleet_size", "plan_fleet_ratio",
 })

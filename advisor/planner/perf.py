@@ -242,7 +242,7 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
     # a capacity is where TTFT reaches Q2, so it carries our TTFT band (as do the facts the scores read), and is rough
     # where that band is (too few TTFT figures on this class: the pooled band)
     out.own_band = band = out.band_ttft
-    if g is not None and g.rough_ttft and label != "measured":
+    if g is not None and g.rough_ttft:  # (g is a fit group: the basis is fitted or class, never measured)
         out.own_label = "rough"
     if si is not None:  # its decode side; TTFT and the capacities stay ours, with our band
         a = k.aiconfigurator

@@ -45,8 +45,9 @@ NO_AXIS = {"cnn-not-an-llm-engine", "single-user-unpredicted", "no-cuda-experien
            "plan-does-not-load", "plan-kv-short", "plan-fits-only-with-offload", "plan-offload-ram-unknown",
            "plan-tight-headroom",
            # the serving prediction (advisor/planner/perf.py): a prediction, not a support cell
-           "predicted-meets", "predicted-meets-with-margin", "predicted-meets-with-margin-rough", "predicted-meets-rough", "predicted-needs-replicas",
-           "predicted-needs-many-replicas", "predicted-misses", "predicted-misses-in-band", "predicted-misses-rough", "predicted-misses-rough-in-band",
+           "predicted-meets", "predicted-meets-with-margin", "predicted-meets-with-margin-rough", "predicted-meets-rough",
+           "predicted-needs-replicas", "predicted-needs-many-replicas", "predicted-misses", "predicted-misses-in-band",
+           "predicted-misses-rough", "predicted-misses-rough-in-band",
            "predicted-replicas-rough",
            "predicted-smallest-fleet", "predicted-larger-fleet"}
 
