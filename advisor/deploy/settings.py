@@ -517,9 +517,14 @@ def build_settings(engine: str, plan: Plan, answers: Answers, knowledge: Knowled
     if sv is not None and sv.replicas:
         replicas = sv.replicas
         g = max(sv.gpus_per_replica, p.gpus_used)
-        why_r = b.t("replicas", replicas=count(knowledge, "replica", sv.replicas, lang),
+        # the fleet is sized on TTFT (each replica's capacity within the target), so its comment quotes the TTFT
+        # band and label the capacity carries, and the replicas at that band's slow end
+        high = sv.replicas_high if sv.replicas_high and sv.replicas_high > sv.replicas else None
+        band = sv.own_band if sv.own_band is not None else sv.band
+        why_r = b.t("replicas_range" if high else "replicas", replicas=count(knowledge, "replica", sv.replicas, lang),
                     gpus=count(knowledge, "gpu", g, lang), users=count(knowledge, "user", p.concurrency, lang),
-                    label=knowledge.s(f"val_plan_label_{sv.label}", lang), band=round(sv.band * 100))
+                    label=knowledge.s(f"val_plan_label_{sv.own_label or sv.label}", lang), band=round(band * 100),
+                    high=high or 0)
     else:
         replicas, why_r = 1, b.t("replicas_one")
     if p.device == "cpu":

@@ -62,8 +62,16 @@ def label_text(sv: ServingPlan, knowledge: Knowledge, lang: str) -> str:
     head = f"{knowledge.s(f'val_plan_label_{sv.label}', lang)} {_pct(sv.band)}"
     if sv.evidence is not None:  # the user's own benchmark file recalibrated it: its band, one for every figure
         return knowledge.s("srv_label_evidence", lang, band=_pct(sv.band))
+    # the capacities and the fleet rest on TTFT, which is rough on its own where that band is borrowed (too few TTFT
+    # figures for this engine or class) even when the figures' evidence is fitted: the cell says so beside TTFT
+    ttft_rough = sv.own_label == "rough" and sv.label in ("fitted", "silicon")
     if sv.label == "silicon" and sv.band_itl is not None and sv.band_ttft is not None:
-        return knowledge.s("srv_label_silicon", lang, label=knowledge.s("val_plan_label_silicon", lang),
+        return knowledge.s("srv_label_silicon_rough" if ttft_rough else "srv_label_silicon", lang,
+                           label=knowledge.s("val_plan_label_silicon", lang),
+                           tps=_pct(sv.band), itl=_pct(sv.band_itl), ttft=_pct(sv.band_ttft))
+    if ttft_rough and sv.band_itl is not None and sv.band_ttft is not None:
+        return knowledge.s("srv_label_ttft_rough", lang, label=knowledge.s(f"val_plan_label_{sv.label}", lang),
+                           rough=knowledge.s("val_plan_label_rough", lang),
                            tps=_pct(sv.band), itl=_pct(sv.band_itl), ttft=_pct(sv.band_ttft))
     if sv.label in ("fitted", "rough") and sv.band_itl is not None and sv.band_ttft is not None and \
             (sv.band_itl, sv.band_ttft) != (sv.band, sv.band):  # each metric's held-out p80 (bench/fit_serving.py)

@@ -654,3 +654,27 @@ def test_the_zip_is_dated_when_it_was_made():
         made = {dt.datetime(*i.date_time) for i in z.infolist()}
     assert len(made) == 1 and before <= made.pop() <= dt.datetime.now()
     assert bundle_zip(b, when) == bundle_zip(b, when.replace(second=2))  # a redraw within the minute: the same bytes
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_replicas_comment_quotes_the_ttft_band_the_fleet_is_sized_on(lang):
+    """The fleet is each replica's capacity within the TTFT target, so its comment carries our TTFT band and label
+    (own_band, own_label), not the tok/s band, and the replicas at that band's slow end where they differ."""
+    answers, _, rec = made("8b-l40s", lang)
+    plan = rec.plan
+    sv = plan.engines["vllm"].serving
+    assert sv is not None and sv.replicas
+    sv = sv.model_copy(update={"band": 0.25, "own_band": 1.19, "own_label": "rough", "label": "fitted",
+                               "replicas": 5, "replicas_high": 9})
+    p = plan.engines["vllm"].model_copy(update={"serving": sv})
+    b = build_settings("vllm", plan.model_copy(update={"engines": {**plan.engines, "vllm": p}}), answers,
+                       knowledge(), lang)
+    rough = knowledge().s("val_plan_label_rough", lang)
+    assert b.replicas == 5 and "±119%" in b.replicas_why and rough in b.replicas_why, b.replicas_why
+    assert "±25%" not in b.replicas_why and "9" in b.replicas_why
+    level = sv.model_copy(update={"replicas_high": 5, "own_label": "fitted", "own_band": 0.49})
+    p = plan.engines["vllm"].model_copy(update={"serving": level})
+    b = build_settings("vllm", plan.model_copy(update={"engines": {**plan.engines, "vllm": p}}), answers,
+                       knowledge(), lang)
+    assert "±49%" in b.replicas_why and knowledge().s("val_plan_label_fitted", lang) in b.replicas_why
+    assert "slow end" not in b.replicas_why and "慢端" not in b.replicas_why

@@ -18,7 +18,8 @@ L40S = {"concurrency": 16, "ttft_p95_ms": 800,
         "hardware": {"gpu_vendor": "nvidia", "gpu_model": "L40S", "gpu_count": 1},
         "model": {"name": "llama-3.1-8b", "precision": "bf16", "context_tokens": 131072, "input_tokens": 2000,
                   "output_tokens": 300}}
-LABEL = re.compile(r"^((fitted|rough|measured) ±\d+%|from measured kernel timings: tok/s ±\d+%, ITL ±\d+%; TTFT ours ±\d+%)$")
+LABEL = re.compile(r"^((fitted|rough|measured) ±\d+%|(fitted|rough): tok/s ±\d+%, ITL ±\d+%(, |; )TTFT (rough )?±\d+%"
+                   r"|from measured kernel timings: tok/s ±\d+%, ITL ±\d+%; TTFT ours(, rough)? ±\d+%)$")
 
 
 @pytest.fixture(scope="module")
@@ -223,3 +224,20 @@ def test_a_capacity_bound_by_the_kv_pool_says_so_instead_of_a_falsely_narrow_ban
             assert "KV" not in _row(rows, name)[col] and re.search(r"\d[–]\d", _row(rows, name)[col])
     assert any(not q.serving.kv_bound and q.serving.capacity_low < q.serving.capacity_high
                for q in plan.engines.values() if q.serving and q.serving.capacity_low is not None)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_capacity_rough_by_its_ttft_says_so_in_the_label_cell(plan, lang):
+    """Fitted tok/s and ITL beside a TTFT band borrowed from the class (own_label rough): the cell names TTFT rough,
+    as the capacities and the fleet it sizes are; the silicon cell likewise."""
+    from advisor.report.serving import label_text
+
+    rough, fitted = K.s("val_plan_label_rough", lang), K.s("val_plan_label_fitted", lang)
+    sv = next(iter(predicted(plan).values())).model_copy(update={
+        "label": "fitted", "band": 0.3, "band_itl": 0.4, "band_ttft": 1.1, "own_label": "rough", "own_band": 1.1,
+        "evidence": None})
+    cell = label_text(sv, K, lang)
+    assert cell.startswith(fitted) and rough in cell and "±110%" in cell, cell
+    assert rough not in label_text(sv.model_copy(update={"own_label": "fitted"}), K, lang)
+    si = label_text(sv.model_copy(update={"label": "silicon"}), K, lang)
+    assert rough in si and "±110%" in si, si
