@@ -126,8 +126,8 @@ def silicon(k) -> dict[str, dict[str, float]]:
 
     from advisor.planner import aic
     from advisor.planner.aic import installed, point
-    from advisor.planner.perf import _silicon, with_step_overhead
-    from advisor.planner.published import _calc, burst_lengths, burst_places, prefill_token_s
+    from advisor.planner.perf import _silicon, with_host_floor, with_step_overhead
+    from advisor.planner.published import _calc, burst_lengths, burst_places, prefill_token_s, served as served_row
 
     if not installed():
         print("\nMeasured-silicon predictor: aiconfigurator-core is not installed")
@@ -155,7 +155,8 @@ def silicon(k) -> dict[str, dict[str, float]]:
         if si is None:
             print(f"{r['id'][:58]:58} no silicon prediction: {why}")
             continue
-        si.extra_ms = si.seq_ms = 0.0  # the library's own figures: the corrections are applied below, held out by source
+        si.extra_ms = si.seq_ms = si.host_ms_per_seq = 0.0  # the library's own figures: the corrections are applied
+        # below, held out by source
         if load.get("concurrency"):
             users = int(load["concurrency"])
         elif load.get("offline"):
@@ -178,7 +179,7 @@ def silicon(k) -> dict[str, dict[str, float]]:
         own = point(si.key, i, o, users if hw.max_running is None else max(1, min(users, hw.max_running)))
         recs.append({"id": r["id"], "engine": r["engine"], "source": source_of(r), "users": users, "meas": meas,
                      "per_output": (i + o) / o,  # total tokens (prompt and output) per output token
-                     "small": bool(load.get("concurrency")) and users <= SMALL_BATCH,
+                     "small": bool(load.get("concurrency")) and users <= SMALL_BATCH, "served": served_row(r),
                      "raw_itl": f[2], "raw_tps": f[4], "ttft": own.ttft_ms,
                      "ours": {"ttft": mine.ttft_ms_p50, "itl": mine.itl_ms_p50, "tps": mine.output_tps},
                      "burst": None if lengths is None else (si, lengths, *burst_places(c, len(lengths)), i,
@@ -193,9 +194,12 @@ def silicon(k) -> dict[str, dict[str, float]]:
     shown: dict[str, dict[str, float]] = {}
     bursts: dict[str, list[float]] = {"itl": [], "tps": [], "ttft_burst": []}
     steady_b: dict[str, list[float]] = {"itl": [], "tps": []}
-    def served(r, extra: float, seq: float):
-        """(ITL, tok/s, the burst or None) with `extra` ms of host work per step and `seq` per running sequence."""
-        itl, tps = with_step_overhead(r["raw_itl"], r["raw_tps"], extra + seq * r["users"])
+    def served(r, extra: float, seq: float, host: float = 0.0):
+        """(ITL, tok/s, the burst or None) with `extra` ms of host work per step, `seq` per running sequence, and a
+        step of at least `host` ms per running sequence where the row was served through an API server."""
+        host = host if r["served"] else 0.0
+        itl, tps = with_host_floor(*with_step_overhead(r["raw_itl"], r["raw_tps"], extra + seq * r["users"]),
+                                   host * r["users"])
         b = None
         if r["burst"] is not None:  # every request at once: served through its places until the last ends
             si, lengths, slots, pool, prompt, per_token, budget = r["burst"]
@@ -203,25 +207,36 @@ def silicon(k) -> dict[str, dict[str, float]]:
 
             def decode(n: int, si=si, o_mean=o_mean, prompt=prompt, per_token=per_token) -> float:
                 # its steady state's step, less the share of the prompts it mixes in (n / out of them a step):
-                # the burst prefills them itself, up front
+                # the burst prefills them itself, up front; the host's floor is the API server's, not the GPU's
                 s = with_step_overhead(si.figures(n)[2], 1.0, extra + seq * n)[0] / 1000
-                return max(0.3 * s, s - n / o_mean * prompt * per_token)
+                return max(0.3 * s, s - n / o_mean * prompt * per_token, host * n / 1000)
             b = burst(step_curve(decode, slots), lengths, slots, prompt, pool, per_token, budget)
             if b is not None:
                 itl, tps = b.tpot_ms_mean, b.output_tps
         return itl, tps, b
 
     use_seq = bool(k.aiconfigurator.seq_overhead_ms)  # as the plans do: only where the knowledge adopted it
+    # the served floor, earned left one source out on a grid (each row's figures at every grid value, once)
+    at_grid = {(r["id"], h): served(r, loso[r["source"]].get(r["engine"], 0.0), 0.0, h)[:2]
+               for r in recs for h in HOST_GRID if r["users"] > SMALL_BATCH}
+    host_loso = {src: host_floor(recs, at_grid, src) for src in loso}
+    use_host = bool(k.aiconfigurator.host_ms_per_seq)
+    no_host: dict[str, list[float]] = {"itl": [], "tps": [], "total": []}
     for r in recs:
         extra = loso[r["source"]].get(r["engine"], 0.0)
         seq_alt = loso_seq[r["source"]].get(r["engine"], 0.0)
         seq = seq_alt if use_seq else 0.0
+        host = host_loso[r["source"]] if use_host else 0.0
         steady = dict(zip(("itl", "tps"), with_step_overhead(r["raw_itl"], r["raw_tps"], extra + seq * r["users"])))
-        itl0, tps0, _ = served(r, extra, 0.0 if use_seq else seq_alt)  # the other choice, for comparison
+        itl0, tps0, _ = served(r, extra, 0.0 if use_seq else seq_alt, host)  # the other choice, for comparison
         for m, v in (("itl", itl0), ("tps", tps0)):
             if r["meas"][m]:
                 other_choice[m].append(abs(v / r["meas"][m] - 1))
-        itl, tps, b = served(r, extra, seq)
+        itl_h, tps_h, _ = served(r, extra, seq, 0.0 if use_host else host_loso[r["source"]])
+        for m, v in (("itl", itl_h), ("tps", tps_h), ("total", tps_h * r["per_output"])):
+            if r["meas"][m]:
+                no_host[m].append(abs(v / r["meas"][m] - 1))
+        itl, tps, b = served(r, extra, seq, host)
         # its total tok/s (prompt and output tokens) is its output tok/s times the tokens per output token
         pred = {"ttft": r["ttft"], "itl": itl, "tps": tps, "total": tps * r["per_output"]}
         lib = {"ttft": r["ttft"], "itl": r["raw_itl"], "tps": r["raw_tps"], "total": r["raw_tps"] * r["per_output"]}
@@ -253,6 +268,13 @@ def silicon(k) -> dict[str, dict[str, float]]:
           f"in knowledge/aiconfigurator.yaml: {dict(a.step_overhead_ms)}")
     print(f"per-sequence host work per step beyond that, every source (seq_overhead_ms): {seq_overhead(recs, overall)}"
           f"; in knowledge/aiconfigurator.yaml: {dict(a.seq_overhead_ms)}")
+    print(f"served host floor per running sequence, every source (host_ms_per_seq): "
+          f"{host_floor(recs, at_grid)} ms; held out by source: {host_loso}; in knowledge/aiconfigurator.yaml: "
+          f"{a.host_ms_per_seq}")
+    for m, xs in no_host.items():
+        if xs:
+            print(f"silicon {m:5} {'without' if use_host else 'with'} the served host floor (held out by source): "
+                  f"median {statistics.median(xs):.0%}, p80 {_q(xs, 0.8):.0%}")
     other = "without" if a.seq_overhead_ms else "with"
     for m, xs in other_choice.items():
         if xs:
@@ -273,6 +295,29 @@ def silicon(k) -> dict[str, dict[str, float]]:
             print(f"silicon, the {len(xs)} offline bursts, {m}: median {statistics.median(xs):.0%}, "
                   f"p80 {_q(xs, 0.8):.0%}{base}")
     return shown
+
+
+HOST_GRID = (0.0, 0.02, 0.04, 0.06, 0.08, 0.1, 0.12, 0.15, 0.18, 0.22, 0.26, 0.3, 0.35)  # ms per sequence
+
+
+def host_floor(recs: list[dict], at_grid: dict, leave_out: str | None = None) -> float:
+    """The served host floor (ms of a step per running sequence) that best fits the served runs of more than
+    SMALL_BATCH sequences: the HOST_GRID value with the least median |log(predicted / measured)| over their ITL,
+    output and total tok/s (the smallest on a tie). at_grid: (row id, value) -> (ITL, output tok/s) as predicted
+    with it. leave_out: a source whose rows are not used (the held-out check)."""
+    import math
+
+    use = [r for r in recs if r["source"] != leave_out and r["served"] and r["users"] > SMALL_BATCH]
+
+    def loss(h: float) -> float:
+        xs = []
+        for r in use:
+            itl, tps = at_grid[(r["id"], h)]
+            for m, v in (("itl", itl), ("tps", tps), ("total", tps * r["per_output"])):
+                if r["meas"][m] and v:
+                    xs.append(abs(math.log(v / r["meas"][m])))
+        return statistics.median(xs) if xs else 0.0
+    return min(HOST_GRID, key=lambda h: (loss(h), h))
 
 
 SILICON_METRIC = {"output_tps": "tps", "total_tps": "total", "itl": "itl"}  # the figures a plan takes from it

@@ -1183,6 +1183,11 @@ class AiconfiguratorFile(Strict):
     # our engine id -> ms each running sequence adds to a step beyond that (its per-sequence host work), earned the
     # same way on runs of more than 8 sequences
     seq_overhead_ms: dict[str, float] = Field(default_factory=dict)
+    # ms of a served engine's host work per running sequence per step that the GPU's step does not hide (streaming
+    # each token through the API server): a decode step takes at least this times the sequences in flight. Earned by
+    # source on published served runs of more than 8 sequences (bench/predict_vs_measured.py host_floor); 0: none
+    host_ms_per_seq: float = Field(default=0.0, ge=0, le=5)
+    host_basis: str = ""  # how it was earned: the rows, the sources, the date
 
     @field_validator("step_overhead_ms", "seq_overhead_ms")
     @classmethod

@@ -97,10 +97,12 @@ class _Silicon:
     ITL and throughput erred far less (knowledge/aiconfigurator.yaml: 12 % and 17 %). The p95
     of ITL, which it does not give, is its mean times our model's p95/p50 at the same load."""
 
-    def __init__(self, key, mode: str, hw, eff, wl, extra_ms: float = 0.0, seq_ms: float = 0.0):
+    def __init__(self, key, mode: str, hw, eff, wl, extra_ms: float = 0.0, seq_ms: float = 0.0,
+                 host_ms_per_seq: float = 0.0):
         self.key, self.mode, self.hw, self.eff, self.wl = key, mode, hw, eff, wl
         self.extra_ms = extra_ms  # the engine's per-step host work its tables lack (knowledge: step_overhead_ms)
         self.seq_ms = seq_ms  # and per running sequence per step (knowledge: seq_overhead_ms)
+        self.host_ms_per_seq = host_ms_per_seq  # the served floor of a step per sequence (knowledge: host_ms_per_seq)
 
     def _ours(self, c: int):
         wl = self.wl
@@ -146,7 +148,14 @@ class _Silicon:
             if tps > 0:  # the ITL b requests in flight take at that rate
                 tpot = max(tpot, (1000 * b * out / tps - served) / out)
         tpot, tps = with_step_overhead(tpot, tps, self.extra_ms + b * self.seq_ms)
+        tpot, tps = with_host_floor(tpot, tps, b * self.host_ms_per_seq)
         return ours.ttft_ms_p50, ours.ttft_ms_p95, tpot, tpot * max(1.0, r_itl), tps
+
+    def host_bound(self, c: int) -> bool:
+        """Whether at c users the served host floor, not the GPU, sets the step (with_host_floor)."""
+        f = self.figures(c)
+        b = max(1, c) if self.hw.max_running is None else max(1, min(c, self.hw.max_running))
+        return f is not None and self.host_ms_per_seq > 0 and f[2] <= b * self.host_ms_per_seq * (1 + 1e-9)
 
     def level(self, c: int, gpus: int, target_ms: float | None) -> ServingLevel | None:
         f = self.figures(c)
@@ -167,6 +176,16 @@ def with_step_overhead(tpot_ms: float, tps: float, extra_ms: float) -> tuple[flo
     return tpot_ms + extra_ms, tps * tpot_ms / (tpot_ms + extra_ms)
 
 
+def with_host_floor(tpot_ms: float, tps: float, floor_ms: float) -> tuple[float, float]:
+    """The library's (TPOT, output tok/s) where a served engine's host work, which overlaps the GPU's step, takes
+    `floor_ms` a step (its API server streaming every sequence's token): a step takes the longer of the two, so
+    past the batch where the host's share outgrows the GPU's, ITL grows with the sequences and tok/s stops growing
+    (GPUStack's 1,000-prompt bursts on one H100: 3-8k tok/s whatever the model)."""
+    if floor_ms <= tpot_ms:
+        return tpot_ms, tps
+    return floor_ms, tps * tpot_ms / floor_ms
+
+
 def _silicon(c, mode: str, hw, eff, wl, k: Knowledge) -> tuple[_Silicon | None, str | None]:
     """The measured-silicon predictor for this engine plan, or (None, why not) where our model predicts alone."""
     if c.device != "gpu" or c.target.gpu_vendor != "nvidia" or c.engine not in k.aiconfigurator.backends:
@@ -180,7 +199,7 @@ def _silicon(c, mode: str, hw, eff, wl, k: Knowledge) -> tuple[_Silicon | None, 
     if key is None:
         return None, why
     s = _Silicon(key, mode, hw, eff, wl, k.aiconfigurator.step_overhead_ms.get(c.engine, 0.0),
-                 k.aiconfigurator.seq_overhead_ms.get(c.engine, 0.0))
+                 k.aiconfigurator.seq_overhead_ms.get(c.engine, 0.0), k.aiconfigurator.host_ms_per_seq)
     if s.figures(1) is None:
         return None, "nodata"
     return s, None
@@ -264,6 +283,7 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
         out.at_users = level_at(users, gpus)
         out.ttft_ms_p95_one = level_at(1, gpus).ttft_ms_p95
         if si is not None:  # our model beside it, as a cross-check
+            out.host_bound = si.host_bound(users)
             ours_level = _level(mode, hw, eff, wl, users, gpus, target_ms)
             out.cross_check = ours_level
             out.disagree = _disagree(out.at_users, ours_level, out, ours, k)

@@ -8,6 +8,7 @@ bench/predict_vs_measured.py and tests/advisor/planner/test_serving.py check the
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 from typing import Callable
 
@@ -22,6 +23,11 @@ from advisor.planner.target import build_target
 from advisor.planner.types import Target
 
 UNKNOWN_PROMPT = 1 << 20
+# a row measured in the engine's own process (trtllm-bench, LLM.generate, gptSessionBenchmark, benchmark_latency or
+# _throughput, llama-batched-bench; the H200 launch blogs' static-batch runs), never through an API server: what each
+# row's published_as names
+IN_PROCESS = re.compile(r"trtllm-bench|LLM\.generate|gptSessionBenchmark|benchmark_latency|benchmark_throughput|"
+                        r"batched-bench|H200 launch blog|Llama-70B H200 blog")
 LENGTH_CAP = {"sharegpt": 2048}  # vllm bench's ShareGPT sampling keeps a prompt and its output under 2,048 tokens
 
 
@@ -47,6 +53,12 @@ class Obs:
             return self.predict(e)
         p = self.steady(e)
         return None if p is None else p * self.shape
+
+
+def served(row: dict) -> bool:
+    """Whether a published row was measured through a server's API (a served engine streams every token through its
+    API server; an in-process benchmark does not)."""
+    return not IN_PROCESS.search(str(row.get("published_as") or ""))
 
 
 def spec_of(row: dict, k: Knowledge) -> ModelSpec:

@@ -210,6 +210,8 @@ class ServingPlan(BaseModel):
     own_label: Literal["measured", "fitted", "rough"] | None = None  # our model's label: what the scores read
     cross_check: ServingLevel | None = None  # our model at Q1's users, beside the silicon predictor's figures
     disagree: list[str] = Field(default_factory=list)  # figures where the two differ beyond their bands
+    # at Q1's users the served host floor (knowledge aiconfigurator host_ms_per_seq), not the GPU, sets the decode step
+    host_bound: bool = False
     evidence: EvidenceCal | None = None  # the user's own benchmark file that recalibrated these figures
     # an open-loop request rate (answers load.request_rate_rps, `plan --rate`): the figures at that rate on one
     # replica, `concurrency` being the mean number of requests in flight; saturated: arrivals outrun the replica

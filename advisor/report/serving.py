@@ -158,6 +158,9 @@ def predictor_lines(plan: Plan, knowledge: Knowledge, lang: str) -> list[str]:
                           which=names(s(f"srv_fig_{x}", lang) for x in sv.disagree))
             elif cc is not None:
                 line += s("srv_pred_agree", lang)
+            if sv.host_bound:  # the API server's streaming, not the GPU, sets the step at these users
+                line += s("srv_pred_host_bound", lang, users=f"{sv.users:,}",
+                          ms=f"{knowledge.aiconfigurator.host_ms_per_seq:g}")
         elif sv.label == "measured" and sv.measured_sweep_at:  # the sweep that made "measured" is named
             line = s("srv_pred_measured", lang, engine=name, at=sv.measured_sweep_at[:25],
                      n=sv.measured_levels or "—", change=sv.measured_change or "—")

@@ -204,3 +204,73 @@ def test_a_dense_model_it_ships_no_config_for_is_described_to_it(tmp_path):
     assert own.label == "silicon", own.predictor_note
     key, why = aic.key_for("vllm", "h100-sxm", None, "bf16", 1, 2, False, 1, K)
     assert key is None and why == "model"  # no spec, nothing to describe
+
+
+def test_a_served_step_never_beats_the_host_floor_and_the_floor_only_binds_when_it_outgrows_the_gpu():
+    """with_host_floor: below the floor nothing changes; above it the step is the floor and the same requests in
+    flight complete tokens that much more slowly. A plan of 1,024 users on one H100 (SGLang, 128 in / 128 out):
+    every level's ITL is at least the knowledge's host_ms_per_seq times the sequences running, its throughput stops
+    growing there instead of running on to the kernels' figure, and a small batch's ITL is the kernels' own."""
+    from advisor.planner.perf import with_host_floor
+
+    assert with_host_floor(10.0, 1000.0, 8.0) == (10.0, 1000.0)
+    assert with_host_floor(10.0, 1000.0, 40.0) == (40.0, 250.0)
+    h = K.aiconfigurator.host_ms_per_seq
+    assert 0 < h <= 1  # earned on served runs (bench/predict_vs_measured.py host_floor)
+    answers = {**H100_8B, "concurrency": 1024, "model": {**H100_8B["model"], "input_tokens": 128,
+                                                           "output_tokens": 128}}
+    sv = _sv(answers, "sglang")
+    assert sv.label == "silicon"
+    cap = sv.running_cap or 10**9
+    for lv in sv.levels:
+        assert lv.itl_ms_p50 >= h * min(lv.concurrency, cap) * 0.999, (lv.concurrency, lv.itl_ms_p50)
+    big = [lv for lv in sv.levels if h * min(lv.concurrency, cap) > 30]
+    assert big, [lv.concurrency for lv in sv.levels]
+    top = max(lv.output_tps for lv in big)
+    assert top <= 1.05 * 1000 / h  # a step of h ms per sequence lets out at most 1,000 / h tokens a second
+    small = next(lv for lv in sv.levels if lv.concurrency == 1)
+    assert small.itl_ms_p50 > h  # one user: the kernels' step (and its per-step work), far above the floor
+
+
+def test_the_host_floor_is_earned_on_served_runs_by_source():
+    """bench/predict_vs_measured.host_floor: the grid value whose predictions err least on served runs of more than
+    8 sequences; in-process runs and small batches are not used; a source left out earns nothing."""
+    sys.path.insert(0, str(ROOT))
+    from bench.predict_vs_measured import HOST_GRID, host_floor
+
+    def rec(rid, source, served=True, users=100, itl=20.0):
+        return {"id": rid, "source": source, "served": served, "users": users, "per_output": 2.0,
+                "meas": {"itl": itl, "tps": None, "total": None}}
+
+    # predicted ITL at floor h: the floor's own step (h x 100 users) or the kernels' 5 ms, whichever is longer
+    recs = [rec("a1", "a"), rec("a2", "a"), rec("b1", "b", itl=10.0), rec("c1", "c", served=False, itl=5.0),
+            rec("d1", "d", users=4, itl=50.0)]
+    grid = {(r["id"], h): (max(5.0, h * r["users"]), 1000.0) for r in recs for h in HOST_GRID}
+    # a's two runs want 20 ms of 100 users (0.2: the grid's nearest above errs least), b's 10 ms (0.1): the median
+    # of the three errors is least at 0.22
+    assert host_floor(recs, grid) == 0.22 == host_floor(recs, grid, leave_out="b")
+    assert host_floor(recs, grid, leave_out="a") == 0.1  # b's alone
+    assert host_floor(recs[:3], grid) == host_floor(recs, grid)  # the in-process run and the small batch count nil
+    assert host_floor([recs[2], recs[3], recs[4]], grid, leave_out="b") == 0.0  # nothing served and batched: none
+    served_too = [*recs[:3], {**recs[3], "served": True}]
+    assert host_floor(served_too, grid) < 0.22  # served, its 5 ms would pull the floor down
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_plan_where_the_host_sets_the_step_says_so(lang):
+    """1,024 users of 128/128 on one H100: the silicon figures sit on the host floor at Q1's users, and the predictor
+    line says that replicas, not a faster GPU, help; 4 users do not."""
+    from advisor.report.serving import predictor_lines
+
+    answers = {**H100_8B, "concurrency": 1024, "model": {**H100_8B["model"], "input_tokens": 128,
+                                                           "output_tokens": 128}}
+    plan = make_plan(parse_answers(answers), None, K)
+    sv = plan.engines["sglang"].serving
+    assert sv.host_bound
+    line = next(x for x in predictor_lines(plan, K, lang) if x.startswith(K.engines["sglang"].name))
+    assert f"{K.aiconfigurator.host_ms_per_seq:g}" in line and "1,024" in line
+    assert ("replicas" in line) if lang == "en" else ("副本" in line)
+    small = make_plan(parse_answers({**answers, "concurrency": 4}), None, K)
+    assert not small.engines["sglang"].serving.host_bound
+    assert all(K.s("srv_pred_host_bound", lang, users="4", ms="0.12")[:20] not in x
+               for x in predictor_lines(small, K, lang))
