@@ -521,7 +521,9 @@ def build_settings(engine: str, plan: Plan, answers: Answers, knowledge: Knowled
         # band and label the capacity carries, and the replicas at that band's slow end
         high = sv.replicas_high if sv.replicas_high and sv.replicas_high > sv.replicas else None
         band = sv.own_band if sv.own_band is not None else sv.band
-        why_r = b.t("replicas_range" if high else "replicas", replicas=count(knowledge, "replica", sv.replicas, lang),
+        # the band's slow end may meet the target with no number of replicas (a capacity of 0 there): said so
+        key = "replicas_range" if high else ("replicas_slow_none" if sv.capacity_low == 0 else "replicas")
+        why_r = b.t(key, replicas=count(knowledge, "replica", sv.replicas, lang),
                     gpus=count(knowledge, "gpu", g, lang), users=count(knowledge, "user", p.concurrency, lang),
                     label=knowledge.s(f"val_plan_label_{sv.own_label or sv.label}", lang), band=round(band * 100),
                     high=high or 0)

@@ -678,3 +678,8 @@ def test_the_replicas_comment_quotes_the_ttft_band_the_fleet_is_sized_on(lang):
                        knowledge(), lang)
     assert "±49%" in b.replicas_why and knowledge().s("val_plan_label_fitted", lang) in b.replicas_why
     assert "slow end" not in b.replicas_why and "慢端" not in b.replicas_why
+    none = sv.model_copy(update={"replicas_high": None, "capacity_low": 0})  # the slow end meets it with none
+    p = plan.engines["vllm"].model_copy(update={"serving": none})
+    b = build_settings("vllm", plan.model_copy(update={"engines": {**plan.engines, "vllm": p}}), answers,
+                       knowledge(), lang)
+    assert b.replicas == 5 and ("no number of replicas" in b.replicas_why or "多少副本都无法满足" in b.replicas_why)
