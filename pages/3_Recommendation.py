@@ -29,8 +29,9 @@ spec, bench, spec_error = plan_inputs(a)
 if spec_error:
     st.error(spec_error)
 show_notice()
-rec = recommend(a, None if a.hardware else hardware(), k, lang=lang, spec=spec, machine=bench,
-                calibration=ev_ui.calibrations(a, lang))  # this machine's, and the Probe page's benchmark files
+with st.spinner(T("ui_ranking")):  # seconds cold (the predictors' tables), longer on a busy machine: say so
+    rec = recommend(a, None if a.hardware else hardware(), k, lang=lang, spec=spec, machine=bench,
+                    calibration=ev_ui.calibrations(a, lang))  # this machine's, and the Probe page's benchmark files
 if spec.unknown_name:  # planned as a generic model of the size given: say so where the ranking is read
     st.warning(md_escape(rec.plan.notes[0]))
 st.session_state["last_ranking"] = [r.engine for r in rec.ranking]
