@@ -1075,6 +1075,8 @@ class ServingMode(Sourced):
     version: str
     read: str
     text: Text
+    # what the prediction assumes that the deployment does not (a plan line under the serving table says it)
+    deploy_note: Text | None = None
 
 
 class Efficiency(Strict):

@@ -168,6 +168,9 @@ def predictor_lines(plan: Plan, knowledge: Knowledge, lang: str) -> list[str]:
             line = s("srv_pred_ours", lang, engine=name)
             if sv.predictor_note:
                 line += s("srv_pred_ours_why", lang, why=s(f"srv_aic_why_{sv.predictor_note}", lang))
+        mode = knowledge.serving.modes.get(e)
+        if mode is not None and mode.deploy_note is not None:  # what the prediction assumes and the bundle does not
+            line += " " + mode.deploy_note.get(lang)
         if sv.evidence is not None:  # the user's own benchmark file recalibrated it: named, with its levels
             ev = sv.evidence
             line += " " + s("srv_pred_evidence", lang, engine=name, file=ev.file, date=ev.made_at or "—",

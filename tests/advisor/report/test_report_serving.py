@@ -100,7 +100,9 @@ def test_chinese_has_every_string_and_no_english_prose(plan):
     assert md.startswith("## 服务性能预测") and "服务时的内存" in md and "运行于 1 × L40S" in md
     names = r"vLLM|SGLang|TensorRT-LLM|ONNX Runtime|llama\.cpp|PyTorch \+ Hugging Face transformers|Llama-3\.1-8B|L40S"
     predictor = r"aiconfigurator-core [\d.]+ \([a-z]+ [\w.]+, [a-z0-9_]+\)"  # a package and its data's ids
-    prose = re.sub(predictor + "|" + names + r"|[\w./-]+\.py\b|token|KV Cache|GPU|TTFT|ITL|p\d\d", " ", md)
+    commands = r"transformers serve --continuous_batching|generate\(\)"  # what to run is a command, not prose
+    prose = re.sub(predictor + "|" + commands + "|" + names + r"|[\w./-]+\.py\b|token|KV Cache|GPU|TTFT|ITL|p\d\d",
+                   " ", md)
     assert not re.findall(r"[A-Za-z]{3,}", prose)
     assert any("服务性能预测" in line for line in serving_text(plan, K, "zh"))
 
@@ -241,3 +243,15 @@ def test_a_capacity_rough_by_its_ttft_says_so_in_the_label_cell(plan, lang):
     assert rough not in label_text(sv.model_copy(update={"own_label": "fitted"}), K, lang)
     si = label_text(sv.model_copy(update={"label": "silicon"}), K, lang)
     assert rough in si and "±110%" in si, si
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_transformers_line_says_its_fleet_assumes_one_request_at_a_time_unlike_its_bundle(plan, lang):
+    """PyTorch + transformers is predicted as generate() one request at a time, while its deployment bundle starts
+    transformers serve --continuous_batching: its predictor line says so; a batching engine's line does not."""
+    from advisor.report.serving import predictor_lines
+
+    lines = predictor_lines(plan, K, lang)
+    torch = next(x for x in lines if x.startswith(K.engines["pytorch"].name))
+    assert "--continuous_batching" in torch and "generate()" in torch
+    assert all("--continuous_batching" not in x for x in lines if x is not torch)
