@@ -1085,6 +1085,7 @@ class Efficiency(Strict):
     step_ms: float = Field(ge=0, le=10_000)
     request_ms: float = Field(default=0.0, ge=0, le=100_000)
     seq_ms: float = Field(default=0.0, ge=0, le=100)  # host work per running sequence per decode step
+    prefill_x: float = Field(default=1.0, ge=1.0, le=10.0)  # a prompt's share of the peak FLOPS over a decode step's
 
 
 class ServingFile(Strict):

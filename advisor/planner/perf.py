@@ -35,7 +35,7 @@ def hw_class(target: Target, device: str, k: Knowledge) -> str:
 
 def _eff(g) -> Eff:
     """A knowledge Efficiency (or fit group, or calibration) as the serving model's Eff."""
-    return Eff(g.bw_eff, g.flops_eff, g.step_ms, g.request_ms, getattr(g, "seq_ms", 0.0))
+    return Eff(g.bw_eff, g.flops_eff, g.step_ms, g.request_ms, getattr(g, "seq_ms", 0.0), getattr(g, "prefill_x", 1.0))
 
 
 def efficiency(engine: str, cls: str, k: Knowledge, calibrated: Calibrated | None = None, batching: bool = False
@@ -143,7 +143,8 @@ class _Silicon:
                 tps = max(tps, b * out / (served / 1000 + out * tpot / 1000))
             hw, eff = self.hw, self.eff
             if hw.flops and hw.matmul_params:
-                tps = min(tps, hw.flops * eff.flops_eff * out / (2 * hw.matmul_params * (wl.prompt_tokens + out)))
+                tps = min(tps, hw.flops * out / (2 * hw.matmul_params * (wl.prompt_tokens / eff.prefill_eff
+                                                                           + out / eff.flops_eff)))
             tps = max(tps, edge.output_tps if edge is not None else 0.0)
             if tps > 0:  # the ITL b requests in flight take at that rate
                 tpot = max(tpot, (1000 * b * out / tps - served) / out)
@@ -234,7 +235,7 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
     out = ServingPlan(mode=mode, hw_class=cls, basis=basis, group=group, label=label, band=round(band, 3),
                       own_band=round(band, 3), own_label=label,
                       bw_eff=eff.bw_eff, flops_eff=eff.flops_eff, step_ms=eff.step_ms, request_ms=eff.request_ms,
-                      seq_ms=eff.seq_ms,
+                      seq_ms=eff.seq_ms, prefill_x=eff.prefill_x,
                       input_tokens=wl.prompt_tokens,
                       output_tokens=wl.output_tokens, input_sd=wl.input_sd, typical_tokens=c.typical,
                       ttft_target_ms=target_ms, users=users, gpus_per_replica=gpus,

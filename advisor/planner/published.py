@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from advisor.inputs.answers import ModelBlock, parse_answers
@@ -124,8 +124,11 @@ def batch1_obs(row: dict, cpus: dict, k: Knowledge) -> list[Obs]:
     if hw.flops is None:  # no FLOPS figure for the hardware (the CPU rows): prefill says nothing of an efficiency
         return out
     if row.get("ttft_ms") and row.get("prompt_tokens"):
+        # (the batch-1 rows are their tools' own in-process runs, llama-bench, gptSessionBenchmark, optimum-benchmark:
+        # no API server, so no request's fixed cost, unless the row names a server)
+        req = 1.0 if row.get("published_as") and served(row) else 0.0
         out.append(Obs(row["id"], _evidence_of(row), cls, "ttft1", float(row["ttft_ms"]),
-                       lambda e, hw=hw: prefill_s(prompt, hw, e) * 1000 + e.request_ms, False))
+                       lambda e, hw=hw, req=req: prefill_s(prompt, hw, e) * 1000 + req * e.request_ms, False))
     elif row.get("prefill_tps") and row.get("prompt_tokens"):
         out.append(Obs(row["id"], _evidence_of(row), cls, "prefill1", float(row["prefill_tps"]),
                        lambda e, hw=hw: prompt / prefill_s(prompt, hw, e), False))
@@ -150,10 +153,11 @@ def serving_obs(row: dict, cpus: dict, k: Knowledge) -> list[Obs]:
         if load.get("requests") and mode != "sequential":
             burst_of = _burst_of(row, c, hw, i, o)
     sd = float(row.get("input_sd") or 0)
+    in_process = not served(row)  # no API server between the benchmark and the engine: no request's fixed cost
 
     def point(e: Eff):
         lo = Load(i, o, sd, concurrency=users or None, request_rate=None if users else float(rate))
-        return predict(mode, hw, e, lo)
+        return predict(mode, hw, replace(e, request_ms=0.0) if in_process and e.request_ms else e, lo)
 
     steady = {
         "output_tps": lambda e: point(e).output_tps,
@@ -214,7 +218,7 @@ def burst_places(c, n: int) -> tuple[int, float | None]:
 
 def prefill_token_s(hw, e: Eff) -> float:
     """Seconds one prompt token takes at the fitted share of the card's FLOPS (0 where no FLOPS figure is known)."""
-    return 2 * hw.matmul_params / (hw.flops * e.flops_eff) if hw.flops else 0.0
+    return 2 * hw.matmul_params / (hw.flops * e.prefill_eff) if hw.flops else 0.0
 
 
 def _burst_of(row: dict, c, hw, i: int, o: int) -> Callable[[Eff], Burst | None]:

@@ -6,7 +6,9 @@ A small analytical model with named terms (README § "Serving model"), not a sim
                              + step_ms (+ tensor-parallel all-reduces)
                              bytes read = the active weights + b sequences' KV (their typical tokens held)
   prefill of n tokens      = in chunks of the engine's chunk size (0 = the whole prompt in one step), each chunk
-                             max(compute of its tokens, one read of the weights) + step_ms
+                             max(compute of its tokens, one read of the weights) + step_ms; a prompt's matmuls
+                             reach FLOPS x flops_eff x prefill_x (its thousands of tokens at once keep the tensor
+                             cores busier than a decode step's batch)
   continuous batching      (vLLM, SGLang, TensorRT-LLM; llama-server's parallel slots): every running sequence decodes
                              in each step; the prefills of the others take their share of the time, so
                              ITL = decode step / (1 - others' prefill share), and a new prompt waits for the prefill
@@ -20,7 +22,7 @@ Closed loop (c users, each sends its next request when the last one ends, as our
 arrivals at a rate, as vLLM's and SGLang's benchmark scripts do). p95: the prompt at mean + 1.645 sd, and the queue
 waits at 3x their mean (an exponential tail's 95th percentile).
 
-The efficiencies (bw_eff, flops_eff, step_ms) are fitted per engine and hardware class on published measurements
+The efficiencies (bw_eff, flops_eff, step_ms, request_ms, seq_ms, prefill_x) are fitted per engine and hardware class on published measurements
 (bench/fit_serving.py -> knowledge/serving_fit.yaml); every prediction carries that fit's held-out error as its band.
 """
 from __future__ import annotations
@@ -35,6 +37,7 @@ ITERATIONS = 60
 BATCH_TOKENS = 2048  # tokens one step prefills for an engine that takes whole prompts (vLLM's and llama-server's
 # default batch budget, max_num_batched_tokens / n_batch): the waiting prompts share the step's weight read
 SATURATION = 0.95  # the share of the engine's time prefill may take; beyond it the prompts queue
+PREFILL_EFF_MAX = 0.9  # a prompt's matmuls reach at most this share of the card's peak FLOPS
 
 
 @dataclass(frozen=True)
@@ -77,11 +80,20 @@ class Eff:
     # host work per running sequence per decode step (scheduling it, sampling, detokenizing and streaming its token
     # to its client): what makes a step of hundreds of sequences slower than its kernels
     seq_ms: float = 0.0
+    # a prompt's share of the peak FLOPS over a decode step's: a prefill chunk's matmuls run thousands of tokens at
+    # once, a decode step's only the batch's (fitted apart, issue 32: one share made long prompts too slow where it
+    # kept large decode batches right)
+    prefill_x: float = 1.0
+
+    @property
+    def prefill_eff(self) -> float:
+        """The share of the peak FLOPS a prompt's (and a step that carries a prompt chunk's) matmuls reach."""
+        return min(PREFILL_EFF_MAX, self.flops_eff * self.prefill_x)
 
     def scaled(self, speed: float) -> "Eff":
         """Every term `speed` times faster (>1) or slower (<1): the band's ends."""
         return Eff(self.bw_eff * speed, self.flops_eff * speed, self.step_ms / speed, self.request_ms / speed,
-                   self.seq_ms / speed)
+                   self.seq_ms / speed, self.prefill_x)
 
 
 @dataclass(frozen=True)
@@ -123,7 +135,7 @@ def prefill_s(n: float, hw: Hw, eff: Eff) -> float:
     """A prompt of n tokens alone: chunk by chunk, each compute-bound or one read of the weights."""
     n = max(1.0, n)
     chunks = math.ceil(n / hw.chunk_tokens) if hw.chunk_tokens else 1
-    compute = (2 * hw.matmul_params * n + hw.attn_flops * n * n) / (hw.flops * eff.flops_eff) if hw.flops else 0.0
+    compute = (2 * hw.matmul_params * n + hw.attn_flops * n * n) / (hw.flops * eff.prefill_eff) if hw.flops else 0.0
     read = chunks * weights_read_at(n / chunks, hw) / (hw.bandwidth * eff.bw_eff)
     return max(compute, read) + chunks * (eff.step_ms / 1000 + hw.allreduce_s) + n * hw.a2a_s_per_token
 
@@ -137,7 +149,7 @@ def prefill_batched_s(n: float, hw: Hw, eff: Eff) -> float:
     budget = float(hw.chunk_tokens or BATCH_TOKENS)
     steps = n / budget if n < budget else math.ceil(n / budget)
     per = n / steps if steps >= 1 else budget
-    compute = (2 * hw.matmul_params * n + hw.attn_flops * n * n) / (hw.flops * eff.flops_eff) if hw.flops else 0.0
+    compute = (2 * hw.matmul_params * n + hw.attn_flops * n * n) / (hw.flops * eff.prefill_eff) if hw.flops else 0.0
     read = steps * weights_read_at(per, hw) / (hw.bandwidth * eff.bw_eff)
     return max(compute, read) + steps * (eff.step_ms / 1000 + hw.allreduce_s) + n * hw.a2a_s_per_token
 
@@ -152,7 +164,7 @@ def prefill_mixed_s(n: float, b: float, hw: Hw, eff: Eff, held_tokens: float) ->
     chunks = math.ceil(n / hw.chunk_tokens) if hw.chunk_tokens else 1
     per = n / chunks
     memory = (weights_read_at(b + per, hw) + b * hw.kv_per_token * held_tokens) / (hw.bandwidth * eff.bw_eff)
-    compute = ((2 * hw.matmul_params * (per + b) + hw.attn_flops * n * n / chunks) / (hw.flops * eff.flops_eff)
+    compute = ((2 * hw.matmul_params * (per + b) + hw.attn_flops * n * n / chunks) / (hw.flops * eff.prefill_eff)
                if hw.flops else 0.0)
     return chunks * (max(memory, compute) + eff.step_ms / 1000 + hw.allreduce_s + (per + b) * hw.a2a_s_per_token
                      + b * eff.seq_ms / 1000)
@@ -223,6 +235,7 @@ def _fixed_point(hw: Hw, eff: Eff, i: int, o: int, running: int | None, rate: fl
     routed, ms, keep = hw.moe_routed_bytes, hw.moe_share, 1 - hw.moe_share
     bwd = hw.bandwidth * eff.bw_eff
     fd = hw.flops * eff.flops_eff if hw.flops else None
+    fp = hw.flops * eff.prefill_eff if hw.flops else None  # a step that carries a prompt chunk
     sm, ar, req_s, sq = eff.step_ms / 1000, hw.allreduce_s, eff.request_ms / 1000, eff.seq_ms / 1000
     at = hw.a2a_s_per_token
     o1 = o - 1
@@ -233,7 +246,7 @@ def _fixed_point(hw: Hw, eff: Eff, i: int, o: int, running: int | None, rate: fl
     attn_chunk = hw.attn_flops * n_i * n_i / chunks_i  # prefill_mixed_s's attention per chunk of the prompt
     if closed:
         return _closed_loop(x, b, running, pre, pre_b, held, cap, o, wr, kvpt, mm2, moe, routed, ms, keep, bwd, fd,
-                            sm, ar, req_s, chunks_i, per, chunks_half, at, attn_chunk, sq)
+                            sm, ar, req_s, chunks_i, per, chunks_half, at, attn_chunk, sq, fp)
     for _ in range(ITERATIONS):
         x0, b0, itl0, ttft0 = x, b, itl, ttft
         # decode_step_s(b)
@@ -263,8 +276,8 @@ def _fixed_point(hw: Hw, eff: Eff, i: int, o: int, running: int | None, rate: fl
             bp = bo + per
             w = (wr + routed * ((1 - keep ** (bp if bp > 1.0 else 1.0)) - ms)) if moe else wr
             memory = (w + bo * kvpt * held) / bwd
-            if fd is not None:
-                compute = (mm2 * (per + bo) + attn_chunk) / fd
+            if fp is not None:
+                compute = (mm2 * (per + bo) + attn_chunk) / fp
                 own = chunks_i * ((compute if compute > memory else memory) + sm + ar + (per + bo) * at
                                   + bo * sq)
             else:
@@ -297,7 +310,7 @@ def _fixed_point(hw: Hw, eff: Eff, i: int, o: int, running: int | None, rate: fl
 
 
 def _closed_loop(x, b, running, pre, pre_b, held, cap, o, wr, kvpt, mm2, moe, routed, ms, keep, bwd, fd, sm, ar, req_s,
-                 chunks_i, per, chunks_half, at=0.0, attn_chunk=0.0, sq=0.0):
+                 chunks_i, per, chunks_half, at=0.0, attn_chunk=0.0, sq=0.0, fp=None):
     """_fixed_point's loop for a closed loop, where the sequences running (so `others`) never change: the general
     loop's arithmetic with those branches taken once (the same floats; the capacity search asks only for these)."""
     n = running
@@ -329,8 +342,8 @@ def _closed_loop(x, b, running, pre, pre_b, held, cap, o, wr, kvpt, mm2, moe, ro
             bp = bo + per
             w = (wr + routed * ((1 - keep ** (bp if bp > 1.0 else 1.0)) - ms)) if moe else wr
             memory = (w + bo * kvpt * held) / bwd
-            if fd is not None:
-                compute = (mm2 * (per + bo) + attn_chunk) / fd
+            if fp is not None:
+                compute = (mm2 * (per + bo) + attn_chunk) / fp
                 own = chunks_i * ((compute if compute > memory else memory) + sm + ar + (per + bo) * at
                                   + bo * sq)
             else:
@@ -629,7 +642,7 @@ def _meets(mode: str, hw: Hw, eff: Eff, input_tokens: int, output_tokens: int, i
 
 def fit_grid(loss, grids: tuple[list[float], ...], coarse: tuple[int, ...], start: Eff | None = None,
              axis_first: bool = False) -> Eff:
-    """The Eff on a grid (bw_eff, flops_eff, step_ms, request_ms[, seq_ms] values) minimising loss(Eff): a coarse
+    """The Eff on a grid (bw_eff, flops_eff, step_ms, request_ms[, seq_ms[, prefill_x]] values) minimising loss(Eff): a coarse
     pass (every `coarse[i]`-th value), then steps to neighbouring grid points until none improves. start: skip the
     coarse pass and step from the grid point nearest this Eff (a refit after a small change of the loss).
     axis_first: step along one axis at a time while that improves, trying the whole neighbourhood (3^n - 1 points)
@@ -660,7 +673,8 @@ def _grid_start(loss, grids, coarse, start) -> tuple[tuple[int, ...], float]:
         return loss(Eff(*(g[i] for g, i in zip(grids, idx))))
 
     if start is not None:
-        vals = (start.bw_eff, start.flops_eff, start.step_ms, start.request_ms, start.seq_ms)[:len(grids)]
+        vals = (start.bw_eff, start.flops_eff, start.step_ms, start.request_ms, start.seq_ms,
+                start.prefill_x)[:len(grids)]
         best_i = tuple(min(range(len(g)), key=lambda j, g=g, v=v: abs(g[j] - v)) for g, v in zip(grids, vals))
         return best_i, at(best_i)
     best_i, best_loss = None, float("inf")

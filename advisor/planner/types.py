@@ -168,6 +168,7 @@ class ServingPlan(BaseModel):
     step_ms: float
     request_ms: float = 0.0
     seq_ms: float = 0.0  # host work per running sequence per decode step
+    prefill_x: float = 1.0  # a prompt's share of the peak FLOPS over a decode step's
     input_tokens: int
     output_tokens: int
     input_sd: float = 0.0
