@@ -46,7 +46,7 @@ MIN_BAND = 8  # held-out figures a band is read from; fewer: the wider pooled ba
 # held out by publisher it did worse (datacenter NVIDIA tok/s 27 -> 30 %, GeForce 16 -> 22 %, SGLang's tok/s band
 # 62 -> 97 %), so each engine keeps its own; the ranking, not the fit, keeps thin evidence from reordering engines
 MIN_PREFILL = 0
-TODAY = "2026-12-05"
+TODAY = "2026-12-06"
 HUBER = 0.4  # log error (about +-50 %) beyond which a point's pull grows linearly, not squared
 PULL = 0.02  # weight of the pull towards the prior, per squared log unit
 # the pull on request_ms is on log(request_ms + REQ_PULL_MS): at 5 ms (until 2026-12-05) it held vLLM's served fixed

@@ -74,6 +74,20 @@ def test_a_lead_far_beyond_both_bands_stands_even_when_a_wide_band_reaches_zero(
     assert support_first(raw, pred, set(), set(), ef) == []
 
 
+def test_a_capacity_gap_near_the_target_is_judged_on_the_ttfts_the_bands_are_earned_on():
+    """T4, 8 users against a 1,500 ms target: SGLang's rough 916 ms reads as 51 users (7-61), vLLM's fitted 1,513 ms
+    as 7 (0-48). 51 lies beyond vLLM's range and 7 x 1.65 x 1.79, but the two TTFTs lie within both bands: the
+    rough lead goes just below the fitted engine. TTFTs beyond both bands (a queue of hundreds) leave it standing."""
+    raw = {e: 30.0 for e in ENGINES} | {"sglang": 62.0, "vllm": 54.0}
+    pred = dict.fromkeys(ENGINES, 0.0) | {"sglang": 14.0, "vllm": 6.0}
+    ef = base(sglang=facts(7, 61, rough=True, cap=51, band_pct=65), vllm=facts(0, 48, cap=7, band_pct=79))
+    assert support_first(raw, pred, set(), set(), ef) == []  # no TTFTs: the capacities alone say beyond
+    ef["sglang"]["plan_ttft_p95_ms"], ef["vllm"]["plan_ttft_p95_ms"] = 916, 1513
+    assert support_first(raw, pred, set(), set(), ef) == [("sglang", "vllm", -9.0)]  # 53 < 54
+    ef["vllm"]["plan_ttft_p95_ms"] = 916 * 1.65 * 1.79 * 1.01  # beyond both bands: the lead stands
+    assert support_first(raw, pred, set(), set(), ef) == []
+
+
 def test_excluded_engines_and_ties_the_order_already_settles_are_left_alone():
     raw = {e: 30.0 for e in ENGINES} | {"sglang": 62.0, "vllm": 62.0}  # a tie: vLLM is first by the engine order
     pred = dict.fromkeys(ENGINES, 0.0) | {"sglang": 18.0, "vllm": 14.0}
