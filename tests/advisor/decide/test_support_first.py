@@ -109,7 +109,8 @@ def test_the_reason_names_the_engine_both_capacities_and_the_ground_in_both_lang
                         lambda raw, *a: [("sglang", "vllm", -(raw["sglang"] - raw["vllm"] + 1))])
     a = parse_answers({"concurrency": 50, "ttft_p95_ms": 2000, "hardware": {"gpu_vendor": "nvidia",
                        "gpu_model": "h100-sxm", "gpu_count": 1}, "model": {"name": "llama-3.1-8b", "precision": "bf16"}})
-    for lang, words in (("en", ("Support first", "vLLM", "rough", "fitted")), ("zh", ("支持程度优先", "vLLM", "粗略值"))):
+    for lang, words in (("en", ("Support first", "vLLM", "rough", "fitted", "p95 TTFT", "ms at 50 users")),
+                        ("zh", ("支持程度优先", "vLLM", "粗略值", "50 个用户时 p95 首 token"))):
         rec = recommend(a, None, k, lang=lang, with_flips=False)
         sg = next(r for r in rec.ranking if r.engine == "sglang")
         reason = next(x for x in sg.reasons if x.rule.startswith("support-first/vllm/"))

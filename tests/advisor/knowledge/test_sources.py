@@ -240,3 +240,15 @@ def test_the_recommendation_page_shows_reasons_in_full_with_titled_sources():
     claims = next(m.value for m in at.markdown if m.value.startswith("| verdict | claim |"))
     assert claims.count("\n") == len(K.claims.claims) + 1 and "“" in claims
     assert not at.dataframe or all("reason" not in d.value.columns for d in at.dataframe)
+
+
+def test_every_rule_resting_on_the_serving_fit_names_the_fit_in_use():
+    """A prediction rule cites the fit its figures come from: after a refit, a reason quoting last week's fit date
+    beside this week's would misdate the evidence."""
+    k = load_knowledge()
+    fitted = str(k.serving_fit.fitted)
+    cited = [r for r in k.rules.rules if r.source == "bench/fit_serving.py"]
+    assert cited
+    for r in cited:
+        assert r.version == f"serving model fit of {fitted}", r.id
+        assert str(r.read) == fitted, r.id
