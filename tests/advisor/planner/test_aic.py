@@ -234,7 +234,8 @@ def test_a_served_step_never_beats_the_host_floor_and_the_floor_only_binds_when_
 
 def test_the_host_floor_is_earned_on_served_runs_by_source():
     """bench/predict_vs_measured.host_floor: the grid value whose predictions err least on served runs of more than
-    8 sequences; in-process runs and small batches are not used; a source left out earns nothing."""
+    8 sequences, each source weighing the same; in-process runs and small batches are not used; a source left out
+    earns nothing."""
     sys.path.insert(0, str(ROOT))
     from bench.predict_vs_measured import HOST_GRID, host_floor
 
@@ -243,17 +244,17 @@ def test_the_host_floor_is_earned_on_served_runs_by_source():
                 "meas": {"itl": itl, "tps": None, "total": None}}
 
     # predicted ITL at floor h: the floor's own step (h x 100 users) or the kernels' 5 ms, whichever is longer
-    recs = [rec("a1", "a"), rec("a2", "a"), rec("b1", "b", itl=10.0), rec("c1", "c", served=False, itl=5.0),
-            rec("d1", "d", users=4, itl=50.0)]
+    a = [rec(f"a{i}", "a", itl=22.0) for i in range(3)]  # one publisher's three runs want 0.22 ms a sequence
+    b, c = rec("b1", "b", itl=10.0), rec("c1", "c", itl=10.0)  # two others' one run each want 0.1
+    inproc, small = rec("d1", "d", served=False, itl=5.0), rec("e1", "e", users=4, itl=50.0)
+    recs = [*a, b, c, inproc, small]
     grid = {(r["id"], h): (max(5.0, h * r["users"]), 1000.0) for r in recs for h in HOST_GRID}
-    # a's two runs want 20 ms of 100 users (0.2: the grid's nearest above errs least), b's 10 ms (0.1): the median
-    # of the three errors is least at 0.22
-    assert host_floor(recs, grid) == 0.22 == host_floor(recs, grid, leave_out="b")
-    assert host_floor(recs, grid, leave_out="a") == 0.1  # b's alone
-    assert host_floor(recs[:3], grid) == host_floor(recs, grid)  # the in-process run and the small batch count nil
-    assert host_floor([recs[2], recs[3], recs[4]], grid, leave_out="b") == 0.0  # nothing served and batched: none
-    served_too = [*recs[:3], {**recs[3], "served": True}]
-    assert host_floor(served_too, grid) < 0.22  # served, its 5 ms would pull the floor down
+    assert host_floor(recs, grid) == 0.1  # two sources of three, not a's three runs of five
+    assert host_floor(recs, grid, leave_out="a") == 0.1
+    assert host_floor([*a, inproc, small], grid) == 0.22  # a's alone: the in-process run and the small batch count nil
+    assert host_floor([*a, b, inproc], grid, leave_out="b") == 0.22
+    assert host_floor([inproc, small, b], grid, leave_out="b") == 0.0  # nothing served and batched: none
+    assert host_floor([*a, {**inproc, "served": True}], grid) < 0.22  # served, its 5 ms would pull the floor down
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
