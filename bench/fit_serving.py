@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from advisor.knowledge.load import load_knowledge  # noqa: E402
 from advisor.planner.published import Obs, batch1_obs, serving_obs  # noqa: E402
-from advisor.planner.serving import Eff, fit_grid  # noqa: E402
+from advisor.planner.serving import PREFILL_EFF_MAX, Eff, fit_grid  # noqa: E402
 
 DATA = ROOT / "tests" / "advisor" / "data"
 OUT = ROOT / "knowledge" / "serving_fit.yaml"
@@ -129,7 +129,7 @@ def _fit_pass(obs: list[Obs], k, src: dict[str, str], start: dict[str, Eff] | No
             own = [o for o in pooled if o.engine == engine]
             if len(own) >= MIN_OBS and len({o.row for o in own}) >= MIN_ROWS:
                 key = f"{engine}/{cls}"
-                # its own prefill side (flops_eff, request_ms) only from MIN_PREFILL figures that time a prompt, else
+                # its own prefill side (flops_eff, request_ms, prefill_x) only from MIN_PREFILL figures that time a prompt, else
                 # the class's
                 fixed = None if prefill_figures(own) >= MIN_PREFILL else effs[cls]
                 effs[key] = fit_group(own, effs[cls], src, (start or {}).get(key), fixed_prefill=fixed)
@@ -202,6 +202,8 @@ def huber(r: float, delta: float = HUBER) -> float:
 
 def loss(obs: list[Obs], e: Eff, prior: Eff, weight: list[float] | None = None) -> float:
     """The weighted mean Huber loss of the log errors, and the pull towards the prior."""
+    if e.flops_eff * e.prefill_x > PREFILL_EFF_MAX:  # beyond what a prompt's matmuls reach of the peak
+        return float("inf")
     total = 0.0
     weight = weight or [1.0] * len(obs)
     for o, w in zip(obs, weight):

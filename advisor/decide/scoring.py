@@ -29,7 +29,7 @@ class Scored:
 
 _COMPILED: dict[int, list[tuple[Any, ks.Rule]]] = {}
 SUPPORT_FIRST_FACTS = frozenset({"plan_capacity", "plan_capacity_low", "plan_capacity_high", "plan_capacity_bound",
-                                 "plan_rough", "plan_band_pct", "plan_ttft_p95_ms"})  # (the tie-break reads the same facts)
+                                 "plan_rough", "plan_band_pct", "plan_ttft_p95_ms"})  # (the tie-break reads all but the TTFT)
 
 
 def _compiled(knowledge: Knowledge) -> list[tuple[Any, ks.Rule]]:
@@ -128,7 +128,8 @@ def _inside_bands(a: str, b: str, engine_facts: EngineFacts) -> bool:
     """a's predicted lead over b is inside both bands: a's capacity at the band's slow end does not clear b's at
     its fast end, and a's central capacity lies within b's range or the two differ by less than both bands together
     ((1 + band_a) x (1 + band_b)): a slow end that reaches zero users (a wide band against a tight target) does not
-    make a 50-fold lead a tie. No capacity predicted: nothing beyond the bands either."""
+    make a 50-fold lead a tie; or the two TTFTs at the checklist's users lie within both bands (_ttft_inside). No
+    capacity predicted: nothing beyond the bands either."""
     fa, fb = engine_facts[a], engine_facts[b]
     lo, hi = fa.get("plan_capacity_low"), fb.get("plan_capacity_high")
     if lo is None or hi is None:

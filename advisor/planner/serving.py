@@ -37,7 +37,7 @@ ITERATIONS = 60
 BATCH_TOKENS = 2048  # tokens one step prefills for an engine that takes whole prompts (vLLM's and llama-server's
 # default batch budget, max_num_batched_tokens / n_batch): the waiting prompts share the step's weight read
 SATURATION = 0.95  # the share of the engine's time prefill may take; beyond it the prompts queue
-PREFILL_EFF_MAX = 0.9  # a prompt's matmuls reach at most this share of the card's peak FLOPS
+PREFILL_EFF_MAX = 0.9  # a fitted prompt's matmuls reach at most this share of the card's peak FLOPS (bench/fit_serving.py)
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ def weights_read_at(b: float, hw: Hw) -> float:
 @dataclass(frozen=True)
 class Eff:
     bw_eff: float  # share of the bandwidth a decode step reaches
-    flops_eff: float  # share of the peak FLOPS prefill reaches
+    flops_eff: float  # share of the peak FLOPS a decode step's matmuls reach (a prompt's: x prefill_x)
     step_ms: float  # fixed cost of one engine step (scheduling, kernel launches, Python, sampling)
     request_ms: float = 0.0  # fixed cost of one request before its first token (API server, tokenizer, queue hop)
     # host work per running sequence per decode step (scheduling it, sampling, detokenizing and streaming its token
@@ -87,8 +87,9 @@ class Eff:
 
     @property
     def prefill_eff(self) -> float:
-        """The share of the peak FLOPS a prompt's (and a step that carries a prompt chunk's) matmuls reach."""
-        return min(PREFILL_EFF_MAX, self.flops_eff * self.prefill_x)
+        """The share of the peak FLOPS a prompt's (and a step that carries a prompt chunk's) matmuls reach. (The fit
+        keeps it at most PREFILL_EFF_MAX; a band's fast end scales it like every other term.)"""
+        return self.flops_eff * self.prefill_x
 
     def scaled(self, speed: float) -> "Eff":
         """Every term `speed` times faster (>1) or slower (<1): the band's ends."""

@@ -1,5 +1,7 @@
 """Support first (issue 32, part 5): a predicted margin inside the bands never lifts an experimental path over a
 supported one, nor a rough prediction over a fitted one; a margin beyond the bands still counts."""
+import re
+
 from advisor.decide.scoring import support_first
 
 
@@ -109,12 +111,13 @@ def test_the_reason_names_the_engine_both_capacities_and_the_ground_in_both_lang
                         lambda raw, *a: [("sglang", "vllm", -(raw["sglang"] - raw["vllm"] + 1))])
     a = parse_answers({"concurrency": 50, "ttft_p95_ms": 2000, "hardware": {"gpu_vendor": "nvidia",
                        "gpu_model": "h100-sxm", "gpu_count": 1}, "model": {"name": "llama-3.1-8b", "precision": "bf16"}})
-    for lang, words in (("en", ("Support first", "vLLM", "rough", "fitted", "p95 TTFT", "ms at 50 users")),
-                        ("zh", ("支持程度优先", "vLLM", "粗略值", "50 个用户时 p95 首 token"))):
+    for lang, words in (("en", ("Support first", "vLLM", "rough", "fitted", "p95 TTFT", "ms at 50 users on one replica")),
+                        ("zh", ("支持程度优先", "vLLM", "粗略值", "单个副本 50 个用户时 p95 首 token"))):
         rec = recommend(a, None, k, lang=lang, with_flips=False)
         sg = next(r for r in rec.ranking if r.engine == "sglang")
         reason = next(x for x in sg.reasons if x.rule.startswith("support-first/vllm/"))
         assert all(w in reason.text for w in words), reason.text
+        assert re.search(r"TTFT \d+ vs \d+ ms|首 token \d+ 对 \d+ 毫秒", reason.text), reason.text  # both figures
         assert [r.engine for r in rec.ranking].index("sglang") > [r.engine for r in rec.ranking].index("vllm")
 
 

@@ -281,3 +281,51 @@ def test_the_axis_first_search_finds_the_grids_best_point():
                                                  (want.bw_eff, want.flops_eff, 0.5, 0.5, 0.5)))
     assert fit_grid(loss, grids, (2, 2, 2, 2, 2), axis_first=True) == want
     assert fit_grid(loss, grids, (2, 2, 2, 2, 2), start=Eff(0.2, 0.1, 0.0, 0.0, 0.0), axis_first=True) == want
+
+
+def test_a_prompts_compute_share_is_its_own_and_a_decode_steps_is_not_moved():
+    """prefill_x (issue 32, 2026-12-06): a prompt's matmuls run at flops_eff x prefill_x, a decode step's at flops_eff;
+    a band's ends scale both alike, and knowledge's fit groups carry it into a plan."""
+    from dataclasses import replace
+
+    from advisor.planner.perf import _eff
+
+    long = 16_000  # compute-bound: 2 x 7e9 x 16k FLOPs take far longer than one read of the weights
+    fast = replace(EFF, prefill_x=2.0)
+    assert fast.prefill_eff == pytest.approx(2 * EFF.flops_eff)
+    step = EFF.step_ms / 1000 * 8  # eight chunks of 2,048 tokens, each with its step's fixed cost
+    assert prefill_s(long, HW, fast) - step == pytest.approx((prefill_s(long, HW, EFF) - step) / 2, rel=1e-6)
+    assert decode_step_s(300, HW, fast, 1000) == decode_step_s(300, HW, EFF, 1000)  # compute-bound at 300 too
+    assert predict("continuous", HW, fast, Load(8000, 100, concurrency=8)).ttft_ms_p50 < \
+        predict("continuous", HW, EFF, Load(8000, 100, concurrency=8)).ttft_ms_p50
+    slow, quick = with_band(fast, 0.5)
+    assert slow.prefill_x == quick.prefill_x == 2.0
+    assert quick.prefill_eff == pytest.approx(fast.prefill_eff * 1.5)  # no cap at the band's fast end
+    sg = K.serving_fit.groups["sglang/datacenter-nvidia"]
+    assert _eff(sg).prefill_x == sg.prefill_x and sg.flops_eff * sg.prefill_x <= 0.9
+
+
+def test_a_benchmark_run_in_the_engines_own_process_pays_no_requests_fixed_cost():
+    """trtllm-bench, LLM.generate, gptSessionBenchmark (published_as) never pass an API server: the fit predicts them
+    without request_ms, while a served row's TTFT carries it."""
+    import yaml
+
+    from pathlib import Path
+
+    from advisor.planner.published import batch1_obs, served, serving_obs
+
+    data = Path(__file__).resolve().parents[1] / "data"
+    rows = yaml.safe_load((data / "published_serving.yaml").read_text(encoding="utf-8"))["rows"]
+    srv = next(r for r in rows if served(r) and (r.get("ttft_ms") or {}).get("p50") is not None
+               and (r.get("load") or {}).get("concurrency"))
+    inproc = {**srv, "published_as": "TensorRT-LLM 1.0 trtllm-bench throughput"}  # the same run, in-process
+    assert not served(inproc)
+    e0, e1 = Eff(0.6, 0.4, 4.0, 0.0), Eff(0.6, 0.4, 4.0, 50.0)
+    t_in = next(o for o in serving_obs(inproc, {}, K) if o.kind == "ttft_p50")
+    t_srv = next(o for o in serving_obs(srv, {}, K) if o.kind == "ttft_p50")
+    assert t_in.predict(e1) == pytest.approx(t_in.predict(e0))
+    assert t_srv.predict(e1) > t_srv.predict(e0) + 40
+    b1 = yaml.safe_load((data / "published_measurements.yaml").read_text(encoding="utf-8"))["rows"]
+    row = next(r for r in b1 if r.get("ttft_ms") and r.get("prompt_tokens"))  # TensorRT-LLM v0.5, in-process
+    o = next(o for o in batch1_obs(row, {}, K) if o.kind == "ttft1")
+    assert o.predict(e1) == pytest.approx(o.predict(e0))
