@@ -170,11 +170,12 @@ def recommend(answers: Answers, hardware: Hardware | None, knowledge: Knowledge,
             mine, theirs = engine_facts[engine].get("plan_capacity"), engine_facts[over].get("plan_capacity")
             weaker, stronger = (("sup_status_experimental", "sup_status_supported") if ground == "experimental"
                                 else ("val_plan_label_rough", "val_plan_label_fitted"))
-            t_mine, t_theirs = (engine_facts[engine].get("plan_ttft_p95_ms"),
-                                engine_facts[over].get("plan_ttft_p95_ms"))
-            f = {**facts, "over": knowledge.engines[over].name, "mine": "—" if mine is None else mine,
-                 "theirs": "—" if theirs is None else theirs, "ttft_mine": "—" if t_mine is None else t_mine,
-                 "ttft_theirs": "—" if t_theirs is None else t_theirs, "weaker": knowledge.s(weaker, lang),
+            def shown(v: Any) -> Any:
+                return "—" if v is None else v
+
+            f = {**facts, "over": knowledge.engines[over].name, "mine": shown(mine), "theirs": shown(theirs),
+                 "ttft_mine": shown(engine_facts[engine].get("plan_ttft_p95_ms")),
+                 "ttft_theirs": shown(engine_facts[over].get("plan_ttft_p95_ms")), "weaker": knowledge.s(weaker, lang),
                  "stronger": knowledge.s(stronger, lang)}
             text = sc.rough_first_text if ground == "rough-both" else sc.support_first_text
             return Reason(rule=rule_id, text=_fmt(text.get(lang) if text else "", f, knowledge.strings, lang),

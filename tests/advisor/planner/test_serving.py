@@ -295,7 +295,7 @@ def test_a_prompts_compute_share_is_its_own_and_a_decode_steps_is_not_moved():
     assert fast.prefill_eff == pytest.approx(2 * EFF.flops_eff)
     step = EFF.step_ms / 1000 * 8  # eight chunks of 2,048 tokens, each with its step's fixed cost
     assert prefill_s(long, HW, fast) - step == pytest.approx((prefill_s(long, HW, EFF) - step) / 2, rel=1e-6)
-    assert decode_step_s(300, HW, fast, 1000) == decode_step_s(300, HW, EFF, 1000)  # compute-bound at 300 too
+    assert decode_step_s(2000, HW, fast, 1) == decode_step_s(2000, HW, EFF, 1)  # a compute-bound decode step
     assert predict("continuous", HW, fast, Load(8000, 100, concurrency=8)).ttft_ms_p50 < \
         predict("continuous", HW, EFF, Load(8000, 100, concurrency=8)).ttft_ms_p50
     slow, quick = with_band(fast, 0.5)
