@@ -269,6 +269,9 @@ class _Calc:
         self.n = self.tp * self.pp
         # the speed bounds assume the most favourable split: tensor parallel where the engine can run it
         self.bound_tensor = cap.multi_gpu == "tensor" or cap.bound_multi_gpu == "tensor"
+        # what a prediction's step runs as: the split the deployment emits (a published run that split tensors with an
+        # engine whose default splits layers, gpt-fast's, says so itself: published._calc)
+        self.serving_tensor = cap.multi_gpu == "tensor"
 
         self._weights()
         self.dp_extra_b = self._replicated_bytes()  # data-parallel attention: the attention and dense layers per rank
@@ -701,6 +704,16 @@ class _Calc:
             f *= pl.gpu_lowp_flops_factor
         return f * self.ranks()
 
+    def serving_ranks(self) -> int:
+        """GPUs whose bandwidth and FLOPS one step of the deployment as emitted adds: the tensor-parallel ranks where
+        the engine splits tensors; 1 where it splits layers (llama.cpp's default -sm layer, transformers'
+        device_map="auto"), whose GPUs run their layers one after another for every step, so more GPUs add memory
+        and no speed (XiongjieDai's 8 x RTX 4090: Llama-3-8B Q4_K_M at 118 tok/s, one 4090 at 131). The speed
+        bounds (ranks()) still credit an engine's tensor split, the fastest it could be run."""
+        if self.device != "gpu":
+            return 1
+        return self.tp if self.serving_tensor else 1
+
     def serving_flops(self) -> float | None:
         """The rate a step's matrix work really runs at, for a prediction (flops() is a bound's most generous one):
         FP8 / FP4 on the card's own FP8 / FP4 units where its sheet prints them, INT8 weights and activations on its
@@ -710,7 +723,7 @@ class _Calc:
         if self.device != "gpu" or t.gpu_fp16_tflops is None:
             return None
         own = {"fp8": t.gpu_fp8_tflops, "fp4": t.gpu_fp4_tflops, "int8": t.gpu_int8_tops}.get(self.prec)
-        return max(t.gpu_fp16_tflops, own or 0.0) * 1e12 * self.ranks()
+        return max(t.gpu_fp16_tflops, own or 0.0) * 1e12 * self.serving_ranks()
 
     def serving_hw(self):
         """What one replica's step reads and computes, for the serving model; None where a figure is missing."""
@@ -718,7 +731,7 @@ class _Calc:
 
         if not self.decodes or self.device in ("none", "gpu+cpu"):
             return None  # (offloaded layers: the model does not predict a GPU+RAM split)
-        bw, _ = self.bandwidth()
+        bw, _ = self.bandwidth(self.serving_ranks())
         if not bw:
             return None
         copies = self.kv_copies if self.device == "gpu" else 1.0
@@ -726,7 +739,7 @@ class _Calc:
         if self.mem_fraction_static is not None:  # SGLang picks its chunk by the GPU's memory
             chunk = self.act_tokens
         ar = 0.0
-        if self.device == "gpu" and self.tp > 1 and self.bound_tensor and self.attn_dp <= 1:
+        if self.device == "gpu" and self.serving_ranks() > 1 and self.attn_dp <= 1:
             ar = 2 * self.spec.layers * self.k.serving.allreduce_us / 1e6
         elif self.attn_dp > 1:  # no tensor-parallel all-reduce: the experts' all-to-all instead, per step
             ar = self.alltoall_step_s()

@@ -103,6 +103,8 @@ def _calc(row: dict, cpus: dict, k: Knowledge, prompt: int, output: int, users: 
                   typical_tokens=min(prompt + output, 1 << 17), output_tokens=max(1, output), gpu_count=gpus,
                   kv_cache_dtype=row.get("kv_cache_dtype", "auto"))
     c = _Calc(engine, spec_of(row, k), target, wl, k, "en")
+    if row.get("parallel") == "tensor" and c.bound_tensor:  # the run split tensors (gpt-fast's tensor parallel)
+        c.serving_tensor = True
     return engine, c
 
 

@@ -329,3 +329,32 @@ def test_a_benchmark_run_in_the_engines_own_process_pays_no_requests_fixed_cost(
     row = next(r for r in b1 if r.get("ttft_ms") and r.get("prompt_tokens"))  # TensorRT-LLM v0.5, in-process
     o = next(o for o in batch1_obs(row, {}, K) if o.kind == "ttft1")
     assert o.predict(e1) == pytest.approx(o.predict(e0))
+
+
+def test_a_layer_split_is_predicted_at_one_gpus_speed_and_a_tensor_split_is_not():
+    """llama.cpp's default -sm layer and transformers' device_map="auto" (what the deployment bundle emits) run each
+    GPU's layers one after another every step: a second GPU adds memory, not speed (XiongjieDai's 8 x RTX 4090 ran
+    Llama-3-70B F16 at 6.47 tok/s, 91 % of one 4090's bandwidth over the 141 GB). vLLM's tensor parallel does add it."""
+    def at(engine: str, gpus: int):
+        a = parse_answers({"concurrency": 1, "ttft_p95_ms": 5000,
+                           "hardware": {"gpu_vendor": "nvidia", "gpu_model": "rtx-3090", "gpu_count": gpus},
+                           "model": {"name": "llama-3.1-8b", "precision": "fp16", "context_tokens": 4096,
+                                     "input_tokens": 512, "output_tokens": 128}})
+        return make_plan(a, None, K).engines[engine].serving.at_users
+    for engine in ("llama.cpp", "pytorch"):
+        one, two = at(engine, 1), at(engine, 2)
+        assert two.itl_ms_p50 == pytest.approx(one.itl_ms_p50, rel=0.02), engine
+        assert two.ttft_ms_p50 == pytest.approx(one.ttft_ms_p50, rel=0.02), engine
+    one, two = at("vllm", 1), at("vllm", 2)
+    assert two.itl_ms_p50 < 0.75 * one.itl_ms_p50  # tensor parallel: each rank reads half the weights
+
+
+def test_a_published_tensor_parallel_run_of_a_layer_split_engine_keeps_its_split():
+    """gpt-fast ran PyTorch tensor-parallel (its rows say parallel: tensor): the fit predicts that run as it was."""
+    from advisor.planner.published import _calc
+
+    row = {"engine": "gpt-fast", "plan_engine": "pytorch", "model": "llama-2-7b", "precision": "bf16",
+           "hardware": {"gpu_vendor": "nvidia", "gpu_model": "a100-sxm-80gb", "gpu_count": 8}}
+    _, layers = _calc(row, {}, K, 512, 128, 1)
+    _, tensor = _calc({**row, "parallel": "tensor"}, {}, K, 512, 128, 1)
+    assert tensor.serving_hw().bandwidth == pytest.approx(8 * layers.serving_hw().bandwidth)
