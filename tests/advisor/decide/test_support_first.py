@@ -117,7 +117,7 @@ def test_the_reason_names_the_engine_both_capacities_and_the_ground_in_both_lang
         sg = next(r for r in rec.ranking if r.engine == "sglang")
         reason = next(x for x in sg.reasons if x.rule.startswith("support-first/vllm/"))
         assert all(w in reason.text for w in words), reason.text
-        assert re.search(r"TTFT \d+ vs \d+ ms|首 token \d+ 对 \d+ 毫秒", reason.text), reason.text  # both figures
+        assert re.search(r"TTFT [\d,]+ vs [\d,]+ ms|首 token [\d,]+ 对 [\d,]+ 毫秒", reason.text), reason.text  # both
         assert [r.engine for r in rec.ranking].index("sglang") > [r.engine for r in rec.ranking].index("vllm")
 
 
@@ -268,3 +268,16 @@ def test_a_move_counts_among_the_predictions_so_it_does_not_cascade():
     ef = base(sglang=facts(0, 90, rough=True, cap=19, band_pct=76), vllm=facts(0, 22, cap=2, band_pct=82),
               **{"llama.cpp": facts(0, 20, rough=True, cap=2, band_pct=76)})
     assert support_first(raw, pred, set(), set(), ef) == [("sglang", "vllm", -15.0)]
+
+
+def test_a_reasons_large_numbers_are_grouped_as_the_tables_group_them():
+    """A reason said "p95 TTFT 15240 vs 60330 ms" beside a table that says 15,240: every quantity from 1,000 is
+    grouped in both languages; smaller ones and texts are as they were."""
+    from advisor.decide.rules import _fmt
+    from advisor.knowledge.load import load_knowledge
+
+    k = load_knowledge()
+    facts = {"ttft_mine": 15240, "ttft_theirs": 60330.4, "concurrency": 1024, "pct": 12, "band": 0.35, "over": "vLLM"}
+    text = "{over}: {ttft_mine} vs {ttft_theirs} ms at {concurrency} users, {pct} % (±{band})"
+    for lang in ("en", "zh"):
+        assert _fmt(text, facts, k.strings, lang) == "vLLM: 15,240 vs 60,330 ms at 1,024 users, 12 % (±0.35)"
