@@ -44,8 +44,11 @@ MIN_ROWS = 3
 MIN_BAND = 8  # held-out figures a band is read from; fewer: the wider pooled band, labelled rough
 # figures timing a prompt an engine's own prefill side is fitted from; fewer: its class's. Tried at 8 (2026-12-05):
 # held out by publisher it did worse (datacenter NVIDIA tok/s 27 -> 30 %, GeForce 16 -> 22 %, SGLang's tok/s band
-# 62 -> 97 %), so each engine keeps its own; the ranking, not the fit, keeps thin evidence from reordering engines
-MIN_PREFILL = 0
+# 62 -> 97 %), so each engine keeps its own; the ranking, not the fit, keeps thin evidence from reordering engines.
+# At 1 (2026-12-06): an engine with no figure that times a prompt at all takes its class's prefill side, not one its
+# throughput rows alone guessed (TensorRT-LLM on GeForce, 4 trtllm-bench rows: 2.5x vLLM's prompt rate on the same
+# RTX 4090, which nothing measured says; the reason GeForce was kept out of two refits)
+MIN_PREFILL = 1
 TODAY = "2026-12-06"
 HUBER = 0.4  # log error (about +-50 %) beyond which a point's pull grows linearly, not squared
 PULL = 0.02  # weight of the pull towards the prior, per squared log unit

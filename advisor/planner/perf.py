@@ -311,9 +311,10 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
 
     cap = cap_of(hw)
     out.capacity = cap
-    # the fleet: the tensor-parallel degree (on this target's nodes) that meets Q1 with the fewest GPUs
+    # the fleet: the tensor-parallel degree (on this target's nodes) that meets Q1 with the fewest GPUs; for an engine
+    # that splits layers, the fewest GPUs a replica loads on (its GPUs add memory, not speed: Calc.serving_ranks)
     best = (replicas_for(users, cap), gpus, cap, hw, out.tensor_parallel, None)
-    if c.device == "gpu" and c.cap.multi_gpu == "tensor":
+    if c.device == "gpu" and c.cap.multi_gpu in ("tensor", "layer"):
         per_node = target.gpus_per_node or target.gpu_count or 1
         for n in k.planner.tensor_parallel_sizes:
             if n == c.n or n > per_node:
@@ -334,7 +335,7 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
             acap = cap_of(ahw)
             r = replicas_for(users, acap)
             if r is not None and (best[0] is None or r * n < best[0] * max(best[1], 1)):
-                best = (r, n, acap, ahw, alt.tp, alt)
+                best = (r, n, acap, ahw, alt.tp if alt.serving_tensor else 1, alt)
     replicas, n, bcap, bhw, tp, balt = best
     lean = None
     own = replicas_for(users, cap)

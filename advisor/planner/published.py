@@ -24,10 +24,10 @@ from advisor.planner.types import Target
 
 UNKNOWN_PROMPT = 1 << 20
 # a row measured in the engine's own process (trtllm-bench, LLM.generate, gptSessionBenchmark, benchmark_latency or
-# _throughput, llama-batched-bench; the H200 launch blogs' static-batch runs), never through an API server: what each
-# row's published_as names
+# _throughput, llama-batched-bench; the H200 launch blogs' static-batch runs; the ROCm blog's "latency benchmark",
+# vLLM's benchmark_latency), never through an API server: what each row's published_as names
 IN_PROCESS = re.compile(r"trtllm-bench|LLM\.generate|gptSessionBenchmark|benchmark_latency|benchmark_throughput|"
-                        r"batched-bench|H200 launch blog|Llama-70B H200 blog")
+                        r"batched-bench|H200 launch blog|Llama-70B H200 blog|latency benchmark")
 LENGTH_CAP = {"sharegpt": 2048}  # vllm bench's ShareGPT sampling keeps a prompt and its output under 2,048 tokens
 
 

@@ -358,3 +358,21 @@ def test_a_published_tensor_parallel_run_of_a_layer_split_engine_keeps_its_split
     _, layers = _calc(row, {}, K, 512, 128, 1)
     _, tensor = _calc({**row, "parallel": "tensor"}, {}, K, 512, 128, 1)
     assert tensor.serving_hw().bandwidth == pytest.approx(8 * layers.serving_hw().bandwidth)
+
+
+def test_a_layer_split_replica_that_fits_on_fewer_gpus_is_offered_as_the_leaner_fleet_without_a_tp_label():
+    """Two RTX 3090s, an 8B Q4_K_M model that fits on one: llama.cpp's two-GPU replica is no faster than one GPU, so
+    one-GPU replicas serve the same users on fewer GPUs, said aside (the bundle keeps the planned layout), never "TP"."""
+    from advisor.report.serving import leaner_lines
+
+    a = parse_answers({"concurrency": 32, "ttft_p95_ms": 3000,
+                       "hardware": {"gpu_vendor": "nvidia", "gpu_model": "rtx-3090", "gpu_count": 2},
+                       "model": {"name": "llama-3.1-8b", "precision": "q4_k_m", "context_tokens": 8192,
+                                 "input_tokens": 1000, "output_tokens": 300}})
+    plan = make_plan(a, None, K)
+    sv = plan.engines["llama.cpp"].serving
+    assert sv.gpus_per_replica == 2 and sv.tensor_parallel == 1
+    assert sv.leaner is not None and sv.leaner.gpus_per_replica == 1 and sv.leaner.tensor_parallel == 1
+    assert sv.leaner.fleet_gpus < sv.fleet_gpus
+    line = next(x for x in leaner_lines(plan, K, "en") if x.startswith("llama.cpp"))
+    assert "× 1 GPU" in line and "TP" not in line
