@@ -256,6 +256,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="write the held-out validation and the bands, keeping the efficiencies the file holds")
     ap.add_argument("--keep-class", action="append", default=[], metavar="CLASS",
                     help="keep this hardware class's groups and held-out errors as the file holds them (repeatable)")
+    ap.add_argument("--refit-group", action="append", default=[], metavar="ENGINE/CLASS",
+                    help="with --keep-class: this engine's group of a kept class is refitted all the same (repeatable)")
     args = ap.parse_args(argv)
     k = load_knowledge()
     obs, src, _ = load_obs(k)
@@ -318,11 +320,11 @@ def main(argv: list[str] | None = None) -> int:
                   "Efficiencies: fitted on every row. ")
         if args.keep_class:  # these classes' fits as the file holds them (held out as they were then)
             before = yaml.safe_load(OUT.read_text(encoding="utf-8"))
-            keep = set(args.keep_class)
-            groups = {key: g for key, g in groups.items() if key.rpartition("/")[2] not in keep}
+            keep, take = set(args.keep_class), set(args.refit_group)
+            groups = {key: g for key, g in groups.items() if key.rpartition("/")[2] not in keep or key in take}
             for key, g in before["groups"].items():
                 cls = key.rpartition("/")[2]
-                if cls in keep:  # (a file older than rough_ttft: its class's TTFT figures decide it)
+                if cls in keep and key not in take:  # (a file older than rough_ttft: its class's TTFT figures decide it)
                     few = before["held_out"].get(cls, {}).get("ttft", {}).get("points", 0) < MIN_BAND
                     groups[key] = {**g, "rough_ttft": g.get("rough_ttft", few or "/" in key)}
             for cls in keep:
@@ -331,6 +333,9 @@ def main(argv: list[str] | None = None) -> int:
             groups = dict(sorted(groups.items(), key=lambda kv: (kv[0].rpartition("/")[2], kv[0])))
             fitted += (f"Kept as the previous file held them (--keep-class): {', '.join(sorted(keep))}, whose\n"
                        "# engine groups rested on few TTFT figures (issue 32). ")
+            if take:
+                fitted += (f"Refitted all the same (--refit-group): {', '.join(sorted(take))}, on its own\n"
+                           "# figures (its band from its own held-out errors). ")
         text = ("# Written by bench/fit_serving.py from the published measurements in tests/advisor/data/: do not edit\n"
                 f"# by hand; rerun the script. {fitted}Bands: the 80th percentile of\n"
                 "# |predicted / measured - 1| when each source (publisher) is left out of the fit in turn and predicted\n"
