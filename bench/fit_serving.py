@@ -259,6 +259,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--refit-group", action="append", default=[], metavar="ENGINE/CLASS",
                     help="with --keep-class: this engine's group of a kept class is refitted all the same (repeatable)")
     args = ap.parse_args(argv)
+    stray = [g for g in args.refit_group if g.rpartition("/")[2] not in args.keep_class or "/" not in g]
+    if stray or (args.refit_group and args.keep_efficiencies):
+        ap.error(f"--refit-group names an ENGINE/CLASS group of a --keep-class class, without --keep-efficiencies: "
+                 f"{', '.join(stray) or '--keep-efficiencies'}")
     k = load_knowledge()
     obs, src, _ = load_obs(k)
     held = leave_one_source_out(obs, src, k, args.jobs)
@@ -321,6 +325,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.keep_class:  # these classes' fits as the file holds them (held out as they were then)
             before = yaml.safe_load(OUT.read_text(encoding="utf-8"))
             keep, take = set(args.keep_class), set(args.refit_group)
+            missing = take - set(groups)
+            if missing:  # no group of its own in this fit (too few figures): nothing to take, nothing to drop
+                raise SystemExit(f"--refit-group: no such group in this fit: {', '.join(sorted(missing))}")
             groups = {key: g for key, g in groups.items() if key.rpartition("/")[2] not in keep or key in take}
             for key, g in before["groups"].items():
                 cls = key.rpartition("/")[2]
@@ -335,7 +342,8 @@ def main(argv: list[str] | None = None) -> int:
                        "# engine groups rested on few TTFT figures (issue 32). ")
             if take:
                 fitted += (f"Refitted all the same (--refit-group): {', '.join(sorted(take))}, on its own\n"
-                           "# figures (its band from its own held-out errors). ")
+                           "# figures with this fit's class as its prior (its tok/s band from its own held-out errors, its\n"
+                           "# TTFT and ITL bands this fit's class or pooled ones). ")
         text = ("# Written by bench/fit_serving.py from the published measurements in tests/advisor/data/: do not edit\n"
                 f"# by hand; rerun the script. {fitted}Bands: the 80th percentile of\n"
                 "# |predicted / measured - 1| when each source (publisher) is left out of the fit in turn and predicted\n"

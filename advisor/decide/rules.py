@@ -34,8 +34,9 @@ def _fmt(text: str, facts: dict[str, Any], strings: dict[str, ks.Text] | None = 
     the reader's language, so a Chinese sentence never carries a raw English value."""
     def show(k: str, v: Any) -> Any:
         if isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) >= 1000:
-            return f"{v:,.0f}"  # 15,240 ms, 1,024 users: grouped as the plan's tables group them (every placeholder
-            # a rule text holds is a quantity, never a port or a year)
+            # 15,240 ms, 1,024 users, 1,200.5 GiB: grouped as the plan's tables group them, the one decimal the facts
+            # keep kept (every placeholder a rule text holds is a quantity, never a port or a year)
+            return f"{v:,}" if isinstance(v, int) else f"{v:,.1f}".rstrip("0").rstrip(".")
         if isinstance(v, float):
             return "%g" % v
         label = strings.get(f"val_{k}_{v}") if strings and isinstance(v, str) else None

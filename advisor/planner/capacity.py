@@ -913,6 +913,8 @@ def _assumptions(c: _Calc) -> list[str]:
         layer = c.decode_bound(ranks=1)
         out.append(s("plan_a_bound_tensor", lang, engine=c.k.engines[c.engine].name, n=c.n, source=c.cap.bound_source,
                      tps=f"{layer:,.1f}" if layer else "—"))
+        if not c.serving_tensor and c.serving_hw() is not None:  # (a prediction exists: it runs as deployed)
+            out.append(s("plan_a_layer_predicted", lang, n=c.n))
     if c.flops() is not None:
         f = c.flops()
         out.append(s("plan_a_ttft", lang, prompt=wl.prompt_tokens, params=f"{spec.matmul_params_b:.4g}",

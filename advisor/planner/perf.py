@@ -526,8 +526,8 @@ def _disagree(silicon: ServingLevel, ours: ServingLevel, out: ServingPlan, own: 
 def fleet_floor(p, k: Knowledge) -> int:
     """The fewest GPUs (machines, for a fleet without GPUs) that serving_plan's fleet for this engine plan can have,
     without a capacity search: at least one replica, on the plan's GPUs, or on one GPU where the fleet may choose
-    another tensor-parallel degree."""
-    if p.device == "gpu" and k.planner.engines[p.engine].multi_gpu == "tensor":
+    another tensor-parallel degree (or, for an engine that splits layers, fewer GPUs a replica)."""
+    if p.device == "gpu" and k.planner.engines[p.engine].multi_gpu in ("tensor", "layer"):
         return 1
     return p.gpus_used if p.device == "gpu" and p.gpus_used else 1
 

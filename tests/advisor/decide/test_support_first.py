@@ -277,7 +277,9 @@ def test_a_reasons_large_numbers_are_grouped_as_the_tables_group_them():
     from advisor.knowledge.load import load_knowledge
 
     k = load_knowledge()
-    facts = {"ttft_mine": 15240, "ttft_theirs": 60330.4, "concurrency": 1024, "pct": 12, "band": 0.35, "over": "vLLM"}
-    text = "{over}: {ttft_mine} vs {ttft_theirs} ms at {concurrency} users, {pct} % (±{band})"
+    facts = {"ttft_mine": 15240, "ttft_theirs": 60330.0, "concurrency": 1024, "pct": 12, "band": 0.35, "over": "vLLM",
+             "plan_total_gib": 1200.5}
+    text = "{over}: {ttft_mine} vs {ttft_theirs} ms at {concurrency} users, {pct} % (±{band}); {plan_total_gib} GiB"
     for lang in ("en", "zh"):
-        assert _fmt(text, facts, k.strings, lang) == "vLLM: 15,240 vs 60,330 ms at 1,024 users, 12 % (±0.35)"
+        assert _fmt(text, facts, k.strings, lang) == ("vLLM: 15,240 vs 60,330 ms at 1,024 users, 12 % (±0.35); "
+                                                      "1,200.5 GiB")

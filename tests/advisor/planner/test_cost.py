@@ -71,7 +71,7 @@ def test_the_rows_fleet_is_the_deployment_the_bundle_makes_and_a_leaner_one_is_s
     from advisor.decide import recommend
     from advisor.inputs.answers import parse_answers
     from advisor.knowledge.load import load_knowledge
-    from advisor.report.serving import leaner_lines
+    from advisor.report.serving import _name, leaner_lines
 
     k = load_knowledge()
     a = parse_answers({"concurrency": 50, "ttft_p95_ms": 1000,
@@ -88,9 +88,10 @@ def test_the_rows_fleet_is_the_deployment_the_bundle_makes_and_a_leaner_one_is_s
         assert sv.gpus_per_replica == b.gpus_per_replica and sv.tensor_parallel == p.tensor_parallel
         assert abs(sv.fleet_usd_per_hour - p.usd_per_hour / p.gpus_used * b.gpus_per_replica * b.replicas) < 0.01
     lines = leaner_lines(rec.plan, k, "en")
-    # (every engine's: a layer-split one, llama.cpp or transformers, on one GPU of the two too)
+    # (every engine's: a layer-split one on one GPU of the two too: llama.cpp's 32B Q8_0 GGUF fits one H100)
     leaner = [e for e, p in rec.plan.engines.items() if p.serving is not None and p.serving.leaner is not None]
-    assert len(lines) == len(leaner)
+    assert "llama.cpp" in leaner and rec.plan.engines["llama.cpp"].serving.leaner.gpus_per_replica == 1
+    assert [x.split(":")[0] for x in lines] == [_name(k, e) for e in leaner]
     for e in leaner:
         f = rec.plan.engines[e].serving.leaner
         assert f.fleet_gpus < rec.plan.engines[e].serving.fleet_gpus and f.fleet_usd_per_hour is not None

@@ -345,6 +345,12 @@ def test_a_layer_split_is_predicted_at_one_gpus_speed_and_a_tensor_split_is_not(
         one, two = at(engine, 1), at(engine, 2)
         assert two.itl_ms_p50 == pytest.approx(one.itl_ms_p50, rel=0.02), engine
         assert two.ttft_ms_p50 == pytest.approx(one.ttft_ms_p50, rel=0.02), engine
+    a = parse_answers({"concurrency": 1, "ttft_p95_ms": 5000,
+                       "hardware": {"gpu_vendor": "nvidia", "gpu_model": "rtx-3090", "gpu_count": 2},
+                       "model": {"name": "llama-3.1-8b", "precision": "fp16", "context_tokens": 4096}})
+    for lang in ("en", "zh"):  # the plan says which split its figures are for
+        said = K.s("plan_a_layer_predicted", lang, n=2)
+        assert said in make_plan(a, None, K, lang=lang).engines["llama.cpp"].assumptions
     one, two = at("vllm", 1), at("vllm", 2)
     assert two.itl_ms_p50 < 0.75 * one.itl_ms_p50  # tensor parallel: each rank reads half the weights
 
