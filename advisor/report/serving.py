@@ -261,12 +261,14 @@ def memory_line(p: EnginePlan, knowledge: Knowledge, lang: str) -> str | None:
         text = s("srv_memory_sequential", lang, tokens=tokens,
                  max=f"{p.max_context_tokens or p.context_tokens:,}")
         return text + ("。" if lang == "zh" else ".")
-    elif p.concurrency <= p.max_concurrency:
-        text = s("srv_memory_fit", lang, users=f"{p.concurrency:,}", tokens=tokens, most=f"{p.max_concurrency:,}")
+    alone = p.concurrency == 1  # "1 users … while the others hold theirs" read wrong for one user
+    if p.concurrency <= p.max_concurrency:
+        text = s("srv_memory_fit_alone" if alone else "srv_memory_fit", lang, users=f"{p.concurrency:,}",
+                 tokens=tokens, most=f"{p.max_concurrency:,}")
     else:
         text = s("srv_memory_short", lang, users=f"{p.concurrency:,}", tokens=tokens, most=f"{p.max_concurrency:,}")
     if p.max_context_tokens:
-        text += s("srv_memory_one", lang, max=f"{p.max_context_tokens:,}")
+        text += s("srv_memory_one_alone" if alone else "srv_memory_one", lang, max=f"{p.max_context_tokens:,}")
     return text + ("。" if lang == "zh" else ".")
 
 

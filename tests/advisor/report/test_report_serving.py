@@ -84,6 +84,10 @@ def test_the_memory_line_says_how_many_fit_and_how_long_one_request_may_be(plan)
     none = p.model_copy(update={"max_concurrency": 0, "loads": False})
     assert memory_line(none, K, "en").startswith("not even one request of about 2,300 tokens fits")
     assert memory_line(p, K, "zh").startswith("可容纳 16 个约 2,300 token 的用户")
+    one = p.model_copy(update={"concurrency": 1})  # one user: no "users", no "others"
+    assert memory_line(one, K, "en") == (f"the 1 user of about 2,300 tokens fits (up to {p.max_concurrency:,} such "
+                                         f"users); its request may use up to {p.max_context_tokens:,} tokens.")
+    assert "其他用户" not in memory_line(one, K, "zh")
 
 
 def test_chinese_has_every_string_and_no_english_prose(plan):
