@@ -19,6 +19,9 @@ from advisor.planner.types import Calibrated, Disaggregation, LeanerFleet, Servi
 
 Calibration = dict[str, Calibrated]
 MAX_USERS = 100_000
+# the splits whose fleet may hold fewer GPUs a replica than the plan: a tensor-parallel degree, or fewer GPUs for an
+# engine that splits layers (serving_plan and fleet_floor read the same set, so the flip search skips what the fleet may not)
+RESIZABLE = ("tensor", "layer")
 
 
 def hw_class(target: Target, device: str, k: Knowledge) -> str:
@@ -312,9 +315,9 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
     cap = cap_of(hw)
     out.capacity = cap
     # the fleet: the tensor-parallel degree (on this target's nodes) that meets Q1 with the fewest GPUs; for an engine
-    # that splits layers, the fewest GPUs a replica loads on (its GPUs add memory, not speed: Calc.serving_ranks)
+    # that splits layers, the fewest GPUs a replica loads on (its GPUs add memory, not speed: _Calc.serving_ranks)
     best = (replicas_for(users, cap), gpus, cap, hw, out.tensor_parallel, None)
-    if c.device == "gpu" and c.cap.multi_gpu in ("tensor", "layer"):
+    if c.device == "gpu" and c.cap.multi_gpu in RESIZABLE:
         per_node = target.gpus_per_node or target.gpu_count or 1
         for n in k.planner.tensor_parallel_sizes:
             if n == c.n or n > per_node:
@@ -527,7 +530,7 @@ def fleet_floor(p, k: Knowledge) -> int:
     """The fewest GPUs (machines, for a fleet without GPUs) that serving_plan's fleet for this engine plan can have,
     without a capacity search: at least one replica, on the plan's GPUs, or on one GPU where the fleet may choose
     another tensor-parallel degree (or, for an engine that splits layers, fewer GPUs a replica)."""
-    if p.device == "gpu" and k.planner.engines[p.engine].multi_gpu in ("tensor", "layer"):
+    if p.device == "gpu" and k.planner.engines[p.engine].multi_gpu in RESIZABLE:
         return 1
     return p.gpus_used if p.device == "gpu" and p.gpus_used else 1
 
