@@ -127,7 +127,8 @@ def silicon(k) -> dict[str, dict[str, float]]:
     from advisor.planner import aic
     from advisor.planner.aic import installed, point
     from advisor.planner.perf import _silicon, with_host_floor, with_step_overhead
-    from advisor.planner.published import _calc, burst_lengths, burst_places, prefill_token_s, served as served_row
+    from advisor.planner.published import (_calc, burst_budget, burst_lengths, burst_places, prefill_token_s, schedule_of,
+                                           served as served_row)
 
     if not installed():
         print("\nMeasured-silicon predictor: aiconfigurator-core is not installed")
@@ -172,6 +173,7 @@ def silicon(k) -> dict[str, dict[str, float]]:
             continue
         mine = si._ours(users)
         lengths = burst_lengths(r)
+        places = burst_places(c, len(lengths)) if lengths is not None else None
         meas = {"ttft": (r.get("ttft_ms") or {}).get("mean") or (r.get("ttft_ms") or {}).get("p50"),
                 "itl": (r.get("itl_ms") or {}).get("mean") or (r.get("itl_ms") or {}).get("p50"),
                 "tps": r.get("output_tps"), "total": r.get("total_tps")}
@@ -182,8 +184,9 @@ def silicon(k) -> dict[str, dict[str, float]]:
                      "small": bool(load.get("concurrency")) and users <= SMALL_BATCH, "served": served_row(r),
                      "raw_itl": f[2], "raw_tps": f[4], "ttft": own.ttft_ms,
                      "ours": {"ttft": mine.ttft_ms_p50, "itl": mine.itl_ms_p50, "tps": mine.output_tps},
-                     "burst": None if lengths is None else (si, lengths, *burst_places(c, len(lengths)), i,
-                                                            prefill_token_s(hw, eff), hw.chunk_tokens or None),
+                     "burst": None if lengths is None else (si, lengths, *places, i, prefill_token_s(hw, eff),
+                                                            burst_budget(r, hw, places[1], i, o),
+                                                            schedule_of(k, engine)),
                      "ttft_burst": (r.get("ttft_ms_burst") or {}).get("mean")})
     loso = {src: step_overhead(recs, src) for src in {r["source"] for r in recs}}
     loso_seq = {src: seq_overhead(recs, loso[src], src) for src in loso}
@@ -202,7 +205,7 @@ def silicon(k) -> dict[str, dict[str, float]]:
                                    host * r["users"])
         b = None
         if r["burst"] is not None:  # every request at once: served through its places until the last ends
-            si, lengths, slots, pool, prompt, per_token, budget = r["burst"]
+            si, lengths, slots, pool, prompt, per_token, budget, sched = r["burst"]
             o_mean = sum(lengths) / len(lengths)
 
             def decode(n: int, si=si, o_mean=o_mean, prompt=prompt, per_token=per_token) -> float:
@@ -210,7 +213,7 @@ def silicon(k) -> dict[str, dict[str, float]]:
                 # the burst prefills them itself, up front; the host's floor is the API server's, not the GPU's
                 s = with_step_overhead(si.figures(n)[2], 1.0, extra + seq * n)[0] / 1000
                 return max(0.3 * s, s - n / o_mean * prompt * per_token, host * n / 1000)
-            b = burst(step_curve(decode, slots), lengths, slots, prompt, pool, per_token, budget)
+            b = burst(step_curve(decode, slots), lengths, slots, prompt, pool, per_token, budget, sched)
             if b is not None:
                 itl, tps = b.tpot_ms_mean, b.output_tps
         return itl, tps, b

@@ -1065,6 +1065,24 @@ class TargetDefault(Strict):
     batched_tokens: int | None = Field(default=None, ge=1)
 
 
+class Scheduling(Sourced):
+    """How the engine's scheduler serves a burst of requests submitted at once (advisor/planner/serving.Schedule),
+    read from its source at the pinned version: whether a step that can prefill does only that, how a request is
+    admitted against the KV pool, whether a prompt may be split across steps."""
+
+    prefill_first: bool = False
+    admit: Literal["held", "reserve_full", "reserve_ratio"] = "held"
+    whole_prompts: bool = False
+    ratio_init: float = Field(default=0.7, gt=0, le=1)
+    ratio_min: float = Field(default=0.098, gt=0, le=1)
+    ratio_decay_steps: int = Field(default=600, ge=1)
+    output_clip: int = Field(default=4096, ge=1)
+    retract_steps: int = Field(default=20, ge=0)
+    version: str
+    read: str
+    also: list[SourceStr] = Field(default_factory=list, max_length=8)  # the other source files it was read from
+
+
 class ServingMode(Sourced):
     """How an engine serves concurrent requests (advisor/planner/serving.py)."""
 
@@ -1077,6 +1095,7 @@ class ServingMode(Sourced):
     text: Text
     # what the prediction assumes that the deployment does not (a plan line under the serving table says it)
     deploy_note: Text | None = None
+    scheduling: Scheduling | None = None  # None: vLLM's (decodes first, prompts into the step's budget, preempt)
 
 
 class Efficiency(Strict):

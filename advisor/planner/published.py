@@ -8,6 +8,7 @@ bench/predict_vs_measured.py and tests/advisor/planner/test_serving.py check the
 from __future__ import annotations
 
 import functools
+import math
 import re
 from dataclasses import dataclass, replace
 from typing import Callable
@@ -16,7 +17,8 @@ from advisor.inputs.answers import ModelBlock, parse_answers
 from advisor.knowledge.load import Knowledge
 from advisor.planner.capacity import Workload, _Calc
 from advisor.planner.perf import hw_class
-from advisor.planner.serving import (Burst, Eff, Load, burst, decode_step_s, predict, prefill_s, spread_lengths,
+from advisor.planner.serving import (VLLM_SCHEDULE, Burst, Eff, Load, Schedule, burst, decode_step_s, predict, prefill_s,
+                                     spread_lengths,
                                      step_curve)
 from advisor.planner.spec import ModelSpec, resolve_model
 from advisor.planner.target import build_target
@@ -218,6 +220,32 @@ def burst_places(c, n: int) -> tuple[int, float | None]:
     return min(n, cap or n), (mc * c.typical if mc else None)
 
 
+def schedule_of(k, engine: str) -> Schedule:
+    """How `engine` schedules a burst (knowledge/serving.yaml `scheduling`); vLLM's where the knowledge says none."""
+    mode = k.serving.modes.get(engine)
+    sch = mode.scheduling if mode is not None else None
+    if sch is None:
+        return VLLM_SCHEDULE
+    return Schedule(prefill_first=sch.prefill_first, admit=sch.admit, whole_prompts=sch.whole_prompts,
+                    ratio_init=sch.ratio_init, ratio_min=sch.ratio_min, ratio_decay_steps=sch.ratio_decay_steps,
+                    output_clip=sch.output_clip, retract_steps=sch.retract_steps)
+
+
+TRTLLM_BENCH = re.compile(r"trtllm-bench")
+
+
+def burst_budget(row: dict, hw, pool: float | None, i: int, o: int) -> int | None:
+    """The tokens one step of the row's burst may carry: the engine's default budget (hw.chunk_tokens), but where
+    trtllm-bench ran it, the max_num_tokens that tool sets for the dataset (tuning.py finetune_setting: the KV pool's
+    requests times 1 + ISL/OSL, at most 32,768, at least 2,048, rounded up), since it takes each prompt whole."""
+    if TRTLLM_BENCH.search(str(row.get("published_as") or "")) and pool and i + o > 0:
+        raw_bs = min(pool / (i + o), 4096)
+        raw = min(raw_bs * (1 + i / max(1, o)), 32768)
+        step = 256 if raw < 4096 else 512 if raw < 8192 else 1024
+        return max(2048, step * math.ceil(raw / step))
+    return hw.chunk_tokens or None
+
+
 def prefill_token_s(hw, e: Eff) -> float:
     """Seconds one prompt token takes at the fitted share of the card's FLOPS (0 where no FLOPS figure is known)."""
     return 2 * hw.matmul_params / (hw.flops * e.prefill_eff) if hw.flops else 0.0
@@ -235,5 +263,6 @@ def _burst_of(row: dict, c, hw, i: int, o: int) -> Callable[[Eff], Burst | None]
     @functools.lru_cache(maxsize=16)
     def run(e: Eff) -> Burst | None:
         step = step_curve(lambda b: decode_step_s(b, hw, e, held), slots)
-        return burst(step, lengths, slots, float(i), pool, prefill_token_s(hw, e), hw.chunk_tokens or None)
+        return burst(step, lengths, slots, float(i), pool, prefill_token_s(hw, e), budget, sched)
+    sched, budget = schedule_of(c.k, c.engine), burst_budget(row, hw, pool, i, o)
     return run

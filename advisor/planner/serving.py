@@ -472,25 +472,54 @@ def spread_lengths(mean: float, n: int, cap: int, spread: str) -> list[int]:
     return [max(1, min(int(cap), round(-theta * math.log(1 - x * mass)))) for x in q]
 
 
+@dataclass(frozen=True)
+class Schedule:
+    """How an engine schedules a burst (knowledge/serving.yaml `scheduling`, read from each engine's scheduler):
+    - prefill_first: a step that can prefill does only that and the running sequences wait (SGLang runs a new prefill
+      batch whenever one can be admitted; vLLM and TensorRT-LLM mix prompts into the decode step);
+    - admit: "held" (a request is admitted while its prompt fits beside what the others hold; an overflow preempts
+      the last admitted: vLLM), "reserve_full" (while its prompt and all its output tokens fit beside the others'
+      whole reservations, so nothing is ever preempted: TensorRT-LLM's GUARANTEED_NO_EVICT), "reserve_ratio" (while
+      its prompt and its output fit beside what the others hold plus their remaining outputs times a ratio that
+      starts at ratio_init, falls to ratio_min over ratio_decay_steps decode steps and is reset from what was decoded
+      after a preemption: SGLang's new_token_ratio);
+    - whole_prompts: a prompt goes into a step whole or waits (no chunked prefill: TensorRT-LLM's default); one longer
+      than the step's whole budget is chunked, as the run that served it must have."""
+
+    prefill_first: bool = False
+    admit: str = "held"
+    whole_prompts: bool = False
+    ratio_init: float = 0.7
+    ratio_min: float = 0.098
+    ratio_decay_steps: int = 600
+    output_clip: int = 4096  # the most output tokens one running request reserves (SGLang's CLIP_MAX_NEW_TOKENS)
+    retract_steps: int = 20  # SGLang's SGLANG_RETRACT_DECODE_STEPS: the tokens a retraction's new ratio allows each
+
+
+VLLM_SCHEDULE = Schedule()
+
+
 def burst(step_s, lengths: list[int], slots: int, prompt_tokens: float = 0.0, kv_tokens: float | None = None,
-          prefill_token_s: float = 0.0, step_tokens: int | None = None) -> Burst | None:
+          prefill_token_s: float = 0.0, step_tokens: int | None = None, schedule: Schedule = VLLM_SCHEDULE
+          ) -> Burst | None:
     """Serve `lengths` (one request each, submitted at once, admitted first come first served) through at most
-    `slots` places, step by step, as vLLM, SGLang and TensorRT-LLM schedule a burst:
-    - an admitted request's prompt is prefilled first, at most `step_tokens` tokens a step (the engine's token budget,
-      shared with the decoding sequences' one token each), each costing prefill_token_s; its first token comes in the
-      step that finishes its prompt;
-    - every decoding sequence makes one token a step, in step_s(b) for b decoding (the predictor's decode step);
-    - kv_tokens, the KV pool in tokens: a request is admitted only while its prompt (and what it made before) fits
-      beside what the admitted ones hold, and when they grow past the pool the last admitted are preempted, as vLLM
-      and SGLang do: back to the head of the queue, to be prefilled again, their tokens kept. A chat dataset's long
-      outputs hold most of the pool (a running sequence is more likely a long one), so fewer run than its typical
-      length says.
+    `slots` places, step by step, as the engine's scheduler (`schedule`) serves a burst:
+    - an admitted request's prompt is prefilled at most `step_tokens` tokens a step (the engine's token budget,
+      shared with the decoding sequences' one token each where the engine mixes them), each costing prefill_token_s;
+      its first token comes in the step that finishes its prompt;
+    - every decoding sequence makes one token a decode step, in step_s(b) for b decoding (the predictor's decode
+      step); a prefill-first engine's prefill steps make none;
+    - kv_tokens, the KV pool in tokens: admission as the schedule says, and when what the admitted hold grows past the
+      pool the last admitted are preempted, as vLLM and SGLang do: back to the head of the queue, to be prefilled
+      again, their tokens kept. A chat dataset's long outputs hold most of the pool (a running sequence is more likely
+      a long one), so fewer run than its typical length says.
     None when it would take more than BURST_MAX_STEPS steps (the steady state stands for it)."""
     from collections import deque
 
     n, slots = len(lengths), max(1, int(slots))
     if not n or sum(lengths) / min(slots, n) + max(lengths) > BURST_MAX_STEPS:
         return None
+    sch = schedule
     budget = float(step_tokens) if step_tokens else float("inf")
     cache: dict[int, float] = {}
     pool = float("inf") if kv_tokens is None else max(float(kv_tokens), prompt_tokens + max(lengths) + 1)
@@ -499,21 +528,45 @@ def burst(step_s, lengths: list[int], slots: int, prompt_tokens: float = 0.0, kv
     first_at, done_at = [None] * n, [0.0] * n
     admitted: dict[int, int] = {}  # id -> the step it was admitted at, in admission order (prefilling or decoding)
     prefilling: dict[int, float] = {}  # id -> prompt tokens still to prefill, in admission order
-    decoding: dict[int, int] = {}  # id -> the step its decode ends at
-    ends: dict[int, list[int]] = {}  # step -> the ids whose last token it makes (checked against `decoding`)
-    held, now, t, decoded, steps = 0.0, 0.0, 0, 0, 0
+    decoding: dict[int, int] = {}  # id -> the decode step its decode ends at
+    ends: dict[int, list[int]] = {}  # decode step -> the ids whose last token it makes (checked against `decoding`)
+    held, now, t, dt, decoded, steps = 0.0, 0.0, 0, 0, 0, 0
+    ratio = sch.ratio_init
+    decay = (sch.ratio_init - sch.ratio_min) / max(1, sch.ratio_decay_steps)
+
+    def fits(j: int) -> bool:
+        need = prompt_tokens + made[j]
+        if sch.admit == "reserve_full":  # every admitted request's whole prompt and output, held or to come
+            return reserved + prompt_tokens + lengths[j] <= pool
+        if sch.admit == "reserve_ratio":
+            rest = min(lengths[j] - made[j], sch.output_clip)
+            return held + future + need + rest <= pool
+        return held + need + 1 <= pool
+
+    reserved = future = 0.0
     while queue or admitted:
-        while queue and len(admitted) < slots and held + prompt_tokens + made[queue[0]] + 1 <= pool:
+        if sch.admit == "reserve_ratio":  # the running requests' remaining outputs at today's ratio
+            future = sum(min(lengths[j] - made[j], sch.output_clip) * (1.0 if j in prefilling else ratio)
+                         for j in admitted)
+        while queue and len(admitted) < slots and fits(queue[0]):
             j = queue.popleft()
             admitted[j] = t
             prefilling[j] = max(1.0, prompt_tokens + made[j])
             held += prompt_tokens + made[j]
-        b = len(decoding)
-        room, ptoks, ready = budget - b, 0.0, []
+            reserved += prompt_tokens + lengths[j]
+            future += min(lengths[j] - made[j], sch.output_clip)
+        prefill_only = sch.prefill_first and bool(prefilling)
+        b = 0 if prefill_only else len(decoding)
+        # whole prompts share the budget among themselves (their runs served 2,048-token prompts under a 2,048-token
+        # max_num_tokens beside hundreds decoding); chunked ones share it with the decoding sequences' tokens
+        room, ptoks, ready = (budget if sch.whole_prompts else budget - b), 0.0, []
         for j, rest in prefilling.items():  # first come first served within the step's token budget
             if room <= 0:
                 break
-            take = rest if rest <= room else room
+            if sch.whole_prompts and room < rest <= budget:
+                break  # the first prompt that does not fit waits for the next step, and those behind it
+            take = rest if rest <= room else room  # (a prompt longer than the whole budget is chunked: a run that
+            # served it had chunking on or a larger budget)
             room -= take
             ptoks += take
             if take >= rest:
@@ -526,13 +579,17 @@ def burst(step_s, lengths: list[int], slots: int, prompt_tokens: float = 0.0, kv
         decoded += b
         steps += 1
         held += b
-        for j in ends.pop(t, ()):
-            if decoding.get(j) != t:
-                continue  # preempted since
-            del decoding[j], admitted[j]
-            made[j] = lengths[j]
-            done_at[j] = now
-            held -= prompt_tokens + lengths[j]
+        if b:
+            dt += 1
+            ratio = max(sch.ratio_min, ratio - decay)
+            for j in ends.pop(dt, ()):
+                if decoding.get(j) != dt:
+                    continue  # preempted since
+                del decoding[j], admitted[j]
+                made[j] = lengths[j]
+                done_at[j] = now
+                held -= prompt_tokens + lengths[j]
+                reserved -= prompt_tokens + lengths[j]
         for j in ready:  # its prompt is in: its first (or next) token comes now
             del prefilling[j]
             made[j] += 1
@@ -543,16 +600,25 @@ def burst(step_s, lengths: list[int], slots: int, prompt_tokens: float = 0.0, kv
                 del admitted[j]
                 done_at[j] = now
                 held -= prompt_tokens + made[j]
+                reserved -= prompt_tokens + lengths[j]
             else:
-                decoding[j] = t + lengths[j] - made[j]
+                decoding[j] = dt + lengths[j] - made[j]
                 ends.setdefault(decoding[j], []).append(j)
+        retracted = False
         while held > pool and len(admitted) > 1:  # the pool is full: the last admitted go back to the queue
             j, _ = admitted.popitem()
             if j in decoding:
-                made[j] = lengths[j] - (decoding.pop(j) - t)
+                made[j] = lengths[j] - (decoding.pop(j) - dt)
             prefilling.pop(j, None)
             held -= prompt_tokens + made[j]
+            reserved -= prompt_tokens + lengths[j]
             queue.appendleft(j)
+            retracted = True
+        if retracted and sch.admit == "reserve_ratio":  # SGLang: the new ratio from what the running have decoded
+            live = [j for j in admitted if j in decoding]
+            done_toks = sum(made[j] for j in live)
+            max_new = sum(lengths[j] for j in live)
+            ratio = min(1.0, (done_toks + sch.retract_steps * len(live)) / (max_new + 1))
         t += 1
     tpots = [(done_at[j] - first_at[j]) / (lengths[j] - 1) for j in range(n) if lengths[j] > 1]
     return Burst(requests=n, makespan_s=now, output_tps=sum(lengths) / now,

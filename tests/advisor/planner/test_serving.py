@@ -382,3 +382,95 @@ def test_a_layer_split_replica_that_fits_on_fewer_gpus_is_offered_as_the_leaner_
     assert sv.leaner.fleet_gpus < sv.fleet_gpus
     line = next(x for x in leaner_lines(plan, K, "en") if x.startswith("llama.cpp"))
     assert "× 1 GPU" in line and "TP" not in line
+
+
+# ---------------------------------------------------------------- a burst as each engine's scheduler serves it
+
+def test_a_prefill_first_engine_holds_its_decodes_while_the_queue_is_prefilled():
+    """SGLang runs a new prefill batch whenever one can be admitted ("Run prefill first if possible"): the first
+    request's tokens wait through every later prompt, where vLLM mixes the prompts into its decode steps."""
+    from advisor.planner.serving import Schedule, burst
+
+    def run(sch):
+        return burst(lambda n: 0.01, [10] * 4, slots=4, prompt_tokens=100, prefill_token_s=0.001, step_tokens=100,
+                     schedule=sch)
+
+    first = run(Schedule(prefill_first=True))
+    # the 4 prompts one a step (0.1 s each), then 9 decode steps of 10 ms for all four together
+    assert first.ttft_ms_mean == pytest.approx(250)
+    assert first.makespan_s == pytest.approx(0.49)
+    assert first.tpot_ms_mean == pytest.approx(1000 * (0.39 + 0.29 + 0.19 + 0.09) / 9 / 4)
+    mixed = run(Schedule())
+    assert mixed.tpot_ms_mean < first.tpot_ms_mean and mixed.ttft_ms_mean > first.ttft_ms_mean
+
+
+def test_an_engine_that_reserves_whole_requests_admits_fewer_and_never_preempts():
+    """TensorRT-LLM's GUARANTEED_NO_EVICT admits a request only while its prompt and all its outputs fit beside the
+    others' reservations; vLLM admits what fits now and preempts when the pool overflows."""
+    from advisor.planner.serving import Schedule, burst
+
+    # 4 requests of a 10-token prompt and 10 outputs, a pool of 50 tokens: 2 reservations of 20 fit, not 3
+    full = burst(lambda n: 0.01, [10] * 4, slots=8, prompt_tokens=10, kv_tokens=50, schedule=Schedule(admit="reserve_full"))
+    assert full.makespan_s == pytest.approx(0.18)  # two waves of 9 decode steps
+    assert full.ttft_ms_mean == pytest.approx((0 + 0 + 90 + 90) / 4)  # the second wave waits for the first
+    held = burst(lambda n: 0.01, [10] * 4, slots=8, prompt_tokens=10, kv_tokens=50)
+    assert held.ttft_ms_mean == 0  # all four admitted at once, the last ones preempted later
+    assert held.makespan_s < full.makespan_s
+
+
+def test_a_ratio_reserving_engine_admits_more_as_its_ratio_decays():
+    """SGLang reserves the running requests' remaining outputs times new_token_ratio, which falls with each decode
+    step, so the requests that waited are admitted before the first ones end (a whole reservation would hold them)."""
+    from advisor.planner.serving import Schedule, burst
+
+    def run(sch):
+        return burst(lambda n: 0.01, [40] * 4, slots=8, prompt_tokens=10, kv_tokens=100, schedule=sch)
+
+    ratio = run(Schedule(admit="reserve_ratio", ratio_init=0.5, ratio_min=0.1, ratio_decay_steps=10))
+    full = run(Schedule(admit="reserve_full"))
+    assert full.ttft_ms_mean == pytest.approx((0 + 0 + 390 + 390) / 4)  # 2 of 50 tokens at a time
+    assert ratio.ttft_ms_mean < full.ttft_ms_mean
+    assert run(Schedule(admit="reserve_ratio", ratio_decay_steps=10**6)).ttft_ms_mean == pytest.approx(
+        full.ttft_ms_mean)  # at a ratio of 0.7 that never falls, no third request fits before the first two end
+
+
+def test_whole_prompts_wait_for_a_step_with_room_and_a_prompt_past_the_budget_is_chunked():
+    from advisor.planner.serving import Schedule, burst
+
+    whole = Schedule(whole_prompts=True)
+    b = burst(lambda n: 0.01, [2] * 3, slots=8, prompt_tokens=60, prefill_token_s=0.001, step_tokens=100,
+              schedule=whole)
+    # one 60-token prompt a step (the second does not fit the 40 left): first tokens at 60, 130 and 200 ms
+    assert b.ttft_ms_mean == pytest.approx((60 + 130 + 200) / 3)
+    chunked = burst(lambda n: 0.01, [2] * 3, slots=8, prompt_tokens=60, prefill_token_s=0.001, step_tokens=100)
+    assert chunked.ttft_ms_mean == pytest.approx((100 + 190 + 190) / 3)  # the second prompt split over two steps
+    long = burst(lambda n: 0.01, [2], slots=8, prompt_tokens=150, prefill_token_s=0.001, step_tokens=100,
+                 schedule=whole)
+    assert long.ttft_ms_mean == pytest.approx(150)  # 100 tokens, then 50: never stuck
+
+
+def test_each_engines_burst_schedule_is_read_from_the_knowledge():
+    from advisor.planner.published import schedule_of
+
+    sg, trt, vl = schedule_of(K, "sglang"), schedule_of(K, "tensorrt-llm"), schedule_of(K, "vllm")
+    assert sg.prefill_first and sg.admit == "reserve_ratio" and sg.ratio_init == 0.7 and sg.ratio_decay_steps == 600
+    assert trt.admit == "reserve_full" and trt.whole_prompts and not trt.prefill_first
+    assert vl.admit == "held" and not vl.prefill_first and not vl.whole_prompts
+    assert schedule_of(K, "llama.cpp") == schedule_of(K, "vllm")  # no schedule of its own: vLLM's
+    for engine in ("vllm", "sglang", "tensorrt-llm"):
+        sch = K.serving.modes[engine].scheduling
+        assert sch is not None and sch.source.startswith("https://github.com/") and sch.read
+
+
+def test_a_trtllm_bench_burst_takes_the_token_budget_that_tool_sets():
+    """trtllm-bench sets max_num_tokens from the dataset (its tuning.py): the pool's requests x (1 + ISL/OSL), at
+    least 2,048, at most 32,768; a served row keeps the engine's default budget."""
+    from advisor.planner.published import burst_budget
+    from advisor.planner.serving import Hw
+
+    hw = Hw(bandwidth=1.0, flops=1.0, weights_read=1.0, kv_per_token=1.0, matmul_params=1.0, chunk_tokens=8192)
+    bench = {"published_as": "TensorRT-LLM performance overview (PyTorch backend, trtllm-bench throughput)"}
+    assert burst_budget(bench, hw, 130 * 4096, 2048, 2048) == 2048  # 130 x 2 = 260 tokens: the floor
+    assert burst_budget(bench, hw, 500 * 1100, 1000, 100) == 5632  # 500 x 11 = 5,500, up to a multiple of 512
+    assert burst_budget(bench, hw, 4000 * 20_000, 19_000, 1000) == 32768  # the ceiling
+    assert burst_budget({"published_as": "TensorRT-LLM trtllm-serve v1.2.0rc1"}, hw, 500 * 1100, 1000, 100) == 8192
