@@ -18,8 +18,7 @@ from advisor.knowledge.load import Knowledge
 from advisor.planner.capacity import Workload, _Calc
 from advisor.planner.perf import hw_class
 from advisor.planner.serving import (VLLM_SCHEDULE, Burst, Eff, Load, Schedule, burst, decode_step_s, predict, prefill_s,
-                                     spread_lengths,
-                                     step_curve)
+                                     spread_lengths, step_curve)
 from advisor.planner.spec import ModelSpec, resolve_model
 from advisor.planner.target import build_target
 from advisor.planner.types import Target
@@ -226,9 +225,7 @@ def schedule_of(k, engine: str) -> Schedule:
     sch = mode.scheduling if mode is not None else None
     if sch is None:
         return VLLM_SCHEDULE
-    return Schedule(prefill_first=sch.prefill_first, admit=sch.admit, whole_prompts=sch.whole_prompts,
-                    ratio_init=sch.ratio_init, ratio_min=sch.ratio_min, ratio_decay_steps=sch.ratio_decay_steps,
-                    output_clip=sch.output_clip, retract_steps=sch.retract_steps)
+    return Schedule(**sch.model_dump(exclude={"source", "also", "version", "read"}))  # the mechanism's fields only
 
 
 TRTLLM_BENCH = re.compile(r"trtllm-bench")
@@ -260,9 +257,10 @@ def _burst_of(row: dict, c, hw, i: int, o: int) -> Callable[[Eff], Burst | None]
     slots, pool = burst_places(c, len(lengths))
     held = i + o / 2
 
+    sched, budget = schedule_of(c.k, c.engine), burst_budget(row, hw, pool, i, o)
+
     @functools.lru_cache(maxsize=16)
     def run(e: Eff) -> Burst | None:
         step = step_curve(lambda b: decode_step_s(b, hw, e, held), slots)
         return burst(step, lengths, slots, float(i), pool, prefill_token_s(hw, e), budget, sched)
-    sched, budget = schedule_of(c.k, c.engine), burst_budget(row, hw, pool, i, o)
     return run
