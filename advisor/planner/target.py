@@ -24,16 +24,20 @@ def find_gpu(name: str | None, knowledge: Knowledge):
 
 _SPLIT = re.compile(r"[\s_/-]+")
 _MEMORY = re.compile(r"^(\d{1,4})g(?:b|ib)?$")
+_SIZE_APART = re.compile(r"(\d)\s+(gb|gib)\b")  # "A100 80 GB" (the llama.cpp scoreboard's spelling) is "80gb"
+# words that make another card of the same number: an "RTX 4070 Ti SUPER" (672 GB/s) is not the RTX 4070 (504)
+_VARIANTS = frozenset({"ti", "super"})
 
 
 def _tokens(name: str) -> set[str]:
-    return {t for t in _SPLIT.split(name.lower()) if t and t != "nvidia"}
+    return {t for t in _SPLIT.split(_SIZE_APART.sub(r"\1\2", name.lower())) if t and t != "nvidia"}
 
 
 def _find_gpu(name: str, knowledge: Knowledge):
     """An exact id, name or alias; else the known name with the most words all found in the given one ("NVIDIA
     GeForce RTX 4090 D" -> rtx-4090, "A100 SXM 80GB" -> a100-80gb, never the bare "A100" alias of the 40 GB card): a
-    memory size the given name states ("80GB") puts a card of that size first."""
+    memory size the given name states ("80GB", "80 GB") puts a card of that size first; a name with a variant word
+    ("Ti", "SUPER") never falls back to a card without it (none: the plan says the card is not in the catalogue)."""
     want = name.strip().lower()
     have = _tokens(want)
     sizes = {int(m.group(1)) for t in have if (m := _MEMORY.match(t))}
@@ -46,7 +50,7 @@ def _find_gpu(name: str, knowledge: Knowledge):
         for n in names:
             toks = _tokens(n)
             score = (size_ok, len(toks), len(n))
-            if len(n) >= 3 and toks and toks <= have and score > best_score:
+            if len(n) >= 3 and toks and toks <= have and score > best_score and not (have & _VARIANTS) - toks:
                 best, best_score = g, score
     return best
 

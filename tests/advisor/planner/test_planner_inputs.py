@@ -247,6 +247,10 @@ def test_a_measured_label_names_the_sweep_that_made_it():
     ("NVIDIA GeForce RTX 4090 D", "rtx-4090"),
     ("GH200 480GB", "gh200-96gb"),  # a size that is not the GPU's memory (its CPU's) finds the card all the same
     ("H100 PCIe", "h100-pcie"),
+    ("A100 80 GB", "a100-80gb"),  # the size apart from its unit (llama.cpp's scoreboard) is still the 80 GB card
+    ("V100 32 GB", "v100-sxm2-32gb"),
+    ("NVIDIA GeForce RTX 4080 SUPER", "rtx-4080"),  # aliased: within a few % of the 4080
+    ("RTX 4070 Ti", "rtx-4070-ti"),
 ])
 def test_a_gpu_name_as_people_write_it_finds_its_card(name, gpu_id):
     from advisor.knowledge.load import load_knowledge
@@ -254,3 +258,19 @@ def test_a_gpu_name_as_people_write_it_finds_its_card(name, gpu_id):
 
     g = find_gpu(name, load_knowledge())
     assert g is not None and g.id == gpu_id
+
+
+@pytest.mark.parametrize("name", ["RTX 4070 Ti SUPER", "NVIDIA GeForce RTX 4070 SUPER"])
+def test_a_variant_the_catalogue_lacks_is_not_planned_as_its_base_card(name):
+    """An RTX 4070 Ti SUPER (672 GB/s) planned as the RTX 4070 (504 GB/s) would be a third too slow, and silently:
+    the plan says the card is not in the catalogue instead."""
+    from advisor.inputs.answers import parse_answers
+    from advisor.knowledge.load import load_knowledge
+    from advisor.planner import make_plan
+    from advisor.planner.target import find_gpu
+
+    k = load_knowledge()
+    assert find_gpu(name, k) is None
+    plan = make_plan(parse_answers({"model": {"name": "llama-3.1-8b"}, "hardware": {
+        "gpu_vendor": "nvidia", "gpu_model": name, "gpu_count": 1}}), None, k)
+    assert plan.target.gpu_id is None and plan.target.gpu_bandwidth_gb_s is None
