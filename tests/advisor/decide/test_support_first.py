@@ -218,12 +218,12 @@ def _miss(engine: str, target_ms: int):
 
 
 def test_a_rough_miss_inside_its_band_counts_for_less_than_one_beyond_it():
-    """llama.cpp is roughly predicted (no serving rows of its own on this class) to miss 1.6 s by about 1.3x with a
-    ±65 % band (its default layer split runs the two GPUs one after another: about 2.1 s to a first token), so the
+    """llama.cpp is roughly predicted (no serving rows of its own on this class) to miss 2.4 s by about 1.25x with a
+    ±67 % band (its default layer split runs the two GPUs one after another: about 3 s to a first token), so the
     fast end would meet: -4, not the -12 a miss beyond the band costs. At 0.1 s it is beyond."""
-    sv, ids = _miss("llama.cpp", 1600)
+    sv, ids = _miss("llama.cpp", 2400)
     assert sv.own_label == "rough" and sv.replicas is None
-    assert 1 < sv.ttft_ms_p95_one / 1600 <= 1 + sv.own_band  # the premise: a miss inside the band
+    assert 1 < sv.ttft_ms_p95_one / 2400 <= 1 + sv.own_band  # the premise: a miss inside the band
     assert ids.get("predicted-misses-rough-in-band") == -4 and "predicted-misses-rough" not in ids
     assert _miss("llama.cpp", 100)[1].get("predicted-misses-rough") == -12
 
