@@ -268,7 +268,7 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
             out += _figure(images, key)
         from advisor.report.serving import serving_markdown
 
-        out += [serving_markdown(rec.plan, knowledge, lang)]
+        out += [serving_markdown(rec.plan, knowledge, lang, excluded=frozenset(x.engine for x in rec.excluded))]
         out += _figure(images, "serving")
     # measurements
     out += [f"## {s('report_measurements')}", ""]

@@ -221,10 +221,13 @@ def _split_label(tp: int, dp: int, s, lang: str) -> str:
     return s("srv_fleet_tp", lang, tp=tp) if tp > 1 else ""
 
 
-def serving_rows(plan: Plan, knowledge: Knowledge, lang: str) -> tuple[list[str], list[list[str]]]:
+def serving_rows(plan: Plan, knowledge: Knowledge, lang: str, excluded: frozenset[str] = frozenset()
+                 ) -> tuple[list[str], list[list[str]]]:
     """One row per engine: name, how it serves, TTFT p95 and ITL p50 at Q1's users on one replica, its output
     tok/s (all users), users per replica within the target (band), the fleet for Q1's users, its $/h and $ per
-    million output tokens, and the prediction's label with its band. No prediction: why, in the second cell."""
+    million output tokens, and the prediction's label with its band. No prediction: why, in the second cell.
+    excluded: engines the recommendation excluded (cannot run as asked): their figures stay, as what the engine would
+    do, with that said beside how it serves (a V100 reader saw vLLM's 141 users and no word that vLLM dropped Volta)."""
     s = knowledge.s
     first = next(iter(plan.engines.values()), None)
     header = s("srv_cols", lang, users=f"{first.concurrency:,}" if first else DASH).split("|")
@@ -237,7 +240,8 @@ def serving_rows(plan: Plan, knowledge: Knowledge, lang: str) -> tuple[list[str]
             rows.append([name, why_not(p, plan, knowledge, lang)] + [DASH] * (len(header) - 2))
             continue
         at = sv.at_users
-        rows.append([name, s(f"srv_mode_{sv.mode}", lang),
+        mode = s(f"srv_mode_{sv.mode}", lang) + (s("srv_excluded", lang) if e in excluded else "")
+        rows.append([name, mode,
                      _f(at.ttft_ms_p95 if at else None, 0), _f(at.itl_ms_p50 if at else None),
                      _f(at.output_tps if at else None), capacity_text(sv, p, knowledge, lang),
                      fleet_text(sv, knowledge, lang), _usd(sv.fleet_usd_per_hour), _usd(sv.usd_per_m_output_tokens), label_text(sv, knowledge, lang)])
@@ -317,7 +321,8 @@ def caption(knowledge: Knowledge, lang: str) -> str:
     return knowledge.s("srv_caption", lang)
 
 
-def serving_markdown(plan: Plan, knowledge: Knowledge, lang: str, heading: str = "##") -> str:
+def serving_markdown(plan: Plan, knowledge: Knowledge, lang: str, heading: str = "##",
+                     excluded: frozenset[str] = frozenset()) -> str:
     """The report section: heading, what was predicted for, how (one paragraph), the table, the memory lines."""
     s = knowledge.s
     out = [f"{heading} {s('srv_title', lang)}", ""]
@@ -325,7 +330,7 @@ def serving_markdown(plan: Plan, knowledge: Knowledge, lang: str, heading: str =
     out += [md_escape(line) if line else md_escape(s("srv_none_predicted", lang)), ""]
     if line:
         out += [md_escape(explanation(knowledge, lang)), ""]
-    header, rows = serving_rows(plan, knowledge, lang)
+    header, rows = serving_rows(plan, knowledge, lang, excluded)
     out.append("| " + " | ".join(md_escape(h) for h in header) + " |")
     out.append("|" + "---|" * len(header))
     out += ["| " + " | ".join(md_escape(fold(c)) for c in r) + " |" for r in rows]

@@ -259,3 +259,24 @@ def test_the_transformers_line_says_its_fleet_assumes_one_request_at_a_time_unli
     torch = next(x for x in lines if x.startswith(K.engines["pytorch"].name))
     assert "--continuous_batching" in torch and "generate()" in torch
     assert all("--continuous_batching" not in x for x in lines if x is not torch)
+
+
+@pytest.mark.parametrize("lang, said", [("en", "excluded from the ranking"), ("zh", "已排除出排名")])
+def test_an_engine_the_ranking_excluded_keeps_its_figures_and_says_so(lang, said):
+    """On a V100 vLLM, SGLang and TensorRT-LLM cannot run (Volta dropped): the report's serving table still shows
+    what they would do, and says beside how each serves that the ranking excluded it; llama.cpp, ranked, does not."""
+    a = {"concurrency": 8, "ttft_p95_ms": 2000,
+         "hardware": {"gpu_vendor": "nvidia", "gpu_model": "Tesla V100-SXM2-32GB", "gpu_count": 1},
+         "model": {"name": "llama-3.1-8b", "precision": "q4_k_m", "context_tokens": 8192}}
+    answers = parse_answers(a)
+    rec = recommend(answers, None, K, lang=lang)
+    out = {x.engine for x in rec.excluded}
+    assert {"vllm", "sglang", "tensorrt-llm"} <= out and "llama.cpp" not in out
+    _, rows = serving_rows(rec.plan, K, lang, frozenset(out))
+    assert said in _row(rows, "vLLM")[1] and _row(rows, "vLLM")[2] != "—"
+    assert said not in _row(rows, "llama.cpp")[1]
+    md = build_markdown(answers, None, rec, [], K, lang)
+    line = next(x for x in md.splitlines() if x.startswith("| vLLM |") and ("连续" in x or "continuous" in x))
+    assert said in line
+    _, plain = serving_rows(rec.plan, K, lang)  # the plan alone (the CLI's `plan`) knows no ranking
+    assert said not in _row(plain, "vLLM")[1]
