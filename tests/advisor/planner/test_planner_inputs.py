@@ -251,6 +251,8 @@ def test_a_measured_label_names_the_sweep_that_made_it():
     ("V100 32 GB", "v100-sxm2-32gb"),
     ("NVIDIA GeForce RTX 4080 SUPER", "rtx-4080"),  # aliased: within a few % of the 4080
     ("RTX 4070 Ti", "rtx-4070-ti"),
+    ("RTX 4060 Ti 8GB", "rtx-4060-ti-8gb"),  # the size the name states, among the Ti cards
+    ("NVIDIA GeForce RTX 4070 SUPER", "rtx-4070"),  # aliased: the same memory and bandwidth
 ])
 def test_a_gpu_name_as_people_write_it_finds_its_card(name, gpu_id):
     from advisor.knowledge.load import load_knowledge
@@ -260,10 +262,10 @@ def test_a_gpu_name_as_people_write_it_finds_its_card(name, gpu_id):
     assert g is not None and g.id == gpu_id
 
 
-@pytest.mark.parametrize("name", ["RTX 4070 Ti SUPER", "NVIDIA GeForce RTX 4070 SUPER"])
+@pytest.mark.parametrize("name", ["RTX 4070 Ti SUPER", "NVIDIA GeForce RTX 3080 Ti"])
 def test_a_variant_the_catalogue_lacks_is_not_planned_as_its_base_card(name):
-    """An RTX 4070 Ti SUPER (672 GB/s) planned as the RTX 4070 (504 GB/s) would be a third too slow, and silently:
-    the plan says the card is not in the catalogue instead."""
+    """An RTX 4070 Ti SUPER (672 GB/s) planned as the RTX 4070 (504 GB/s) would be a third too slow, an RTX 3080 Ti
+    (912 GB/s, 12 GB) as the 3080 10GB (760 GB/s), and silently: the plan says the card is not in the catalogue."""
     from advisor.inputs.answers import parse_answers
     from advisor.knowledge.load import load_knowledge
     from advisor.planner import make_plan
@@ -274,3 +276,4 @@ def test_a_variant_the_catalogue_lacks_is_not_planned_as_its_base_card(name):
     plan = make_plan(parse_answers({"model": {"name": "llama-3.1-8b"}, "hardware": {
         "gpu_vendor": "nvidia", "gpu_model": name, "gpu_count": 1}}), None, k)
     assert plan.target.gpu_id is None and plan.target.gpu_bandwidth_gb_s is None
+    assert any("not in the accelerator catalogue" in n for n in plan.notes)
