@@ -466,6 +466,10 @@ _SRC = re.compile(r"""\bsrc\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.I)
 _ROW = re.compile(r"<tr>(.*?)</tr>", re.S | re.I)
 _CELL = re.compile(r"<(t[hd])(?:\s[^>]*)?>(.*?)</t[hd]>", re.S | re.I)
 _NUMERIC = re.compile(r"^[\s\d.,/%+\-–—≤≥×]+$")
+# the units a column must hold whole: a run of non-space Latin text, or two CJK characters or full-width marks (fpdf2
+# breaks Chinese between any two characters: a header "个用户所需集群" held whole took the width the prediction's
+# label needed; two at a time keep a two-character word such as "运行" on one line)
+_UNITS = re.compile(r"[\u2e80-\u9fff\u3000-\u303f\uff00-\uffef]{1,2}|[^\s\u2e80-\u9fff\u3000-\u303f\uff00-\uffef]+")
 
 TABLE_PT, BODY_PT, CELL_PAD_MM = 7.5, 9.5, 2.4
 PRE_PT = 7.5  # code blocks (the reproduce line, the deployment files): ~110 columns on an A4 page
@@ -541,7 +545,7 @@ def _render_table(pdf, rows: list[list[tuple[str, str, str | None]]], family: st
     need, want, floor = [], [], []
     for j in range(n):
         texts = [r[j][1] for r in rows]
-        words = [pdf.get_string_width(w) for t in texts for w in t.split()] or [0]
+        words = [pdf.get_string_width(w) for t in texts for w in _UNITS.findall(t)] or [0]
         need.append(min(max(words), 40.0) + CELL_PAD_MM)
         want.append(max(pdf.get_string_width(t) for t in texts) + CELL_PAD_MM)
         for ch in {ch for t in texts for ch in t} - glyph.keys():
