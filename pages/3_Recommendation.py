@@ -119,7 +119,7 @@ with st.expander(T("plan_assumptions_for", engine=rec.top.name if rec.top else "
         st.markdown(link_urls("\n".join(f"- {x}" for x in rec.top.plan.assumptions)))
 st.subheader(T("srv_title"))
 st.caption(md_escape(srv.workload_line(plan, k, lang) or T("srv_none_predicted")))
-cols, rows = serving_rows(plan, k, lang, frozenset(x.engine for x in rec.excluded))
+cols, rows = serving_rows(plan, k, lang, rec.excluded_engines)
 # a Markdown table wraps its cells at any width (a dataframe cut off "$ per M" and the prediction's label at 1300 px,
 # and showed 3 of 10 columns on a phone): every figure stays beside the label that says how far to trust it
 st.markdown(md_table(cols, [[md_escape(c) for c in r] for r in rows], align="llrrrrrrrl"))

@@ -50,6 +50,11 @@ class Recommendation(BaseModel):
     plan: Plan | None = None  # model, target and every engine's plan (also attached per engine above)
 
     @property
+    def excluded_engines(self) -> frozenset[str]:
+        """The ids of the engines excluded (cannot run as asked): what the serving table marks."""
+        return frozenset(x.engine for x in self.excluded)
+
+    @property
     def top(self) -> RankedEngine | None:
         return self.ranking[0] if self.ranking else None
 

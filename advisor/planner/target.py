@@ -41,6 +41,7 @@ def _find_gpu(name: str, knowledge: Knowledge):
     want = name.strip().lower()
     have = _tokens(want)
     sizes = {int(m.group(1)) for t in have if (m := _MEMORY.match(t))}
+    variants = have & _VARIANTS
     best, best_score = None, (0, 0, 0)
     for g in knowledge.gpus.gpus:
         names = [g.id, g.name, *g.aliases]
@@ -50,7 +51,7 @@ def _find_gpu(name: str, knowledge: Knowledge):
         for n in names:
             toks = _tokens(n)
             score = (size_ok, len(toks), len(n))
-            if len(n) >= 3 and toks and toks <= have and score > best_score and not (have & _VARIANTS) - toks:
+            if len(n) >= 3 and toks and toks <= have and score > best_score and variants <= toks:
                 best, best_score = g, score
     return best
 

@@ -268,7 +268,7 @@ def build_markdown(answers: Answers, hardware: Hardware | None, rec: Recommendat
             out += _figure(images, key)
         from advisor.report.serving import serving_markdown
 
-        out += [serving_markdown(rec.plan, knowledge, lang, excluded=frozenset(x.engine for x in rec.excluded))]
+        out += [serving_markdown(rec.plan, knowledge, lang, excluded=rec.excluded_engines)]
         out += _figure(images, "serving")
     # measurements
     out += [f"## {s('report_measurements')}", ""]
@@ -469,7 +469,8 @@ _NUMERIC = re.compile(r"^[\s\d.,/%+\-–—≤≥×]+$")
 # the units a column must hold whole: a run of non-space Latin text, or two CJK characters or full-width marks (fpdf2
 # breaks Chinese between any two characters: a header "个用户所需集群" held whole took the width the prediction's
 # label needed; two at a time keep a two-character word such as "运行" on one line)
-_UNITS = re.compile(r"[\u2e80-\u9fff\u3000-\u303f\uff00-\uffef]{1,2}|[^\s\u2e80-\u9fff\u3000-\u303f\uff00-\uffef]+")
+_CJK = "\u2e80-\u9fff\uff00-\uffef"  # CJK scripts and punctuation (from U+2E80, U+3000 marks included), full-width forms
+_UNITS = re.compile(f"[{_CJK}]{{1,2}}|[^\\s{_CJK}]+")
 
 TABLE_PT, BODY_PT, CELL_PAD_MM = 7.5, 9.5, 2.4
 PRE_PT = 7.5  # code blocks (the reproduce line, the deployment files): ~110 columns on an A4 page

@@ -270,9 +270,9 @@ def test_an_engine_the_ranking_excluded_keeps_its_figures_and_says_so(lang, said
          "model": {"name": "llama-3.1-8b", "precision": "q4_k_m", "context_tokens": 8192}}
     answers = parse_answers(a)
     rec = recommend(answers, None, K, lang=lang)
-    out = {x.engine for x in rec.excluded}
+    out = rec.excluded_engines
     assert {"vllm", "sglang", "tensorrt-llm"} <= out and "llama.cpp" not in out
-    _, rows = serving_rows(rec.plan, K, lang, frozenset(out))
+    _, rows = serving_rows(rec.plan, K, lang, out)
     assert said in _row(rows, "vLLM")[1] and _row(rows, "vLLM")[2] != "—"
     assert said not in _row(rows, "llama.cpp")[1]
     md = build_markdown(answers, None, rec, [], K, lang)
