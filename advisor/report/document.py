@@ -466,10 +466,11 @@ _SRC = re.compile(r"""\bsrc\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.I)
 _ROW = re.compile(r"<tr>(.*?)</tr>", re.S | re.I)
 _CELL = re.compile(r"<(t[hd])(?:\s[^>]*)?>(.*?)</t[hd]>", re.S | re.I)
 _NUMERIC = re.compile(r"^[\s\d.,/%+\-–—≤≥×]+$")
-# the units a column must hold whole: a run of non-space Latin text, or two CJK characters or full-width marks (fpdf2
-# breaks Chinese between any two characters: a header "个用户所需集群" held whole took the width the prediction's
-# label needed; two at a time keep a two-character word such as "运行" on one line)
-_CJK = "\u2e80-\u9fff\uff00-\uffef"  # CJK scripts and punctuation (from U+2E80, U+3000 marks included), full-width forms
+# the units a column must hold whole: two CJK characters, or a run of any other non-space text (fpdf2 breaks Chinese
+# between any two characters: a header "个用户所需集群" held whole took the width the prediction's label needed; two
+# at a time keep a two-character word such as "运行" on one line; full-width brackets stay with what they enclose, so
+# a capacity "13（8–35）" is not broken inside its range)
+_CJK = "\u2e80-\u9fff"  # CJK radicals, punctuation, kana and ideographs (U+3000 marks included)
 _UNITS = re.compile(f"[{_CJK}]{{1,2}}|[^\\s{_CJK}]+")
 
 TABLE_PT, BODY_PT, CELL_PAD_MM = 7.5, 9.5, 2.4
