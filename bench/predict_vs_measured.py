@@ -342,8 +342,14 @@ def as_shown(k, held: list, si: dict[str, dict[str, float]]) -> None:
 
     from bench.fit_serving import kind_of, load_obs
 
+    import yaml
+
+    from advisor.planner.perf import efficiency, label_for, metric_bands
+
     fit, a = k.serving_fit, k.aiconfigurator
     src = load_obs(k)[1]
+    rows = yaml.safe_load((ROOT / "tests" / "advisor" / "data" / "published_serving.yaml").read_text(encoding="utf-8"))
+    users = {r["id"]: (r.get("load") or {}).get("concurrency") for r in rows["rows"]}
     cells: dict[tuple[str, str], list[tuple[float, float, str]]] = {}
     for o, err in held:
         if err is None:
@@ -352,13 +358,13 @@ def as_shown(k, held: list, si: dict[str, dict[str, float]]) -> None:
         m = SILICON_METRIC.get(o.kind)
         if m and m in si.get(o.row, {}):
             err, band, who = si[o.row][m], a.bands[BAND_OF.get(m, m)].band, "silicon"
-        else:
-            g = fit.groups.get(f"{o.engine}/{o.cls}") or fit.groups.get(o.cls)
-            if g is None:
+        else:  # the band a plan shows beside our figure (advisor/planner/perf.py), rough widening included
+            if not (fit.groups.get(f"{o.engine}/{o.cls}") or fit.groups.get(o.cls)):
                 continue
-            band = max({"throughput": g.band, "ttft": g.band_ttft or g.band, "itl": g.band_itl or g.band}[kind],
-                       k.serving.band_floor)
-            who = "ours"
+            batching = o.serving and users.get(o.row) != 1
+            _, tps, basis, group = efficiency(o.engine, o.cls, k, batching=batching)
+            ttft, itl, _ = metric_bands(tps, basis, group, label_for(basis, group, k, batching), k)
+            band, who = {"throughput": tps, "ttft": ttft, "itl": itl}[kind], "ours"
         cells.setdefault((o.cls, kind), []).append((abs(err), band, who, src[o.row]))
     print("\nAs a plan shows them (each figure from the predictor that gives it, held out; bands as shown): "
           "|predicted / measured - 1|")

@@ -75,6 +75,23 @@ def label_for(basis: str, group: str, k: Knowledge, batching: bool) -> str:
     return "rough" if thin else "fitted"
 
 
+def metric_bands(band: float, basis: str, group: str, label: str, k: Knowledge) -> tuple[float, float, bool]:
+    """(TTFT band, ITL band, whether the TTFT band is rough) beside a tok/s band from efficiency(): the held-out p80
+    per metric (bench/fit_serving.py), widened as the tok/s band was: another engine's evidence by half again, a rough
+    one to at least the rough floor (a rough tok/s band is not TTFT's). One function for the plan and for
+    bench/predict_vs_measured.py, so the bands it checks are the bands a plan shows."""
+    g = k.serving_fit.groups.get(group) if basis in ("fitted", "class") else None
+    if g is None:
+        return band, band, False
+
+    def one(b: float | None) -> float:
+        if b is None:
+            return band
+        b = b * 1.5 if basis == "class" else b
+        return round(max(b, k.serving.band_floor, k.serving.rough_above * 1.2 if label == "rough" else 0), 3)
+    return one(g.band_ttft), one(g.band_itl), bool(g.rough_ttft)  # (g is a fit group: never measured)
+
+
 def _level(mode, hw, eff, wl, c: int, gpus: int, target_ms: float | None) -> ServingLevel:
     p = predict(mode, hw, eff, Load(wl.prompt_tokens, wl.output_tokens, wl.input_sd, concurrency=c))
     per_gpu = p.output_tps / gpus if p.output_tps is not None and gpus else p.output_tps
@@ -251,21 +268,12 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
     si, why = _silicon(c, mode, hw, eff, wl, k) if detail and basis != "measured" else (None, None)
     out.predictor = "serving-model"
     out.predictor_note = why
-    out.band_ttft = out.band_itl = out.band
-    g = k.serving_fit.groups.get(group) if basis in ("fitted", "class") else None
-    if g is not None:  # the held-out p80 per metric (bench/fit_serving.py), widened as the tok/s band was: another
-        # engine's evidence by half again, a rough one to at least the rough floor (a rough tok/s band is not TTFT's)
-        def metric_band(b: float | None) -> float:
-            if b is None:
-                return out.band
-            b = b * 1.5 if basis == "class" else b
-            return round(max(b, k.serving.band_floor, k.serving.rough_above * 1.2 if label == "rough" else 0), 3)
-        out.band_ttft, out.band_itl = metric_band(g.band_ttft), metric_band(g.band_itl)
+    out.band_ttft, out.band_itl, rough_ttft = metric_bands(out.band, basis, group, label, k)
     ours = (out.band, out.band_itl)  # our tok/s and ITL bands, for the cross-check beside the silicon predictor
     # a capacity is where TTFT reaches Q2, so it carries our TTFT band (as do the facts the scores read), and is rough
     # where that band is (too few TTFT figures on this class: the pooled band)
     out.own_band = band = out.band_ttft
-    if g is not None and g.rough_ttft:  # (g is a fit group: the basis is fitted or class, never measured)
+    if rough_ttft:
         out.own_label = "rough"
     if si is not None:  # its decode side; TTFT and the capacities stay ours, with our band
         a = k.aiconfigurator

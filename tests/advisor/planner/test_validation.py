@@ -3,7 +3,9 @@ usable, and the bands the plans show are the held-out errors' p80 that knowledge
 import pytest
 import yaml
 
+from advisor.inputs.answers import parse_answers
 from advisor.knowledge.load import load_knowledge
+from advisor.planner import make_plan
 from bench.fit_serving import DATA, bands_from, quantile, source_of
 
 K = load_knowledge()
@@ -65,3 +67,35 @@ def test_an_offline_row_is_predicted_as_the_burst_it_was():
     assert tps.fast(e) == pytest.approx(tps.predict(e)) and itl.fast(e) == pytest.approx(itl.predict(e))
     closed = next(r for r in rows if (r.get("load") or {}).get("concurrency"))
     assert all(o.steady is None for o in serving_obs(closed, {}, K))
+
+
+def test_a_band_is_rounded_up_so_the_figure_that_earned_it_lies_inside():
+    """Rounded to the nearest, Apple's p80 error 0.5388 was written 0.538 and held 9 of 12 figures, not 10."""
+    from bench.fit_serving import up
+
+    class O:
+        def __init__(self, cls, kind):
+            self.cls, self.kind = cls, kind
+
+    errs = [0.05, 0.05, 0.13, 0.18, 0.21, 0.41, 0.44, 0.47, 0.51, -0.5388, 0.62, 1.21]
+    p80 = bands_from([(O("apple", "decode1"), e) for e in errs])["apple"]["throughput"]["p80"]
+    assert p80 == 0.539 and sum(abs(e) <= p80 for e in errs) == 10
+    assert up(0.6) == 0.6 and up(0.6001) == 0.601
+
+
+def test_the_bands_the_validation_checks_are_the_bands_a_plan_shows():
+    """bench/predict_vs_measured.py counts a held-out figure inside or outside the band a plan shows beside it
+    (advisor/planner/perf.py metric_bands): for an engine on another engine's evidence (vLLM on a GeForce card, from
+    the class's pooled fit) that is the class's band widened by half and to the rough floor, not the class's own p80."""
+    from advisor.planner.perf import efficiency, label_for, metric_bands
+
+    a = parse_answers({"concurrency": 8, "hardware": {"gpu_vendor": "nvidia", "gpu_model": "rtx-4090", "gpu_count": 1},
+                       "model": {"name": "llama-3.1-8b", "precision": "fp16"}})
+    sv = make_plan(a, None, K).engines["vllm"].serving
+    assert sv is not None and sv.basis == "class" and sv.label == "rough"
+    _, band, basis, group = efficiency("vllm", "geforce", K, batching=True)
+    ttft, itl, _ = metric_bands(band, basis, group, label_for(basis, group, K, True), K)
+    pooled = K.serving_fit.groups["geforce"]
+    assert (sv.band, sv.band_ttft) == (pytest.approx(band), ttft)
+    assert band >= max(pooled.band * 1.5, K.serving.rough_above * 1.2) > pooled.band
+    assert ttft >= pooled.band_ttft and itl >= pooled.band_itl
