@@ -340,11 +340,10 @@ def as_shown(k, held: list, si: dict[str, dict[str, float]]) -> None:
     inside the band (80 % is what a p80 band claims)."""
     from collections import Counter
 
-    from bench.fit_serving import kind_of, load_obs
-
     import yaml
 
     from advisor.planner.perf import efficiency, label_for, metric_bands
+    from bench.fit_serving import kind_of, load_obs
 
     fit, a = k.serving_fit, k.aiconfigurator
     src = load_obs(k)[1]
