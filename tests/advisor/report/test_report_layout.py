@@ -308,3 +308,28 @@ def test_the_pdfs_support_table_links_each_cell_to_its_source():
     assert len(uris & sources) >= 5  # one per engine at least: the table's cells are links
     assert uris <= sources | {u for u in uris if not u.startswith("file:")}
     assert not any(u.startswith(("file:", "/")) for u in uris)
+
+
+def test_chinese_lines_in_a_list_and_a_paragraph_do_not_touch(tmp_path):
+    """Chinese fills its em box: at fpdf2's line height (1.0 of the font size) a wrapped bullet's characters all but
+    touched the next line's (the zh report's serving notes). Where the text holds Chinese, paragraphs and lists are
+    set at CJK_LINE_HEIGHT; English keeps its own."""
+    from advisor.report.document import BODY_PT, CJK_LINE_HEIGHT
+
+    exe = shutil.which("pdftotext")
+    if exe is None:
+        pytest.skip("pdftotext (poppler-utils) is not installed; `make test` installs it")
+
+    def pitches(md: str) -> list[float]:
+        f = tmp_path / "r.pdf"
+        f.write_bytes(markdown_to_pdf(md))
+        box = subprocess.run([exe, "-bbox", str(f), "-"], capture_output=True, text=True, check=True,
+                             timeout=60).stdout
+        ys = sorted({float(y) for y, w in re.findall(r'yMin="([\d.]+)" xMax="[\d.]+" yMax="[\d.]+">([^<]*)<', box)
+                     if w.startswith(("引擎", "擎的", "的选", "选择", "model"))})
+        return [b - a for a, b in zip(ys, ys[1:])]
+
+    zh = pitches("- " + "引擎的选择取决于硬件与负载" * 20 + "\n\n" + "引擎的选择" * 60 + "\n")
+    assert len(zh) >= 4 and min(zh) >= CJK_LINE_HEIGHT * BODY_PT - 0.5, zh
+    en = pitches("- " + "model " * 120 + "\n")
+    assert en and max(en) < CJK_LINE_HEIGHT * BODY_PT - 0.5, en
