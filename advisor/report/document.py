@@ -470,7 +470,8 @@ _NUMERIC = re.compile(r"^[\s\d.,/%+\-–—≤≥×]+$")
 # between any two characters: a header "个用户所需集群" held whole took the width the prediction's label needed; two
 # at a time keep a two-character word such as "运行" on one line; full-width brackets stay with what they enclose, so
 # a capacity "13（8–35）" is not broken inside its range)
-CJK_LINE_HEIGHT = 1.3  # a paragraph's or list's line height where the report holds Chinese
+CJK_LINE_HEIGHT = 1.3  # a paragraph's or list's line height in a section that holds Chinese
+_SPACED = re.compile(r"<(p|ul|ol)>")  # (after the tables and images are split out: a placed image is <p><img></p>)
 _CJK = "\u2e80-\u9fff"  # CJK radicals, punctuation, kana and ideographs (U+3000 marks included)
 _UNITS = re.compile(f"[{_CJK}]{{1,2}}|[^\\s{_CJK}]+")
 
@@ -621,9 +622,6 @@ def markdown_to_pdf(md: str, image_files: dict[str, bytes] | None = None) -> byt
     try:
         # fpdf2 breaks long words itself, and has no glyph for the zero-width spaces fold() puts in them
         body = markdown.markdown(pdf_text(md), extensions=["tables", "fenced_code"])
-        if re.search(f"[{_CJK}]", body):  # Chinese fills its em box: at fpdf2's line height (1.0) a wrapped line's
-            # characters all but touch the next line's; the Latin faces' own leading spares English
-            body = re.sub(r"<(p|ul|ol)>", rf'<\1 line-height="{CJK_LINE_HEIGHT}">', body)
         pdf = FPDF(format="A4")
         pdf.resource_access_policy = ResourceAccessPolicy.NONE  # nothing is read but the bytes we hand over
         pdf.set_auto_page_break(True, margin=15)
@@ -667,6 +665,9 @@ def markdown_to_pdf(md: str, image_files: dict[str, bytes] | None = None) -> byt
                 if piece.startswith("<h") and pdf.get_y() + KEEP_WITH_HEADING_MM > pdf.page_break_trigger:
                     pdf.add_page()  # no heading alone at the foot of a page
                 pdf.set_font("cjk", size=BODY_PT)
+                if re.search(f"[{_CJK}]", piece):  # Chinese fills its em box: at fpdf2's line height (1.0) a wrapped
+                    # line's characters all but touch the next line's; the Latin faces' own leading spares English
+                    piece = _SPACED.sub(rf'<\1 line-height="{CJK_LINE_HEIGHT}">', piece)
                 pdf.write_html(piece, font_family="cjk", tag_styles=styles)
             if m is None:
                 break

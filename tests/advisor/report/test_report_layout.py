@@ -313,7 +313,7 @@ def test_the_pdfs_support_table_links_each_cell_to_its_source():
 def test_chinese_lines_in_a_list_and_a_paragraph_do_not_touch(tmp_path):
     """Chinese fills its em box: at fpdf2's line height (1.0 of the font size) a wrapped bullet's characters all but
     touched the next line's (the zh report's serving notes). Where the text holds Chinese, paragraphs and lists are
-    set at CJK_LINE_HEIGHT; English keeps its own."""
+    set at CJK_LINE_HEIGHT (section by section, after the tables and images are split out); English keeps its own."""
     from advisor.report.document import BODY_PT, CJK_LINE_HEIGHT
 
     exe = shutil.which("pdftotext")
