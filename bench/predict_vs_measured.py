@@ -358,8 +358,8 @@ def as_shown(k, held: list, si: dict[str, dict[str, float]]) -> None:
         if m and m in si.get(o.row, {}):
             err, band, who = si[o.row][m], a.bands[BAND_OF.get(m, m)].band, "silicon"
         else:  # the band a plan shows beside our figure (advisor/planner/perf.py), rough widening included
-            if not (fit.groups.get(f"{o.engine}/{o.cls}") or fit.groups.get(o.cls)):
-                continue
+            if o.engine.startswith("other:") or not (fit.groups.get(f"{o.engine}/{o.cls}") or fit.groups.get(o.cls)):
+                continue  # (an engine we do not rank, gpt-fast, MLC: its figures speak for its class's fit, no plan)
             batching = o.serving and users.get(o.row) != 1
             _, tps, basis, group = efficiency(o.engine, o.cls, k, batching=batching)
             ttft, itl, _ = metric_bands(tps, basis, group, label_for(basis, group, k, batching), k)
