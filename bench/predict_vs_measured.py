@@ -38,7 +38,7 @@ def _pct(x: float | None) -> str:
     return "—" if x is None else f"{x:+.0%}"
 
 
-def published(k) -> list:
+def published(k) -> tuple[list, dict[str, str]]:
     """Our model, left one source out (bench/fit_serving.py, as it last wrote knowledge/serving_fit.yaml): per
     hardware class and metric the held-out median, p80 (the band a plan shows) and p90 of |predicted / measured - 1|,
     and the share of the held-out figures inside the band each group states."""
@@ -64,7 +64,7 @@ def published(k) -> list:
     for kind, (n_in, n) in inside.items():
         if n:
             print(f"  ours     held-out figures inside the stated {kind} band: {n_in}/{n} = {n_in / n:.0%}")
-    return held
+    return held, src
 
 
 SMALL_BATCH = 8  # the closed-loop levels whose ITL the engine's per-step host work dominates
@@ -333,7 +333,7 @@ SILICON_METRIC = {"output_tps": "tps", "total_tps": "total", "itl": "itl"}  # th
 BAND_OF = {"total": "tps"}  # a total tok/s is its output tok/s times a constant: the same band
 
 
-def as_shown(k, held: list, si: dict[str, dict[str, float]]) -> None:
+def as_shown(k, held: list, src: dict[str, str], si: dict[str, dict[str, float]]) -> None:
     """What a plan shows, held out: per published figure, the measured-silicon predictor's error where it gives that
     figure (ITL and output tok/s on its systems, engines and models), else our model's left-one-source-out error;
     each with the band shown beside it. Per hardware class and metric: the median and p80 of |error| and the share
@@ -343,11 +343,10 @@ def as_shown(k, held: list, si: dict[str, dict[str, float]]) -> None:
     import yaml
 
     from advisor.planner.perf import efficiency, label_for, metric_bands
-    from bench.fit_serving import kind_of, load_obs
+    from bench.fit_serving import DATA
 
     fit, a = k.serving_fit, k.aiconfigurator
-    src = load_obs(k)[1]
-    rows = yaml.safe_load((ROOT / "tests" / "advisor" / "data" / "published_serving.yaml").read_text(encoding="utf-8"))
+    rows = yaml.safe_load((DATA / "published_serving.yaml").read_text(encoding="utf-8"))
     users = {r["id"]: (r.get("load") or {}).get("concurrency") for r in rows["rows"]}
     cells: dict[tuple[str, str], list[tuple[float, float, str]]] = {}
     for o, err in held:
@@ -421,8 +420,8 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["--silicon"]:  # the measured-silicon predictor's section alone (no refits: seconds, not minutes)
         silicon(k)
         return 0
-    held = published(k)
-    as_shown(k, held, silicon(k))
+    held, src = published(k)
+    as_shown(k, held, src, silicon(k))
     hw = detect(k)
     if argv:
         sweeps(k, [Path(a) for a in argv], hw, machine_bench.get(), "this machine, published fit only")

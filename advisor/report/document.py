@@ -466,14 +466,15 @@ _SRC = re.compile(r"""\bsrc\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.I)
 _ROW = re.compile(r"<tr>(.*?)</tr>", re.S | re.I)
 _CELL = re.compile(r"<(t[hd])(?:\s[^>]*)?>(.*?)</t[hd]>", re.S | re.I)
 _NUMERIC = re.compile(r"^[\s\d.,/%+\-–—≤≥×]+$")
+_CJK = "\u2e80-\u9fff"  # CJK radicals, punctuation, kana and ideographs (U+3000 marks included)
+_HAS_CJK = re.compile(f"[{_CJK}]")
 # the units a column must hold whole: two CJK characters, or a run of any other non-space text (fpdf2 breaks Chinese
 # between any two characters: a header "个用户所需集群" held whole took the width the prediction's label needed; two
 # at a time keep a two-character word such as "运行" on one line; full-width brackets stay with what they enclose, so
 # a capacity "13（8–35）" is not broken inside its range)
+_UNITS = re.compile(f"[{_CJK}]{{1,2}}|[^\\s{_CJK}]+")
 CJK_LINE_HEIGHT = 1.3  # a paragraph's or list's line height in a section that holds Chinese
 _SPACED = re.compile(r"<(p|ul|ol)>")  # (after the tables and images are split out: a placed image is <p><img></p>)
-_CJK = "\u2e80-\u9fff"  # CJK radicals, punctuation, kana and ideographs (U+3000 marks included)
-_UNITS = re.compile(f"[{_CJK}]{{1,2}}|[^\\s{_CJK}]+")
 
 TABLE_PT, BODY_PT, CELL_PAD_MM = 7.5, 9.5, 2.4
 PRE_PT = 7.5  # code blocks (the reproduce line, the deployment files): ~110 columns on an A4 page
@@ -665,7 +666,7 @@ def markdown_to_pdf(md: str, image_files: dict[str, bytes] | None = None) -> byt
                 if piece.startswith("<h") and pdf.get_y() + KEEP_WITH_HEADING_MM > pdf.page_break_trigger:
                     pdf.add_page()  # no heading alone at the foot of a page
                 pdf.set_font("cjk", size=BODY_PT)
-                if re.search(f"[{_CJK}]", piece):  # Chinese fills its em box: at fpdf2's line height (1.0) a wrapped
+                if _HAS_CJK.search(piece):  # Chinese fills its em box: at fpdf2's line height (1.0) a wrapped
                     # line's characters all but touch the next line's; the Latin faces' own leading spares English
                     piece = _SPACED.sub(rf'<\1 line-height="{CJK_LINE_HEIGHT}">', piece)
                 pdf.write_html(piece, font_family="cjk", tag_styles=styles)

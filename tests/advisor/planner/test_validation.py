@@ -37,11 +37,14 @@ def test_the_recorded_validation_is_by_source_and_the_bands_are_its_p80():
     assert dc.band == fit.held_out["datacenter-nvidia"]["throughput"]["p80"] or dc.rough
 
 
-def test_bands_from_takes_the_80th_percentile_per_class_and_pools_the_rest():
-    class O:
-        def __init__(self, cls, kind):
-            self.cls, self.kind = cls, kind
+class O:
+    """A held-out figure as bands_from reads it: its class and kind."""
 
+    def __init__(self, cls, kind):
+        self.cls, self.kind = cls, kind
+
+
+def test_bands_from_takes_the_80th_percentile_per_class_and_pools_the_rest():
     held = [(O("geforce", "output_tps"), e) for e in (0.1, -0.2, 0.3, -0.4, 0.5)] + [(O("amd", "itl"), 0.9)]
     t = bands_from(held)
     assert t["geforce"]["throughput"]["p80"] == quantile([0.1, 0.2, 0.3, 0.4, 0.5], 0.8) == 0.4
@@ -72,10 +75,6 @@ def test_an_offline_row_is_predicted_as_the_burst_it_was():
 def test_a_band_is_rounded_up_so_the_figure_that_earned_it_lies_inside():
     """Rounded to the nearest, Apple's p80 error 0.5388 was written 0.538 and held 9 of 12 figures, not 10."""
     from bench.fit_serving import up
-
-    class O:
-        def __init__(self, cls, kind):
-            self.cls, self.kind = cls, kind
 
     errs = [0.05, 0.05, 0.13, 0.18, 0.21, 0.41, 0.44, 0.47, 0.51, -0.5388, 0.62, 1.21]
     p80 = bands_from([(O("apple", "decode1"), e) for e in errs])["apple"]["throughput"]["p80"]
