@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from advisor.knowledge.vocabulary import Precision
 from advisor.knowledge.yamlsafe import UniqueKeyLoader
@@ -118,6 +118,25 @@ def name_hints(name: str) -> tuple[float | None, str | None]:
     return (size if size and 0.001 <= size <= 2000 else None), precision
 
 
+# what people write for a precision and the value it is here (the engines' and PyTorch's own spellings); the
+# quantization formats name_hints reads from a model's name (awq, gptq, w4a16, mxfp4, nvfp4, w8a8) are read the same
+_PRECISION_WORDS = {"float32": "fp32", "float": "fp32", "bfloat16": "bf16", "float16": "fp16", "half": "fp16",
+                    "fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "e4m3": "fp8", "float8": "fp8"}
+_KV_WORDS = {"fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "fp8_inc": "fp8", "float16": "fp16", "bfloat16": "bf16"}
+
+
+def precision_word(value):
+    """A precision as people write it ("AWQ", "bfloat16", "MXFP4", "Q4_K_M") as the value the answers take
+    ("int4", "bf16", "fp4", "q4_k_m"); anything else is left for the field's own check to refuse."""
+    if not isinstance(value, str) or len(value) > 40:
+        return value
+    v = value.strip().lower()
+    if v in _PRECISION_WORDS:
+        return _PRECISION_WORDS[v]
+    hinted = name_hints(v)[1]
+    return hinted if hinted is not None else v
+
+
 class ModelBlock(_Strict):
     name: str | None = None  # a knowledge/models.yaml id or Hugging Face name; unknown names plan from params_b
     path: str | None = None  # the user's own model: GGUF file, HF/ONNX directory, or a config.json alone
@@ -130,6 +149,18 @@ class ModelBlock(_Strict):
     # the typical request, in tokens (None = from the prompt mix): the planner's TTFT bound and the probe use them
     input_tokens: int | None = Field(default=None, ge=1, le=1_048_576)
     output_tokens: int | None = Field(default=None, ge=1, le=65_536)
+
+    @field_validator("precision", mode="before")
+    @classmethod
+    def _precision_word(cls, v):
+        return precision_word(v)
+
+    @field_validator("kv_cache_dtype", mode="before")
+    @classmethod
+    def _kv_word(cls, v):
+        if isinstance(v, str) and len(v) <= 40:
+            return _KV_WORDS.get(v.strip().lower(), v.strip().lower())
+        return v
 
     @model_validator(mode="after")
     def _from_the_name(self) -> "ModelBlock":
