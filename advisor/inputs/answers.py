@@ -137,6 +137,17 @@ def precision_word(value):
     return hinted if hinted is not None else v
 
 
+def checkpoint_precision(name: str) -> str | None:
+    """The precision the named catalogue model's published checkpoint is stored in where it is not 16-bit
+    (knowledge/models.yaml checkpoint_precision: DeepSeek-V3's FP8, gpt-oss's MXFP4), else None: planned at 16 bits,
+    gpt-oss-120b would need 218 GiB where its checkpoint serves from one 80 GB GPU."""
+    from advisor.knowledge.load import load_knowledge
+    from advisor.knowledge.names import find_known
+
+    entry = find_known(name, load_knowledge())
+    return None if entry is None else entry.checkpoint_precision
+
+
 class ModelBlock(_Strict):
     name: str | None = None  # a knowledge/models.yaml id or Hugging Face name; unknown names plan from params_b
     path: str | None = None  # the user's own model: GGUF file, HF/ONNX directory, or a config.json alone
@@ -174,6 +185,10 @@ class ModelBlock(_Strict):
                 self.params_b = size
             if precision is not None and "precision" not in given:
                 self.precision = precision
+            elif "precision" not in given:  # the catalogue's checkpoint, stored at a lower precision than 16 bits
+                stored = checkpoint_precision(self.name)
+                if stored is not None:
+                    self.precision = stored
             self.__pydantic_fields_set__ = given
         return self
 

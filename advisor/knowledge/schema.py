@@ -696,6 +696,9 @@ class ModelArch(Sourced):
     name: str
     aliases: list[str] = Field(default_factory=list)
     hf_architecture: str | None = Field(default=None, pattern=r"^[A-Za-z][A-Za-z0-9_]{1,80}$")  # config.json architectures[0]
+    # the precision the published checkpoint's weights are stored in where it is not 16-bit (config.json's
+    # quantization_config: DeepSeek-V3's block FP8, gpt-oss's MXFP4): the answers' precision when they give none
+    checkpoint_precision: Literal["fp8", "fp4", "int8", "int4"] | None = None
     params_b: float = Field(gt=0)  # total parameters, billions
     active_params_b: float | None = None  # MoE: parameters one token passes through
     architecture: Arch

@@ -218,6 +218,23 @@ def test_known_model_fills_params_and_architecture_and_keeps_the_users_context()
     assert at.session_state["answers"]["model"]["context_tokens"] == 8192
 
 
+def test_picking_a_model_stored_below_16_bits_plans_it_as_stored_unless_another_precision_was_chosen():
+    """gpt-oss-120b's checkpoint is MXFP4 (one 80 GB GPU serves it); planned at the default fp16 it needs 218 GiB and
+    fits nothing. A precision the user chose other than the default stays."""
+    at = app().run()
+    at.session_state["wizard_step"] = 8
+    at.switch_page("pages/1_Checklist.py").run()
+    at.selectbox(key="m_name").set_value("gpt-oss-120b").run()
+    assert at.session_state["answers"]["model"]["precision"] == "fp4"
+    assert at.selectbox(key="m_prec").value == "fp4"
+    at.selectbox(key="m_prec").set_value("bf16").run()
+    at.selectbox(key="m_name").set_value("deepseek-r1").run()  # bf16 was chosen: kept
+    assert at.session_state["answers"]["model"]["precision"] == "bf16"
+    at.selectbox(key="m_prec").set_value("fp16").run()
+    at.selectbox(key="m_name").set_value("llama-3.1-8b").run()  # a 16-bit checkpoint: nothing to change
+    assert at.session_state["answers"]["model"]["precision"] == "fp16"
+
+
 def test_answers_replaced_as_a_whole_show_in_the_widgets():
     """What the upload callback stores (the callback itself runs in the browser journey: AppTest has no
     file_uploader) is what the checklist then shows, not the value the widget held before."""

@@ -25,3 +25,29 @@ def test_an_unknown_precision_is_still_refused_with_the_values_it_takes():
     assert "banana" in str(e.value) and "int4" in str(e.value)
     with pytest.raises(ValueError):
         ModelBlock(precision="x" * 10_000)  # not read as a word: too long to be one
+
+
+def test_a_catalogue_model_stored_below_16_bits_is_planned_as_stored_when_no_precision_is_given():
+    """gpt-oss's checkpoint is MXFP4 and DeepSeek-R1's block FP8 (their config.json quantization_config): planned at
+    the fp16 default, gpt-oss-120b needs 218 GiB of weights and fits no single GPU, where its checkpoint serves from
+    one 80 GB card. A precision given, or one the name says, wins; a 16-bit checkpoint keeps the default."""
+    from advisor.inputs.answers import checkpoint_precision
+
+    assert ModelBlock(name="openai/gpt-oss-120b").precision == "fp4"
+    assert ModelBlock(name="gpt-oss:20b").precision == "fp4"
+    assert ModelBlock(name="deepseek-ai/DeepSeek-R1").precision == "fp8"
+    assert ModelBlock(name="openai/gpt-oss-120b", precision="bf16").precision == "bf16"
+    assert ModelBlock(name="llama-3.1-8b").precision == "fp16" and checkpoint_precision("llama-3.1-8b") is None
+    assert ModelBlock(name="not-in-the-catalogue-7b").precision == "fp16"
+    a = parse_answers({"model": {"name": "openai/gpt-oss-120b"}})
+    assert a.model.precision == "fp4" and "precision" not in a.model.model_fields_set
+
+
+def test_gpt_oss_120b_named_alone_fits_one_h100():
+    from advisor.knowledge.load import load_knowledge
+    from advisor.planner import make_plan
+
+    a = parse_answers({"concurrency": 8, "model": {"name": "openai/gpt-oss-120b"},
+                       "hardware": {"gpu_vendor": "nvidia", "gpu_model": "H100", "gpu_count": 1}})
+    plan = make_plan(a, None, load_knowledge(), detail=False)
+    assert {e for e, p in plan.engines.items() if p.fits} >= {"vllm", "tensorrt-llm"}
