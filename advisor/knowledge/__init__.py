@@ -1,8 +1,8 @@
 """The knowledge room, the bottom of the house: `knowledge/*.yaml` loaded and validated once (`load_knowledge`
 → `Knowledge`), their typed shapes (`schema`), the vocabularies the inputs share with them (fact names,
 precisions), the condition language rules and support cells are written in, and the support-matrix lookups
-that the planner and the ranking both read, and how old it all is (`age`: the engine versions it describes and
-what was read too long ago).
+that the planner and the ranking both read, which catalogue model a typed name means (`find_known`: the answers and
+the planner both ask), and how old it all is (`age`: the engine versions it describes and what was read too long ago).
 
 May import: nothing else of advisor's (and no probe).
 """
@@ -18,10 +18,11 @@ _WHERE = {"age": ("advisor.knowledge.age", None), "schema": ("advisor.knowledge.
           "ENGINE_IDS": ("advisor.knowledge.schema", "ENGINE_IDS"),
           "FACT_NAMES": ("advisor.knowledge.vocabulary", "FACT_NAMES"),
           "PLAN_FACT_NAMES": ("advisor.knowledge.vocabulary", "PLAN_FACT_NAMES"),
-          "Precision": ("advisor.knowledge.vocabulary", "Precision")}
+          "Precision": ("advisor.knowledge.vocabulary", "Precision"),
+          "find_known": ("advisor.knowledge.names", "find_known")}
 
 __all__ = ["ENGINE_IDS", "age", "FACT_NAMES", "KNOWLEDGE_DIR", "PLAN_FACT_NAMES", "Knowledge", "KnowledgeError", "Precision",
-           "load_knowledge", "schema", "support"]
+           "find_known", "load_knowledge", "schema", "support"]
 
 
 def __getattr__(name: str):
