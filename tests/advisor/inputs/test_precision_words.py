@@ -49,5 +49,11 @@ def test_gpt_oss_120b_named_alone_fits_one_h100():
 
     a = parse_answers({"concurrency": 8, "model": {"name": "openai/gpt-oss-120b"},
                        "hardware": {"gpu_vendor": "nvidia", "gpu_model": "H100", "gpu_count": 1}})
-    plan = make_plan(a, None, load_knowledge(), detail=False)
+    k = load_knowledge()
+    plan = make_plan(a, None, k, detail=False)
     assert {e for e, p in plan.engines.items() if p.fits} >= {"vllm", "tensorrt-llm"}
+    assert any("published checkpoint is stored in fp4" in n for n in plan.notes)  # said, not silently assumed
+    assert any("检查点以 fp4 存储" in n for n in make_plan(a, None, k, detail=False, lang="zh").notes)
+    asked = parse_answers({"model": {"name": "openai/gpt-oss-120b", "precision": "fp4"},
+                           "hardware": {"gpu_vendor": "nvidia", "gpu_model": "H100", "gpu_count": 1}})
+    assert not any("published checkpoint" in n for n in make_plan(asked, None, k, detail=False).notes)
