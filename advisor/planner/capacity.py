@@ -61,6 +61,9 @@ def cc_at_least(cc: str | None, want: str) -> bool:
 
 
 NO_DECODE = ("encoder", "cnn")  # no autoregressive decoding, so no KV cache and no decode bound
+# modalities whose requests are not a prompt of tokens the serving model could time: speech-to-text (Whisper) takes 30 s
+# of audio through an encoder; no published serving run of one is in bench/fit_serving.py's data, so none is predicted
+NO_SERVING_FIT = ("speech",)
 
 
 # ---------------------------------------------------------------- the formulas (README § "Capacity planner")
@@ -731,6 +734,8 @@ class _Calc:
 
         if not self.decodes or self.device in ("none", "gpu+cpu"):
             return None  # (offloaded layers: the model does not predict a GPU+RAM split)
+        if self.spec.modality in NO_SERVING_FIT:
+            return None  # audio in, not a prompt of tokens: nothing the serving model was fitted on speaks for it
         bw, _ = self.bandwidth(self.serving_ranks())
         if not bw:
             return None

@@ -7,7 +7,7 @@ cell; an engine whose weights do not even load is not predicted (a replica that 
 from __future__ import annotations
 
 from advisor.knowledge.load import Knowledge
-from advisor.planner.capacity import NO_DECODE
+from advisor.planner.capacity import NO_DECODE, NO_SERVING_FIT
 from advisor.planner.types import EnginePlan, Plan, ServingPlan
 from advisor.report.mdtext import fold, md_escape
 
@@ -49,6 +49,8 @@ def why_not(p: EnginePlan, plan: Plan, knowledge: Knowledge, lang: str) -> str:
         key = "srv_why_offload"
     elif plan.model.architecture in NO_DECODE:
         key = "srv_why_no_decode"
+    elif plan.model.modality in NO_SERVING_FIT:
+        key = "srv_why_speech"
     elif p.decode_tps_upper_bound is None:
         key = "srv_why_no_bw"
     else:

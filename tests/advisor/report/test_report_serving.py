@@ -280,3 +280,17 @@ def test_an_engine_the_ranking_excluded_keeps_its_figures_and_says_so(lang, said
     assert said in line
     _, plain = serving_rows(rec.plan, K, lang)  # the plan alone (the CLI's `plan`) knows no ranking
     assert said not in _row(plain, "vLLM")[1]
+
+
+@pytest.mark.parametrize("lang, said", [("en", "not predicted: speech-to-text, not in the fit"),
+                                        ("zh", "未预测：语音转文字不在拟合范围内")])
+def test_a_speech_model_gets_no_serving_prediction_and_the_table_says_why(lang, said):
+    """Whisper takes 30 s of audio through an encoder, not a prompt of tokens; planned as 1,024 tokens in and 256 out
+    it was shown "ITL 24 ms, 155 tok/s, fitted ±60 %", a band earned on language models only."""
+    from advisor.report.serving import why_not
+
+    plan = make_plan(parse_answers({"concurrency": 4, "model": {"name": "openai/whisper-large-v3"},
+                                    "hardware": {"gpu_vendor": "nvidia", "gpu_model": "T4", "gpu_count": 1}}),
+                     None, K, lang=lang)
+    assert all(p.serving is None for p in plan.engines.values())
+    assert why_not(plan.engines["vllm"], plan, K, lang) == said
