@@ -477,7 +477,7 @@ _UNITS = re.compile(f"[{_CJK}]{{1,2}}|[^\\s{_CJK}]+")
 CJK_LINE_HEIGHT = 1.3  # a paragraph's or list's line height in a section that holds Chinese
 _CJK_CHAR = re.compile("[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]")  # ideographs, kana, CJK and full-width punctuation
 # what may not begin a line (closing punctuation) and what may not end one (opening), as Chinese typesetting has it
-_NO_LINE_START = re.compile("[，。、；：！？）」』】〉》”’．,.;:!?)\]]")
+_NO_LINE_START = re.compile(r"[，。、；：！？）」』】〉》”’．,.;:!?)\]]")
 _NO_LINE_END = re.compile("[（「『【〈《“‘]")
 _MEASURED = threading.local()  # the character fpdf2 measured last: the one that did not fit when a line overflows
 _SPACED = re.compile(r"<(p|ul|ol)>")  # (after the tables and images are split out: a placed image is <p><img></p>)
