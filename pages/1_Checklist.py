@@ -65,9 +65,11 @@ else:
             new.update(params_b=x.params_b, architecture=x.architecture, context_tokens=min(ctx, x.max_context))
             ss.pop("m_ctx", None)  # re-seeded from the answers on this rerun
             # a checkpoint stored below 16 bits (gpt-oss's MXFP4, DeepSeek-V3's FP8) is planned as stored, unless a
-            # precision other than the default was chosen (fp16 is what the answers hold when none was)
-            if x.checkpoint_precision and new.get("precision", "fp16") == "fp16":
-                new["precision"] = x.checkpoint_precision
+            # precision was chosen: the default (fp16) and the one the previous pick set are not choices
+            before = models.get(ss[ANSWERS].get("model", {}).get("name") or "")
+            unchosen = {"fp16", before.checkpoint_precision if before is not None else None}
+            if new.get("precision", "fp16") in unchosen:
+                new["precision"] = x.checkpoint_precision or "fp16"
                 ss.pop("m_prec", None)
         set_answers({**ss[ANSWERS], "model": {key: v for key, v in new.items() if v is not None}})
 

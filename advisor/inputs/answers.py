@@ -118,11 +118,17 @@ def name_hints(name: str) -> tuple[float | None, str | None]:
     return (size if size and 0.001 <= size <= 2000 else None), precision
 
 
-# what people write for a precision and the value it is here (the engines' and PyTorch's own spellings); the
-# quantization formats name_hints reads from a model's name (awq, gptq, w4a16, mxfp4, nvfp4, w8a8) are read the same
+# what people write for a precision and the value it is here: PyTorch's dtypes, vLLM's flag values, the quantization
+# formats (the words name_hints reads in a model's name), each matched whole ("banana-awq" is still refused)
+_FP8 = ("fp8_e4m3", "fp8_e5m2", "fp8_e4m3fn", "float8_e4m3fn", "e4m3", "e5m2", "float8")
 _PRECISION_WORDS = {"float32": "fp32", "float": "fp32", "bfloat16": "bf16", "float16": "fp16", "half": "fp16",
-                    "fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "e4m3": "fp8", "float8": "fp8"}
-_KV_WORDS = {"fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "fp8_inc": "fp8", "float16": "fp16", "bfloat16": "bf16"}
+                    **{w: "fp8" for w in _FP8}, "awq": "int4", "gptq": "int4", "gptq-int4": "int4", "w4a16": "int4",
+                    "bnb-4bit": "int4", "gptq-int8": "int8", "w8a8": "int8", "w8a16": "int8", "mxfp4": "fp4",
+                    "nvfp4": "fp4"}
+_KV_WORDS = {**{w: "fp8" for w in _FP8}, "fp8_inc": "fp8", "float16": "fp16", "bfloat16": "bf16"}
+# a name that says how its own copy is stored (16-bit, GGUF, MLX, EXL2, an Ollama tag): the catalogue's checkpoint
+# precision is not what it holds
+_OWN_FORMAT = re.compile(r"(?i)(^|[-_./\s])(bf16|fp16|f16|gguf|mlx|exl2)($|[-_./\s])|:")
 
 
 def precision_word(value):
@@ -131,20 +137,24 @@ def precision_word(value):
     if not isinstance(value, str) or len(value) > 40:
         return value
     v = value.strip().lower()
-    if v in _PRECISION_WORDS:
-        return _PRECISION_WORDS[v]
-    hinted = name_hints(v)[1]
-    return hinted if hinted is not None else v
+    return _PRECISION_WORDS.get(v, v)
 
 
 def checkpoint_precision(name: str) -> str | None:
     """The precision the named catalogue model's published checkpoint is stored in where it is not 16-bit
     (knowledge/models.yaml checkpoint_precision: DeepSeek-V3's FP8, gpt-oss's MXFP4), else None: planned at 16 bits,
-    gpt-oss-120b would need 218 GiB where its checkpoint serves from one 80 GB GPU."""
-    from advisor.knowledge.load import load_knowledge
+    gpt-oss-120b would need 218 GiB where its checkpoint serves from one 80 GB GPU. None also for a name that says
+    how its own copy is stored (unsloth/DeepSeek-R1-BF16, a -GGUF repo, an Ollama tag), and where the catalogue
+    cannot be read (the planner then says why)."""
+    if _OWN_FORMAT.search(name[:300]):
+        return None
+    from advisor.knowledge.load import KnowledgeError, load_knowledge
     from advisor.knowledge.names import find_known
 
-    entry = find_known(name, load_knowledge())
+    try:
+        entry = find_known(name, load_knowledge())
+    except KnowledgeError:
+        return None
     return None if entry is None else entry.checkpoint_precision
 
 
@@ -170,7 +180,8 @@ class ModelBlock(_Strict):
     @classmethod
     def _kv_word(cls, v):
         if isinstance(v, str) and len(v) <= 40:
-            return _KV_WORDS.get(v.strip().lower(), v.strip().lower())
+            v = v.strip().lower()
+            return _KV_WORDS.get(v, v)
         return v
 
     @model_validator(mode="after")
@@ -185,7 +196,7 @@ class ModelBlock(_Strict):
                 self.params_b = size
             if precision is not None and "precision" not in given:
                 self.precision = precision
-            elif "precision" not in given:  # the catalogue's checkpoint, stored at a lower precision than 16 bits
+            elif "precision" not in given and not self.path:  # the catalogue's checkpoint, stored below 16 bits
                 stored = checkpoint_precision(self.name)
                 if stored is not None:
                     self.precision = stored

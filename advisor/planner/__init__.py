@@ -8,7 +8,7 @@ kept beside the probes' own artefacts).
 """
 from __future__ import annotations
 
-from advisor.inputs.answers import Answers, name_hints
+from advisor.inputs.answers import Answers, checkpoint_precision
 from advisor.inputs.hardware import Hardware
 from advisor.knowledge import schema as ks
 from advisor.knowledge.load import Knowledge
@@ -112,10 +112,8 @@ def make_plan(answers: Answers, hardware: Hardware | None, knowledge: Knowledge,
         mem = f"{target.gpu_memory_gib:.1f} GiB" if target.gpu_memory_gib else "—"
         notes.append(knowledge.s("plan_gpu_not_listed", lang, name=target.gpu_name[:80], mem=mem))
     m = answers.model
-    if m.name and "precision" not in m.model_fields_set and name_hints(m.name)[1] is None:
-        entry = find_known(m.name, knowledge)
-        if entry is not None and entry.checkpoint_precision == m.precision:  # said: the answers did not ask for it
-            notes.append(knowledge.s("plan_checkpoint_precision", lang, name=entry.name, prec=m.precision))
+    if m.name and not m.path and checkpoint_precision(m.name) == m.precision:  # (given or not: the app saves it)
+        notes.append(knowledge.s("plan_checkpoint_precision", lang, name=spec.name, prec=m.precision))
     if spec.unknown_name:
         notes.insert(0, knowledge.s("plan_unknown_model", lang, name=spec.name, params=f"{spec.params_b:g}",
                                     close=", ".join(spec.suggestions) or "—"))

@@ -8,7 +8,6 @@ from __future__ import annotations
 import difflib
 import functools
 import math
-import re
 from pathlib import Path
 from typing import Literal
 

@@ -11,7 +11,6 @@ import html
 import io
 import re
 import struct
-import threading
 from pathlib import Path
 from typing import NamedTuple
 
@@ -476,10 +475,6 @@ _HAS_CJK = re.compile(f"[{_CJK}]")
 _UNITS = re.compile(f"[{_CJK}]{{1,2}}|[^\\s{_CJK}]+")
 CJK_LINE_HEIGHT = 1.3  # a paragraph's or list's line height in a section that holds Chinese
 _CJK_CHAR = re.compile("[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]")  # ideographs, kana, CJK and full-width punctuation
-# what may not begin a line (closing punctuation) and what may not end one (opening), as Chinese typesetting has it
-_NO_LINE_START = re.compile(r"[，。、；：！？）」』】〉》”’．,.;:!?)\]]")
-_NO_LINE_END = re.compile("[（「『【〈《“‘]")
-_MEASURED = threading.local()  # the character fpdf2 measured last: the one that did not fit when a line overflows
 _SPACED = re.compile(r"<(p|ul|ol)>")  # (after the tables and images are split out: a placed image is <p><img></p>)
 
 TABLE_PT, BODY_PT, CELL_PAD_MM = 7.5, 9.5, 2.4
@@ -620,32 +615,25 @@ def _break_between_cjk() -> None:
     """Chinese may break between any two characters; fpdf2 (2.8.9) wraps write_html's text at spaces only, so a line
     that overflowed inside a run of Chinese went back to the last space, often near its start ("依据在该 / GPU、该引擎上
     实测的…" left half a line empty). Where the line's last character is Chinese, the break falls at the character
-    that overflowed instead; in a Latin word it still goes back to the space, so English is never split. Set once, on
-    fpdf2's own line class (the one hook its line breaking has); if that class changes shape, left as fpdf2 has it."""
+    that overflowed instead; in a Latin word it still goes back to the space, so English is never split. (Closing
+    punctuation may then start a line, as it did before wherever a line had no space: keeping it off the line start
+    by going back to the space brought the half-empty lines back.) Set once, on fpdf2's own line class, the one hook
+    its line breaking has; if that class changes shape, fpdf2 is left as it is."""
     from fpdf import line_break
 
-    cls, frag = getattr(line_break, "CurrentLine", None), getattr(line_break, "Fragment", None)
+    cls = getattr(line_break, "CurrentLine", None)
     wrapped = getattr(cls, "automatic_break_possible", None)
-    measure = getattr(frag, "get_character_width", None)
-    if wrapped is None or measure is None or getattr(wrapped, "cjk", False):
+    if wrapped is None or getattr(wrapped, "cjk", False):
         return
-
-    def width(self, character, *args, **kwargs):
-        _MEASURED.char = character
-        return measure(self, character, *args, **kwargs)
 
     def possible(self) -> bool:
         frags = getattr(self, "fragments", None)
         chars = getattr(frags[-1], "characters", None) if frags else None
-        last = chars[-1] if chars and isinstance(chars[-1], str) else ""
-        nxt = getattr(_MEASURED, "char", "")
-        if last and _CJK_CHAR.match(last) and not _NO_LINE_END.match(last) and not (
-                isinstance(nxt, str) and _NO_LINE_START.match(nxt)):
+        if chars and isinstance(chars[-1], str) and _CJK_CHAR.match(chars[-1]):
             return False  # (the caller then breaks before the character that did not fit)
-        return wrapped(self)  # a Latin word, or punctuation that must stay on its line: back to the last space
+        return wrapped(self)
 
     possible.cjk = True
-    frag.get_character_width = width
     cls.automatic_break_possible = possible
 
 

@@ -227,12 +227,13 @@ def test_picking_a_model_stored_below_16_bits_plans_it_as_stored_unless_another_
     at.selectbox(key="m_name").set_value("gpt-oss-120b").run()
     assert at.session_state["answers"]["model"]["precision"] == "fp4"
     assert at.selectbox(key="m_prec").value == "fp4"
+    at.selectbox(key="m_name").set_value("deepseek-r1").run()  # the fp4 was the previous pick's, not a choice
+    assert at.session_state["answers"]["model"]["precision"] == "fp8"
+    at.selectbox(key="m_name").set_value("llama-3.1-8b").run()  # a 16-bit checkpoint: back to the default
+    assert at.session_state["answers"]["model"]["precision"] == "fp16"
     at.selectbox(key="m_prec").set_value("bf16").run()
     at.selectbox(key="m_name").set_value("deepseek-r1").run()  # bf16 was chosen: kept
     assert at.session_state["answers"]["model"]["precision"] == "bf16"
-    at.selectbox(key="m_prec").set_value("fp16").run()
-    at.selectbox(key="m_name").set_value("llama-3.1-8b").run()  # a 16-bit checkpoint: nothing to change
-    assert at.session_state["answers"]["model"]["precision"] == "fp16"
 
 
 def test_answers_replaced_as_a_whole_show_in_the_widgets():
