@@ -131,28 +131,29 @@ _KV_WORDS = {**{w: "fp8" for w in _FP8}, "fp8_inc": "fp8", "float16": "fp16", "b
 _OWN_FORMAT = re.compile(r"(?i)(^|[-_./\s])(bf16|fp16|f16|gguf|mlx|exl2)($|[-_./\s])|:")
 
 
-def precision_word(value):
+def precision_word(value, words: dict[str, str] = _PRECISION_WORDS):
     """A precision as people write it ("AWQ", "bfloat16", "MXFP4", "Q4_K_M") as the value the answers take
     ("int4", "bf16", "fp4", "q4_k_m"); anything else is left for the field's own check to refuse."""
     if not isinstance(value, str) or len(value) > 40:
         return value
     v = value.strip().lower()
-    return _PRECISION_WORDS.get(v, v)
+    return words.get(v, v)
 
 
-def checkpoint_precision(name: str) -> str | None:
+def checkpoint_precision(name: str, knowledge=None) -> str | None:
     """The precision the named catalogue model's published checkpoint is stored in where it is not 16-bit
     (knowledge/models.yaml checkpoint_precision: DeepSeek-V3's FP8, gpt-oss's MXFP4), else None: planned at 16 bits,
     gpt-oss-120b would need 218 GiB where its checkpoint serves from one 80 GB GPU. None also for a name that says
     how its own copy is stored (unsloth/DeepSeek-R1-BF16, a -GGUF repo, an Ollama tag), and where the catalogue
-    cannot be read (the planner then says why)."""
+    cannot be read (the planner then says why). knowledge: the catalogue a plan was given (else the default one,
+    as an answers file is parsed before any plan)."""
     if _OWN_FORMAT.search(name[:300]):
         return None
     from advisor.knowledge.load import KnowledgeError, load_knowledge
     from advisor.knowledge.names import find_known
 
     try:
-        entry = find_known(name, load_knowledge())
+        entry = find_known(name, knowledge or load_knowledge())
     except KnowledgeError:
         return None
     return None if entry is None else entry.checkpoint_precision
@@ -179,10 +180,7 @@ class ModelBlock(_Strict):
     @field_validator("kv_cache_dtype", mode="before")
     @classmethod
     def _kv_word(cls, v):
-        if isinstance(v, str) and len(v) <= 40:
-            v = v.strip().lower()
-            return _KV_WORDS.get(v, v)
-        return v
+        return precision_word(v, _KV_WORDS)
 
     @model_validator(mode="after")
     def _from_the_name(self) -> "ModelBlock":

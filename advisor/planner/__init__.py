@@ -112,7 +112,7 @@ def make_plan(answers: Answers, hardware: Hardware | None, knowledge: Knowledge,
         mem = f"{target.gpu_memory_gib:.1f} GiB" if target.gpu_memory_gib else "—"
         notes.append(knowledge.s("plan_gpu_not_listed", lang, name=target.gpu_name[:80], mem=mem))
     m = answers.model
-    if m.name and not m.path and checkpoint_precision(m.name) == m.precision:  # (given or not: the app saves it)
+    if m.name and not m.path and checkpoint_precision(m.name, knowledge) == m.precision:  # (given or not: the app saves it)
         notes.append(knowledge.s("plan_checkpoint_precision", lang, name=spec.name, prec=m.precision))
     if spec.unknown_name:
         notes.insert(0, knowledge.s("plan_unknown_model", lang, name=spec.name, params=f"{spec.params_b:g}",

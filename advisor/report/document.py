@@ -474,7 +474,7 @@ _HAS_CJK = re.compile(f"[{_CJK}]")
 # a capacity "13（8–35）" is not broken inside its range)
 _UNITS = re.compile(f"[{_CJK}]{{1,2}}|[^\\s{_CJK}]+")
 CJK_LINE_HEIGHT = 1.3  # a paragraph's or list's line height in a section that holds Chinese
-_CJK_CHAR = re.compile("[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]")  # ideographs, kana, CJK and full-width punctuation
+_CJK_CHAR = re.compile(f"[{_CJK}\uf900-\ufaff\uff00-\uffef]")  # and compatibility ideographs, full-width forms
 _SPACED = re.compile(r"<(p|ul|ol)>")  # (after the tables and images are split out: a placed image is <p><img></p>)
 
 TABLE_PT, BODY_PT, CELL_PAD_MM = 7.5, 9.5, 2.4
