@@ -475,6 +475,7 @@ _HAS_CJK = re.compile(f"[{_CJK}]")
 _UNITS = re.compile(f"[{_CJK}]{{1,2}}|[^\\s{_CJK}]+")
 CJK_LINE_HEIGHT = 1.3  # a paragraph's or list's line height in a section that holds Chinese
 _CJK_CHAR = re.compile(f"[{_CJK}\uf900-\ufaff\uff00-\uffef]")  # and compatibility ideographs, full-width forms
+_OPENING = re.compile("[（「『【〈《]")  # a line does not end on an opening bracket
 _SPACED = re.compile(r"<(p|ul|ol)>")  # (after the tables and images are split out: a placed image is <p><img></p>)
 
 TABLE_PT, BODY_PT, CELL_PAD_MM = 7.5, 9.5, 2.4
@@ -612,29 +613,31 @@ def _column_widths(need: list[float], want: list[float], floor: list[float], epw
 
 
 def _break_between_cjk() -> None:
-    """Chinese may break between any two characters; fpdf2 (2.8.9) wraps write_html's text at spaces only, so a line
-    that overflowed inside a run of Chinese went back to the last space, often near its start ("依据在该 / GPU、该引擎上
-    实测的…" left half a line empty). Where the line's last character is Chinese, the break falls at the character
-    that overflowed instead; in a Latin word it still goes back to the space, so English is never split. (Closing
-    punctuation may then start a line, as it did before wherever a line had no space: keeping it off the line start
-    by going back to the space brought the half-empty lines back.) Set once, on fpdf2's own line class, the one hook
-    its line breaking has; if that class changes shape, fpdf2 is left as it is."""
+    """Chinese may break between any two characters; fpdf2 (2.8.9) breaks lines only where it recorded a break
+    opportunity, at a space or a soft hyphen, so a run of Chinese after an English word went whole to the next line
+    ("依据在该 / GPU、该引擎上实测的…" left half a line empty) and a run with no space was cut wherever it overflowed,
+    inside an English word too ("仅支持N / VIDIA"). Here fpdf2's own line class also records an opportunity after each
+    Chinese character (not after an opening bracket), as it does at a space but keeping the character: the line then
+    breaks at the last space or Chinese character before the overflow, so English words stay whole. Set once; if that
+    class changes shape, fpdf2 is left as it is."""
     from fpdf import line_break
 
-    cls = getattr(line_break, "CurrentLine", None)
-    wrapped = getattr(cls, "automatic_break_possible", None)
-    if wrapped is None or getattr(wrapped, "cjk", False):
+    cls, hint = getattr(line_break, "CurrentLine", None), getattr(line_break, "SpaceHint", None)
+    add = getattr(cls, "add_character", None)
+    if add is None or hint is None or getattr(add, "cjk", False):
         return
 
-    def possible(self) -> bool:
-        frags = getattr(self, "fragments", None)
-        chars = getattr(frags[-1], "characters", None) if frags else None
-        if chars and isinstance(chars[-1], str) and _CJK_CHAR.match(chars[-1]):
-            return False  # (the caller then breaks before the character that did not fit)
-        return wrapped(self)
+    def add_character(self, character, character_width, original_fragment, original_fragment_index,
+                      original_character_index, height, url=None):
+        add(self, character, character_width, original_fragment, original_fragment_index, original_character_index,
+            height, url)
+        if isinstance(character, str) and _CJK_CHAR.match(character) and not _OPENING.match(character) \
+                and self.fragments:  # resumed after this character, which stays on the line (a space is dropped)
+            self.space_break_hint = hint(original_fragment_index, original_character_index, len(self.fragments),
+                                         len(self.fragments[-1].characters), self.width, self.number_of_spaces)
 
-    possible.cjk = True
-    cls.automatic_break_possible = possible
+    add_character.cjk = True
+    cls.add_character = add_character
 
 
 def markdown_to_pdf(md: str, image_files: dict[str, bytes] | None = None) -> bytes:

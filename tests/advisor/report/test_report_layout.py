@@ -336,14 +336,21 @@ def test_chinese_lines_in_a_list_and_a_paragraph_do_not_touch(tmp_path):
 
 
 def test_chinese_breaks_between_characters_and_english_words_stay_whole(tmp_path):
-    """fpdf2 wraps at spaces only: a run of Chinese after an English word went whole to the next line, leaving the
-    first line all but empty ("依据在该 / GPU、该引擎上实测的…"). Chinese now breaks between any two characters and an
-    English word never inside itself, even where the character that overflows is a comma."""
+    """fpdf2 breaks at spaces only: a run of Chinese after an English word went whole to the next line, leaving the
+    first line all but empty ("依据在该 / GPU、该引擎上实测的…"), and a run with no space was cut where it overflowed,
+    inside an English word too ("仅支持N / VIDIA"). Chinese now breaks after any Chinese character and an English
+    word never inside itself, even where the character that overflows is a comma."""
     run = "中" * 50 + "，" + "预测的首个词元延迟" * 30 + "，" + "服务" * 40
-    md = f"# 标题\n\nvLLM {run}\n\nThe engine aiconfigurator-core predicts {'throughput ' * 40}here.\n"
+    mixed = "ONNX Runtime支持GPU/CPU/边缘设备，vLLM仅支持GPU（NVIDIA/AMD，AMD需ROCm环境），TensorRT-LLM仅支持NVIDIA GPU。"
+    md = (f"# 标题\n\nvLLM {run}\n\n- 已过时 — “硬件兼容性：{mixed * 3}”\n\n"
+          f"The engine aiconfigurator-core predicts {'throughput ' * 40}here.\n")
     lines = [ln.strip() for ln in _pdf_text(markdown_to_pdf(md), tmp_path)[0].splitlines() if ln.strip()]
     first = next(ln for ln in lines if ln.startswith("vLLM"))
     assert len(first) > 30, first  # filled with Chinese, not "vLLM" alone
+    bullet = next(ln for ln in lines if "已过时" in ln)
+    assert len(bullet) > 30, bullet  # not "已过时 — “硬件兼容性：ONNX" alone
+    words = re.findall(r"[A-Za-z][A-Za-z-]*", " ".join(ln for ln in lines if "throughput" not in ln))
+    assert set(words) <= {"vLLM", "ONNX", "Runtime", "GPU", "CPU", "NVIDIA", "AMD", "ROCm", "TensorRT-LLM"}, words
     english = [ln for ln in lines if "throughput" in ln or "aiconfigurator" in ln]
     assert all(w in ("The", "engine", "aiconfigurator-core", "predicts", "throughput", "here.")
                for ln in english for w in ln.split()), english  # no English word cut
