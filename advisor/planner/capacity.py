@@ -728,6 +728,13 @@ class _Calc:
         own = {"fp8": t.gpu_fp8_tflops, "fp4": t.gpu_fp4_tflops, "int8": t.gpu_int8_tops}.get(self.prec)
         return max(t.gpu_fp16_tflops, own or 0.0) * 1e12 * self.serving_ranks()
 
+    @property
+    def beyond_window(self) -> bool:
+        """The typical request (its prompt and output) is longer than the model's trained window: vLLM, SGLang and
+        TensorRT-LLM take the window as their default max_model_len and reject a longer request (extending it needs
+        RoPE scaling the model card documents, and an override on the engine), llama.cpp's server truncates it."""
+        return self.wl.typical_tokens is not None and self.wl.typical_tokens > self.spec.max_context
+
     def serving_hw(self):
         """What one replica's step reads and computes, for the serving model; None where a figure is missing."""
         from advisor.planner.serving import Hw
@@ -736,6 +743,8 @@ class _Calc:
             return None  # (offloaded layers: the model does not predict a GPU+RAM split)
         if self.spec.modality in NO_SERVING_FIT:
             return None  # audio in, not a prompt of tokens: nothing the serving model was fitted on speaks for it
+        if self.beyond_window:
+            return None  # the engines refuse such a request (its length over max_model_len): nothing to predict
         bw, _ = self.bandwidth(self.serving_ranks())
         if not bw:
             return None

@@ -25,8 +25,9 @@ def find_gpu(name: str | None, knowledge: Knowledge):
 _SPLIT = re.compile(r"[\s_/-]+")
 _MEMORY = re.compile(r"^(\d{1,4})g(?:b|ib)?$")
 _SIZE_APART = re.compile(r"(\d)\s+(gb|gib)\b")  # "A100 80 GB" (the llama.cpp scoreboard's spelling) is "80gb"
-# words that make another card of the same number: an "RTX 4070 Ti SUPER" (672 GB/s) is not the RTX 4070 (504)
-_VARIANTS = frozenset({"ti", "super"})
+# words that make another card of the same number: an "RTX 4070 Ti SUPER" (672 GB/s) is not the RTX 4070 (504), an
+# "RTX 4090 Laptop GPU" (16 GB, 576 GB/s) not the desktop RTX 4090 (24 GB, 1,008 GB/s)
+_VARIANTS = frozenset({"ti", "super", "laptop", "mobile", "max", "q"})
 
 
 def _tokens(name: str) -> set[str]:
@@ -37,7 +38,7 @@ def _find_gpu(name: str, knowledge: Knowledge):
     """An exact id, name or alias; else the known name with the most words all found in the given one ("NVIDIA
     GeForce RTX 4090 D" -> rtx-4090, "A100 SXM 80GB" -> a100-80gb, never the bare "A100" alias of the 40 GB card): a
     memory size the given name states ("80GB", "80 GB") puts a card of that size first; a name with a variant word
-    ("Ti", "SUPER") never falls back to a card without it (none: the plan says the card is not in the catalogue)."""
+    ("Ti", "SUPER", "Laptop", "Mobile", "Max-Q") never falls back to a card without it (none: the plan says the card is not in the catalogue)."""
     want = name.strip().lower()
     have = _tokens(want)
     sizes = {int(m.group(1)) for t in have if (m := _MEMORY.match(t))}

@@ -51,6 +51,8 @@ def why_not(p: EnginePlan, plan: Plan, knowledge: Knowledge, lang: str) -> str:
         key = "srv_why_no_decode"
     elif plan.model.modality in NO_SERVING_FIT:
         key = "srv_why_speech"
+    elif p.typical_tokens is not None and p.typical_tokens > plan.model.max_context:
+        key = "srv_why_window"
     elif p.decode_tps_upper_bound is None:
         key = "srv_why_no_bw"
     else:

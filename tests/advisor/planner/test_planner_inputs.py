@@ -255,6 +255,9 @@ def test_a_measured_label_names_the_sweep_that_made_it():
     ("NVIDIA GeForce RTX 4070 SUPER", "rtx-4070"),  # aliased: the same memory and bandwidth
     ("RTX 4070 Ti SUPER", "rtx-4070-ti-super"), ("NVIDIA GeForce RTX 3080 Ti", "rtx-3080-ti"),
     ("M4", "apple-m4"), ("Mac mini M4 Pro", "apple-m4-pro"), ("RTX 5060 Ti 8GB", "rtx-5060-ti-8gb"),
+    # NVML's name for a laptop card, and as people write it: the laptop chip, never the desktop card of its number
+    ("NVIDIA GeForce RTX 4090 Laptop GPU", "rtx-4090-laptop"), ("RTX 4060 Laptop", "rtx-4060-laptop"),
+    ("RTX 5070 Ti Mobile", "rtx-5070-ti-laptop"), ("NVIDIA GeForce RTX 4090", "rtx-4090"),
 ])
 def test_a_gpu_name_as_people_write_it_finds_its_card(name, gpu_id):
     from advisor.knowledge.load import load_knowledge
@@ -264,11 +267,13 @@ def test_a_gpu_name_as_people_write_it_finds_its_card(name, gpu_id):
     assert g is not None and g.id == gpu_id
 
 
-@pytest.mark.parametrize("name", ["RTX 3070 Ti", "NVIDIA GeForce RTX 3060 Ti"])
+@pytest.mark.parametrize("name", ["RTX 3070 Ti", "NVIDIA GeForce RTX 3060 Ti", "NVIDIA GeForce RTX 3080 Laptop GPU",
+                                  "RTX 4080 Max-Q"])
 def test_a_variant_the_catalogue_lacks_is_not_planned_as_its_base_card(name):
     """An RTX 3070 Ti (608 GB/s) planned as the RTX 3070 (448 GB/s) would be a quarter too slow, an RTX 3060 Ti
-    (448 GB/s, 8 GB) as the 3060 12GB (360 GB/s), and silently: the plan says the card is not in the catalogue. (The
-    RTX 4070 Ti SUPER and 3080 Ti, once the examples here, are now catalogued: found as themselves, above.)"""
+    (448 GB/s, 8 GB) as the 3060 12GB (360 GB/s), an RTX 3080 Laptop GPU (8 or 16 GB, 384-448 GB/s) as the desktop
+    3080 (10 GB, 760 GB/s), and silently: the plan says the card is not in the catalogue. (The RTX 4070 Ti SUPER and
+    3080 Ti, once the examples here, are now catalogued: found as themselves, above.)"""
     from advisor.inputs.answers import parse_answers
     from advisor.knowledge.load import load_knowledge
     from advisor.planner import make_plan

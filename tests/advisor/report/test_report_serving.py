@@ -294,3 +294,23 @@ def test_a_speech_model_gets_no_serving_prediction_and_the_table_says_why(lang, 
                      None, K, lang=lang)
     assert all(p.serving is None for p in plan.engines.values())
     assert why_not(plan.engines["vllm"], plan, K, lang) == said
+
+
+@pytest.mark.parametrize("lang, said", [("en", "not predicted: requests longer than the model's window"),
+                                        ("zh", "未预测：请求长度超出模型窗口")])
+def test_requests_longer_than_the_model_window_get_no_prediction_and_the_table_says_why(lang, said):
+    """Llama-3.1-8B reads 131,072 tokens; 900,000-token prompts on 8 × H200 were predicted (TTFT 382 s, 1.6 tok/s),
+    though vLLM, SGLang and TensorRT-LLM refuse a request longer than their max_model_len, the window by default.
+    The same answers with prompts inside the window are predicted."""
+    from advisor.report.serving import why_not
+
+    def plan_for(prompt: int):
+        return make_plan(parse_answers({"concurrency": 4, "model": {
+            "name": "llama-3.1-8b", "context_tokens": 1_000_000, "input_tokens": prompt, "output_tokens": 100},
+            "hardware": {"gpu_vendor": "nvidia", "gpu_model": "H200", "gpu_count": 8}}), None, K, lang=lang)
+
+    over = plan_for(900_000)
+    assert all(p.serving is None for p in over.engines.values())
+    assert why_not(over.engines["vllm"], over, K, lang) == said
+    inside = plan_for(100_000)
+    assert inside.engines["vllm"].serving is not None
