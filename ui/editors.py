@@ -59,7 +59,8 @@ def target_editor(prefix: str) -> None:
 
     def set_gpu() -> None:
         gid = ss[f"{prefix}_gpu"]
-        keep = ("ram_gb", "cpu_cores", "cpu_arch", "os", "nodes", "interconnect", "unified_memory")
+        keep = ("ram_gb", "cpu_cores", "cpu_arch", "cpu_bandwidth_gb_s", "os", "nodes", "interconnect",
+                "unified_memory")
         new = {key: v for key, v in (ss[ANSWERS].get("hardware") or {}).items() if key in keep}
         if gid == "none":
             for key in ("nodes", "interconnect", "unified_memory"):
@@ -114,7 +115,16 @@ def target_editor(prefix: str) -> None:
     c4.selectbox(T("ui_target_os"), oses, key=seed(f"{prefix}_os", hw.get("os") or ""),
                  format_func={o: (T(f"os_{o}") if o else "—") for o in oses}.get,
                  on_change=on_change(f"{prefix}_os", ("hardware", "os"), lambda v: v or None))
-    if not gpu:
+    if not gpu:  # a CPU target: what its prediction rests on (the decode reads its memory; the ISA picks the build)
+        c8, c9 = st.columns([1, 3])
+        arches = ["", "x86_64", "arm64"]
+        c8.selectbox(T("ui_cpu_arch"), arches, key=seed(f"{prefix}_arch", hw.get("cpu_arch") or ""),
+                     format_func=lambda a: a or "—",
+                     on_change=on_change(f"{prefix}_arch", ("hardware", "cpu_arch"), lambda v: v or None))
+        c9.number_input(T("ui_cpu_bandwidth"), min_value=0.0, max_value=20_000.0, step=10.0,
+                        key=seed(f"{prefix}_cpubw", float(hw.get("cpu_bandwidth_gb_s") or 0.0)),
+                        on_change=on_change(f"{prefix}_cpubw", ("hardware", "cpu_bandwidth_gb_s"),
+                                            lambda v: float(v) or None))
         return
     c5, c6, c7 = st.columns([1, 2, 2])
     c5.number_input(T("ui_nodes"), min_value=1, max_value=512, step=1, key=seed(f"{prefix}_nodes", nodes),

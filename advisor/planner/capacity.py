@@ -917,7 +917,8 @@ def _assumptions(c: _Calc) -> list[str]:
             out.append(s("plan_a_ram", lang, f=c.k.planner.cpu_ram_fraction, ram=round(c.target.ram_gib, 1)))
     bw, src = c.bandwidth()
     if c.decode_bound() is None:
-        out.append(s("plan_a_no_bw", lang))
+        # what to give for one: a CPU's bandwidth (the answers' field), a GPU the catalogue names
+        out.append(s("plan_a_no_bw_cpu" if c.device == "cpu" else "plan_a_no_bw", lang))
     else:
         shown = bw / 1e9 if bw else c.target.cpu_bandwidth_gb_s
         b = c.bytes_per_token()
@@ -936,7 +937,7 @@ def _assumptions(c: _Calc) -> list[str]:
                      cpu=s("plan_a_cpu_lowp", lang, x=f"{c.k.planner.cpu_lowp_flops_factor:g}")
                      if c.device == "cpu" and c.prec != "fp32" else ""))
     if wl.context_tokens > spec.max_context:
-        out.append(s("plan_a_ctx_beyond", lang, ctx=wl.context_tokens, max=spec.max_context))
+        out.append(s("plan_a_ctx_beyond", lang, ctx=f"{wl.context_tokens:,}", max=f"{spec.max_context:,}"))
     return out
 
 
