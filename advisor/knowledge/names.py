@@ -11,7 +11,10 @@ _NAMES: dict[int, dict] = {}
 # what people append to a model's name that does not change its shape: chat/instruct tunes, the hub's format and
 # quantization tags (the precision they name is read by advisor.inputs.answers.name_hints)
 _DECORATION = re.compile(r"^(instruct|chat|it|hf|base|pt|gguf|awq|gptq|int4|int8|w4a16|w8a8|w8a16|fp8|fp16|bf16|fp4|"
-                         r"nvfp4|mxfp4|dynamic|bnb|4bit|8bit|mlx|exl2|q\d[\w-]*|iq\d\w*|k|m|s|l|xs|0|1)$")
+                         r"nvfp4|mxfp4|dynamic|bnb|4bit|8bit|mlx|exl2|quantized|safetensors|onnx|"
+                         r"q\d[\w-]*|iq\d\w*|k|m|s|l|xs|0|1)$")
+# a tag after a dot ("-quantized.w4a16", a file's ".gguf"): a dot before a letter, never a version's "3.1"
+_DOTTED = re.compile(r"\.(?=[a-z])")
 _VERSION = re.compile(r"^v\d+(\.\d+)*$")
 _SIZE = re.compile(r"^(\d+(\.\d+)?[bm]|\d+x\d+(\.\d+)?b|e\d+b|a\d+(\.\d+)?b)$")
 
@@ -36,7 +39,7 @@ def _names(knowledge: Knowledge) -> dict:
 def name_forms(name: str) -> list[str]:
     """The forms a typed name is looked up under, surest first: as typed; without its org; an Ollama `family:tag`
     as family-size; then without the tags that do not change the model's shape (-Instruct, -AWQ, -GPTQ-Int4, -FP8,
-    -GGUF, :q4_K_M ...); and last without a version suffix (-v0.1). `llama3.1` is also tried as `llama-3.1`."""
+    -GGUF, :q4_K_M, -quantized.w4a16, a file's -Q4_K_M.gguf ...); and last without a version suffix (-v0.1). `llama3.1` is also tried as `llama-3.1`."""
     s = _norm(name[:300])
     tail = s.rsplit("/", 1)[-1]
     base, _, tag = tail.partition(":")
@@ -45,7 +48,7 @@ def name_forms(name: str) -> list[str]:
         size = next((t for t in tag.split("-") if _SIZE.match(t)), None)
         forms += [f"{base}-{size}" if size else base]
         tail = forms[-1]
-    words = tail.split("-")
+    words = _DOTTED.sub("-", tail).split("-")
     plain = [w for w in words if not _DECORATION.match(w)]
     forms.append("-".join(plain))
     forms.append("-".join(w for w in plain if not _VERSION.match(w)))

@@ -118,6 +118,9 @@ def test_the_transformers_list_is_what_the_installed_package_says():
     ("Mistral-7B-Instruct-v0.3", "mistral-7b-v0.3"),
     ("gemma2:9b", "gemma-2-9b"),
     ("Qwen3-30B-A3B-GGUF", "qwen3-30b-a3b"),
+    ("Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf", "llama-3.1-8b"),  # a GGUF file's name as downloaded
+    ("RedHatAI/Meta-Llama-3.1-70B-Instruct-quantized.w4a16", "llama-3.1-70b"),  # a tag after a dot
+    ("https://huggingface.co/meta-llama/Llama-3.1-8B-Instruct", "llama-3.1-8b"),
 ])
 def test_names_as_people_type_them_resolve_to_the_catalogue(typed, expected):
     spec = resolve_model(ModelBlock(name=typed), K)
