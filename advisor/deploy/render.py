@@ -184,6 +184,32 @@ def launch_sh(b: Bundle, k: Knowledge) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _ps_quote(tok: str) -> str:
+    """A PowerShell verbatim string: single quotes, each quote inside doubled (PowerShell also closes a single-quoted
+    string on the typographic quotes ‘ ’ ‚ ‛, so those are doubled too); control characters become spaces."""
+    tok = _CTRL.sub(" ", tok)
+    return "'" + re.sub(r"(['\u2018\u2019\u201a\u201b])", r"\1\1", tok) + "'"
+
+
+def launch_ps1(b: Bundle, k: Knowledge) -> str:
+    """launch.sh for a Windows target, in PowerShell: the same program, arguments and comments, the model path from
+    $env:MODEL, the environment set for this process only; the program as the engine's Windows build names it
+    (llama-server.exe from a llama.cpp release zip or winget, transformers from pip)."""
+    lines = [f"# {x}" for x in _header(b, k)]
+    lines += [f"# {comment(_t(k, 'ps_run', b.lang))}", "$ErrorActionPreference = 'Stop'",
+              f"$Model = if ($env:MODEL) {{ $env:MODEL }} else {{ {_ps_quote('C:' + b.model_path.replace('/', chr(92)))} }}"
+              f"  # {comment(_t(k, 'model_path', b.lang, what=b.model_what))}"]
+    lines += [f"$env:{e.name} = {_ps_quote(e.value)}  # {comment(e.why)}" for e in b.env]
+    lines.append("$Arguments = @(")
+    for tok, note in _host_notes(_args_with_notes(b, "\x00MODEL"), b, k, "host_sh"):
+        q = "$Model" if tok in ("\x00MODEL", MODEL) else _ps_quote(tok)
+        lines.append(f"    {q}" + (f"  # {comment(note)}" if note else ""))
+    lines.append(")")
+    prog = [_ps_quote(x) for x in b.program]
+    lines.append(f"& {prog[0]} {' '.join(prog[1:])} @Arguments".replace("  ", " "))
+    return "\n".join(lines) + "\n"
+
+
 def _container_cmd(b: Bundle) -> tuple[list[str], list[tuple[str, str]]]:
     """(what the container runs, the arguments with notes): the image's own entrypoint where it has one."""
     args = _args_with_notes(b, b.model_path)
@@ -904,6 +930,8 @@ def render(b: Bundle, k: Knowledge) -> Bundle:
         files.update(b.extra_files)
         return b.model_copy(update={"files": files, "absent": _absent(b, k, files)})
     files = {"launch.sh": launch_sh(b, k)}
+    if b.windows and not b.extra_files:  # (an options file is written by the shell script beside it)
+        files["launch.ps1"] = launch_ps1(b, k)
     if b.image:
         files["docker-run.sh"] = docker_run(b, k)
         files["compose.yaml"] = compose(b, k)

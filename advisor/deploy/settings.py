@@ -577,7 +577,9 @@ def build_settings(engine: str, plan: Plan, answers: Answers, knowledge: Knowled
         b.warnings.append(b.t("warn_ctx_capped", ctx=_n(p.context_tokens), max=_n(plan.model.max_context)))
     if "served_name" not in d.flags:  # trtllm-serve, transformers serve: the model is named by its path
         b.warnings.append(b.t("warn_model_name", engine=b.name, path=model_path))
+    windows = answers.hardware is not None and answers.hardware.os == "windows" and nodes == 1
     return Bundle(status="ok", warnings=b.warnings, program=list(d.program), model_arg=d.model, model_path=model_path,
+                  windows=windows,
                   **pd_fields,
                   model_what=b.model_what(), args=b.args, env=b.env, port=d.port, health=d.health,
                   image=image.ref if image else None, image_source=image.source if image else None,

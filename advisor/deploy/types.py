@@ -109,6 +109,7 @@ class Bundle(BaseModel):
     read: str = ""
     model_name: str = ""
     target: str = ""  # the hardware, in words
+    windows: bool = False  # the target runs Windows natively: launch.ps1 beside launch.sh
     warnings: list[str] = Field(default_factory=list)
     program: list[str] = Field(default_factory=list)  # e.g. ["vllm", "serve"]
     model_arg: str | None = None  # "positional" or the flag naming the model

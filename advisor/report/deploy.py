@@ -56,8 +56,9 @@ def _fence(body: str) -> str:
     return "`" * n
 
 
-def bundle_markdown(b: Bundle, k: Knowledge, lang: str, files: tuple[str, ...] = ("launch.sh", "compose.yaml",
-                                                                                      "k8s.yaml", "kserve.yaml")
+def bundle_markdown(b: Bundle, k: Knowledge, lang: str, files: tuple[str, ...] = ("launch.sh", "launch.ps1",
+                                                                                      "compose.yaml", "k8s.yaml",
+                                                                                      "kserve.yaml")
                     ) -> list[str]:
     """Markdown lines: the title, the reason where refused, else each value's why and the chosen files."""
     out = [f"### {esc(_title(b, k, lang))}", ""]
@@ -74,7 +75,7 @@ def bundle_markdown(b: Bundle, k: Knowledge, lang: str, files: tuple[str, ...] =
         body = b.files.get(name)
         if not body:
             continue
-        out += [f"**{md_value(name)}**", "", *fenced(body, "sh" if name.endswith(".sh") else "yaml"), ""]
+        out += [f"**{md_value(name)}**", "", *fenced(body, file_language(name)), ""]
     return out
 
 
@@ -82,7 +83,12 @@ def bundle_markdown(b: Bundle, k: Knowledge, lang: str, files: tuple[str, ...] =
 
 #: the files in the order they are shown (launch script first, then the container and cluster files); any other file
 #: a bundle carries (trtllm-serve's options file) after them
-FILE_ORDER = ("launch.sh", "docker-run.sh", "compose.yaml", "k8s.yaml", "kserve.yaml")
+FILE_ORDER = ("launch.sh", "launch.ps1", "docker-run.sh", "compose.yaml", "k8s.yaml", "kserve.yaml")
+
+
+def file_language(name: str) -> str:
+    """The code fence's language of a bundle file, by its name."""
+    return "sh" if name.endswith(".sh") else ("powershell" if name.endswith(".ps1") else "yaml")
 _SAFE_TOKEN = re.compile(r"[A-Za-z0-9_.:/+=,@%-]{1,200}")
 _CTRL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 

@@ -39,6 +39,11 @@ SCENARIOS: dict[str, dict] = {
                              "context_tokens": 8192},
                    "hardware": {**NVIDIA, "gpu_model": "H100 80GB", "gpu_count": 2, "gpu_memory_gb": 80, "ram_gb": 512,
                                 "cpu_cores": 64}},
+    # a 7B Q4_K_M on a Windows laptop's RTX 4060 Laptop GPU, one user: launch.ps1 beside launch.sh
+    "7b-windows-laptop": {"concurrency": 1, "ttft_p95_ms": 3000, "deployment": "desktop",
+                          "model": {"name": "Qwen/Qwen2.5-7B-Instruct", "precision": "q4_k_m", "context_tokens": 8192},
+                          "hardware": {**NVIDIA, "gpu_model": "RTX 4060 Laptop", "gpu_count": 1, "ram_gb": 32,
+                                       "os": "windows"}},
     # an 8B on one L40S, 16 users of 2,000 in / 300 out, p95 TTFT 800 ms
     "8b-l40s": {"concurrency": 16, "ttft_p95_ms": 800,
                 "model": {"name": "meta-llama/Llama-3.1-8B-Instruct", "precision": "bf16", "context_tokens": 8192,
@@ -683,3 +688,33 @@ def test_the_replicas_comment_quotes_the_ttft_band_the_fleet_is_sized_on(lang):
     b = build_settings("vllm", plan.model_copy(update={"engines": {**plan.engines, "vllm": p}}), answers,
                        knowledge(), lang)
     assert b.replicas == 5 and ("no number of replicas" in b.replicas_why or "多少副本都无法满足" in b.replicas_why)
+
+
+_PS_LINE = re.compile(r"^    (\$Model|'(?:[^'\u2018\u2019\u201a\u201b]|['\u2018\u2019\u201a\u201b]{2})*')(  # [^\n]*)?$")
+
+
+@pytest.mark.parametrize("i", range(len(HOSTILE) + 1))
+def test_a_windows_target_gets_launch_ps1_and_a_hostile_name_stays_a_verbatim_string(i):
+    """A Windows laptop runs llama-server.exe natively, not sh: its bundle carries launch.ps1, the same arguments as
+    launch.sh in PowerShell verbatim strings ('…', a quote doubled), where $(…), backticks and ${HOME} stay text.
+    (No PowerShell here to parse it: each argument line is checked against the verbatim-string grammar instead.)"""
+    name = None if i == len(HOSTILE) else HOSTILE[i]
+    b = next(x for x in ok_bundles("7b-windows-laptop", name=name) if x.engine == "llama.cpp")
+    body = b.files["launch.ps1"]
+    lines = body.splitlines()
+    start, end = lines.index("$Arguments = @("), lines.index(")")
+    assert lines[end + 1] == "& 'llama-server' @Arguments" and lines[end + 2:] == []
+    assert all(x.startswith("#") for x in lines[:start] if not x.startswith(("$ErrorActionPreference", "$Model", "$env:")))
+    assert "else { 'C:\\models\\" in next(x for x in lines if x.startswith("$Model = "))
+    toks = []
+    for line in lines[start + 1:end]:
+        m = _PS_LINE.match(line)
+        assert m, line
+        toks.append(m.group(1))
+    # the arguments are launch.sh's, in order: each verbatim string read back is the token
+    want = b.argv(model="\x00M")[len(b.program):]
+    got = ["\x00M" if t == "$Model" else re.sub(r"(['\u2018\u2019\u201a\u201b])\1", r"\1", t[1:-1]) for t in toks]
+    assert got == want
+    assert all(b.files[f] for f in ("launch.sh", "launch.ps1"))
+    linux = next(x for x in ok_bundles("8b-l40s") if x.engine == "llama.cpp")
+    assert "launch.ps1" not in linux.files
