@@ -78,7 +78,8 @@ def _parser() -> _Parser:
     dp.add_argument("--engine", default=None, metavar="ENGINE",
                     help="one engine (vllm, sglang, tensorrt-llm, onnxruntime, llama.cpp, pytorch); default: each ranked")
     dp.add_argument("--format", choices=["sh", "ps1", "compose", "k8s", "kserve", "json", "text"], default="text",
-                    help="sh: launch.sh; ps1: launch.ps1 (a Windows target); compose: compose.yaml; k8s: k8s.yaml; json: the whole bundle; text: all")
+                    help="sh: launch.sh; ps1: launch.ps1 (a Windows target); compose: compose.yaml; k8s: k8s.yaml; "
+                         "json: the whole bundle; text: all")
     dp.add_argument("--here", action="store_true",
                     help="plan for this machine as detected, whatever the answers' hardware block says (what "
                          "`python -m probes serve` starts here)")
@@ -607,7 +608,8 @@ def _sweep_checks(sweeps, answers, knowledge, lang, recalibrate_too: bool = True
     return checks, recal
 
 
-_DEPLOY_FILES = {"sh": "launch.sh", "ps1": "launch.ps1", "compose": "compose.yaml", "k8s": "k8s.yaml", "kserve": "kserve.yaml"}
+_DEPLOY_FILES = {"sh": "launch.sh", "ps1": "launch.ps1", "compose": "compose.yaml", "k8s": "k8s.yaml",
+                 "kserve": "kserve.yaml"}
 
 
 def deploy_bundles(answers, knowledge, lang: str, engine: str | None = None):

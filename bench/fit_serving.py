@@ -264,7 +264,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="keep this hardware class's groups and held-out errors as the file holds them (repeatable)")
     ap.add_argument("--refit-group", action="append", default=[], metavar="ENGINE/CLASS",
                     help="with --keep-class: this engine's group of a kept class is refitted all the same (repeatable)")
+    ap.add_argument("--refit-class", action="append", default=[], metavar="CLASS",
+                    help="with --keep-efficiencies: this class's groups take this fit's efficiencies (repeatable)")
     args = ap.parse_args(argv)
+    if args.refit_class and not args.keep_efficiencies:
+        ap.error("--refit-class goes with --keep-efficiencies (without it every class is refitted)")
     stray = [g for g in args.refit_group if g.rpartition("/")[2] not in args.keep_class or "/" not in g]
     if stray or (args.refit_group and args.keep_efficiencies):
         ap.error(f"--refit-group names an ENGINE/CLASS group of a --keep-class class, without --keep-efficiencies: "
@@ -328,6 +332,9 @@ def main(argv: list[str] | None = None) -> int:
         fitted = ("Efficiencies: kept from the previous fit (--keep-efficiencies: a refit on every row moved three\n"
                   "# expert scenarios' leaders; issue 32). " if args.keep_efficiencies else
                   "Efficiencies: fitted on every row. ")
+        if args.refit_class:
+            fitted += (f"Refitted on every row all the same (--refit-class): {', '.join(sorted(args.refit_class))}\n"
+                       "# (its published figures were added to; no other class's efficiencies moved). ")
         if args.keep_class:  # these classes' fits as the file holds them (held out as they were then)
             before = yaml.safe_load(OUT.read_text(encoding="utf-8"))
             keep, take = set(args.keep_class), set(args.refit_group)
@@ -357,10 +364,15 @@ def main(argv: list[str] | None = None) -> int:
                 "# advisor/planner/perf.py floors them at serving.yaml band_floor.\n")
         if args.keep_efficiencies:  # the bands of this validation on the efficiencies already in use
             kept = yaml.safe_load(OUT.read_text(encoding="utf-8"))["groups"]
+            refit = set(args.refit_class)
             for key, g in kept.items():
                 new = groups.get(key) or groups.get(key.rpartition("/")[2]) or {}
                 g.update({x: new[x] for x in ("band", "band_ttft", "band_itl", "rough", "rough_ttft") if x in new})
-            groups = kept
+            # a refitted class: its groups as this fit has them (one that lost its group goes; a new one comes)
+            kept = {key: g for key, g in kept.items() if key.rpartition("/")[2] not in refit}
+            kept.update({key: g for key, g in groups.items() if key.rpartition("/")[2] in refit})
+            groups = dict(sorted(kept.items(), key=lambda kv: (kv[0].rpartition("/")[2], kv[0])))
+
         doc = {"fitted": TODAY, "script": "bench/fit_serving.py", "fit_points": len(obs),
                "sources": len(set(src.values())), "rows": len({o.row for o in obs}),
                "held_out": table, "groups": groups}

@@ -191,13 +191,18 @@ def _ps_quote(tok: str) -> str:
     return "'" + re.sub(r"(['\u2018\u2019\u201a\u201b])", r"\1\1", tok) + "'"
 
 
+def _windows_path(path: str) -> str:
+    """The bundle's model path (/models/...) as a Windows user would keep it: C:\\models\\..."""
+    return "C:" + path.replace("/", "\\")
+
+
 def launch_ps1(b: Bundle, k: Knowledge) -> str:
     """launch.sh for a Windows target, in PowerShell: the same program, arguments and comments, the model path from
     $env:MODEL, the environment set for this process only; the program as the engine's Windows build names it
     (llama-server.exe from a llama.cpp release zip or winget, transformers from pip)."""
     lines = [f"# {x}" for x in _header(b, k)]
     lines += [f"# {comment(_t(k, 'ps_run', b.lang))}", "$ErrorActionPreference = 'Stop'",
-              f"$Model = if ($env:MODEL) {{ $env:MODEL }} else {{ {_ps_quote('C:' + b.model_path.replace('/', chr(92)))} }}"
+              f"$Model = if ($env:MODEL) {{ $env:MODEL }} else {{ {_ps_quote(_windows_path(b.model_path))} }}"
               f"  # {comment(_t(k, 'model_path', b.lang, what=b.model_what))}"]
     lines += [f"$env:{e.name} = {_ps_quote(e.value)}  # {comment(e.why)}" for e in b.env]
     lines.append("$Arguments = @(")

@@ -39,7 +39,8 @@ def _names(knowledge: Knowledge) -> dict:
 def name_forms(name: str) -> list[str]:
     """The forms a typed name is looked up under, surest first: as typed; without its org; an Ollama `family:tag`
     as family-size; then without the tags that do not change the model's shape (-Instruct, -AWQ, -GPTQ-Int4, -FP8,
-    -GGUF, :q4_K_M, -quantized.w4a16, a file's -Q4_K_M.gguf ...); and last without a version suffix (-v0.1). `llama3.1` is also tried as `llama-3.1`."""
+    -GGUF, :q4_K_M, -quantized.w4a16, a file's -Q4_K_M.gguf ...); and last without a version suffix (-v0.1).
+    `llama3.1` is also tried as `llama-3.1`."""
     s = _norm(name[:300])
     tail = s.rsplit("/", 1)[-1]
     base, _, tag = tail.partition(":")

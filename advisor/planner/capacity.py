@@ -732,7 +732,8 @@ class _Calc:
     def beyond_window(self) -> bool:
         """The typical request (its prompt and output) is longer than the model's trained window: vLLM, SGLang and
         TensorRT-LLM take the window as their default max_model_len and reject a longer request (extending it needs
-        RoPE scaling the model card documents, and an override on the engine), llama.cpp's server truncates it."""
+        RoPE scaling the model card documents, and an override on the engine); llama.cpp runs past it with a warning,
+        where the model's output degrades. No measurement in the fit speaks for either."""
         return self.wl.typical_tokens is not None and self.wl.typical_tokens > self.spec.max_context
 
     def serving_hw(self):

@@ -38,7 +38,8 @@ def _find_gpu(name: str, knowledge: Knowledge):
     """An exact id, name or alias; else the known name with the most words all found in the given one ("NVIDIA
     GeForce RTX 4090 D" -> rtx-4090, "A100 SXM 80GB" -> a100-80gb, never the bare "A100" alias of the 40 GB card): a
     memory size the given name states ("80GB", "80 GB") puts a card of that size first; a name with a variant word
-    ("Ti", "SUPER", "Laptop", "Mobile", "Max-Q") never falls back to a card without it (none: the plan says the card is not in the catalogue)."""
+    ("Ti", "SUPER", "Laptop", "Mobile", "Max-Q") never falls back to a card without it (none: the plan says the card
+    is not in the catalogue)."""
     want = name.strip().lower()
     have = _tokens(want)
     sizes = {int(m.group(1)) for t in have if (m := _MEMORY.match(t))}

@@ -89,6 +89,8 @@ FILE_ORDER = ("launch.sh", "launch.ps1", "docker-run.sh", "compose.yaml", "k8s.y
 def file_language(name: str) -> str:
     """The code fence's language of a bundle file, by its name."""
     return "sh" if name.endswith(".sh") else ("powershell" if name.endswith(".ps1") else "yaml")
+
+
 _SAFE_TOKEN = re.compile(r"[A-Za-z0-9_.:/+=,@%-]{1,200}")
 _CTRL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
