@@ -122,6 +122,7 @@ def target_editor(prefix: str) -> None:
                      format_func=lambda a: a or "—",
                      on_change=on_change(f"{prefix}_arch", ("hardware", "cpu_arch"), lambda v: v or None))
         c9.number_input(T("ui_cpu_bandwidth"), min_value=0.0, max_value=20_000.0, step=10.0,
+                        help=T("ui_cpu_bandwidth_help"),
                         key=seed(f"{prefix}_cpubw", float(hw.get("cpu_bandwidth_gb_s") or 0.0)),
                         on_change=on_change(f"{prefix}_cpubw", ("hardware", "cpu_bandwidth_gb_s"),
                                             lambda v: float(v) or None))
