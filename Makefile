@@ -146,7 +146,10 @@ PARALLEL := tests/advisor tests/hostile/test_model_files.py tests/hostile/test_f
 	tests/app/test_build_panel.py tests/app/test_probe_verdict_page.py tests/app/test_state.py \
 	tests/app/test_workload_fields.py tests/app/test_pages.py tests/hostile/test_endpoint_hostile.py \
 	tests/probes/backends/test_endpoint.py tests/probes/backends/test_server_kind.py tests/hostile/test_secrets.py \
-	tests/hostile/test_cli_paths.py tests/hostile/test_probe_bounds.py
+	tests/hostile/test_cli_paths.py tests/hostile/test_probe_bounds.py tests/hostile/test_history_shared.py \
+	tests/probes/test_install_plan.py tests/probes/test_registry.py tests/probes/test_models.py \
+	tests/probes/test_metrics.py tests/probes/test_bench_pairs.py tests/probes/test_builds.py \
+	tests/probes/backends/test_gpu_settings.py
 # Tests inside those paths that run a real llama.cpp probe: its threads spin on both cores, so beside another worker
 # a 5 s probe took 54 s (the parallel half waited on it); they run in the serial half instead. (The serial half names
 # tests/'s folders, not tests/: given tests/, pytest folds these ids into its walk, which ignores tests/advisor.)
