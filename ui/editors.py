@@ -59,7 +59,7 @@ def target_editor(prefix: str) -> None:
 
     def set_gpu() -> None:
         gid = ss[f"{prefix}_gpu"]
-        keep = ("ram_gb", "cpu_cores", "cpu_arch", "cpu_bandwidth_gb_s", "os", "nodes", "interconnect",
+        keep = ("ram_gb", "cpu_cores", "cpu_arch", "cpu_bandwidth_gb_s", "cpu_gflops", "os", "nodes", "interconnect",
                 "unified_memory")
         new = {key: v for key, v in (ss[ANSWERS].get("hardware") or {}).items() if key in keep}
         if gid == "none":
@@ -116,7 +116,7 @@ def target_editor(prefix: str) -> None:
                  format_func={o: (T(f"os_{o}") if o else "—") for o in oses}.get,
                  on_change=on_change(f"{prefix}_os", ("hardware", "os"), lambda v: v or None))
     if not gpu:  # a CPU target: what its prediction rests on (the decode reads its memory; the ISA picks the build)
-        c8, c9 = st.columns([1, 3])
+        c8, c9, c10 = st.columns([1, 2, 2])
         arches = ["", "x86_64", "arm64"]
         c8.selectbox(T("ui_cpu_arch"), arches, key=seed(f"{prefix}_arch", hw.get("cpu_arch") or ""),
                      format_func=lambda a: a or "—",
@@ -126,6 +126,11 @@ def target_editor(prefix: str) -> None:
                         key=seed(f"{prefix}_cpubw", float(hw.get("cpu_bandwidth_gb_s") or 0.0)),
                         on_change=on_change(f"{prefix}_cpubw", ("hardware", "cpu_bandwidth_gb_s"),
                                             lambda v: float(v) or None))
+        c10.number_input(T("ui_cpu_gflops"), min_value=0.0, max_value=1_000_000.0, step=100.0,
+                         help=T("ui_cpu_gflops_help"),
+                         key=seed(f"{prefix}_cpuflops", float(hw.get("cpu_gflops") or 0.0)),
+                         on_change=on_change(f"{prefix}_cpuflops", ("hardware", "cpu_gflops"),
+                                             lambda v: float(v) or None))
         return
     c5, c6, c7 = st.columns([1, 2, 2])
     c5.number_input(T("ui_nodes"), min_value=1, max_value=512, step=1, key=seed(f"{prefix}_nodes", nodes),

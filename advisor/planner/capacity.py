@@ -655,6 +655,10 @@ class _Calc:
             return None, ""
         if self.device == "cpu":
             if t.cpu_bandwidth_gb_s is None:
+                # one memory for the CPU and the GPU (Apple silicon, GB10, Jetson): its printed bandwidth bounds what
+                # the CPU cores read too (they reach less of it than the GPU: the fitted CPU share scales it)
+                if t.unified_memory and t.gpu_bandwidth_gb_s:
+                    return t.gpu_bandwidth_gb_s * 1e9, "unified"
                 return None, ""
             return t.cpu_bandwidth_gb_s * 1e9, "measured" if t.cpu_measured else "given"
         if t.gpu_bandwidth_gb_s is None:
@@ -749,6 +753,9 @@ class _Calc:
         bw, _ = self.bandwidth(self.serving_ranks())
         if not bw:
             return None
+        if self.device == "cpu" and not self.target.cpu_gflops:
+            return None  # a prompt's compute would be free: its TTFT a read of the weights (77 ms for 512 tokens of an
+            # 8B on a Mac mini's CPU), so nothing is predicted without the CPU's measured or given FLOPS
         copies = self.kv_copies if self.device == "gpu" else 1.0
         chunk = self.chunk_tokens
         if self.mem_fraction_static is not None:  # SGLang picks its chunk by the GPU's memory
@@ -931,6 +938,8 @@ def _assumptions(c: _Calc) -> list[str]:
                      tps=f"{layer:,.1f}" if layer else "—"))
         if not c.serving_tensor and c.serving_hw() is not None:  # (a prediction exists: it runs as deployed)
             out.append(s("plan_a_layer_predicted", lang, n=c.n))
+    if c.device == "cpu" and c.decode_bound() is not None and not c.target.cpu_gflops:
+        out.append(s("plan_a_no_flops_cpu", lang))  # a decode bound, but nothing to time a prompt with
     if c.flops() is not None:
         f = c.flops()
         out.append(s("plan_a_ttft", lang, prompt=wl.prompt_tokens, params=f"{spec.matmul_params_b:.4g}",

@@ -26,8 +26,9 @@ RESIZABLE = ("tensor", "layer")
 
 def hw_class(target: Target, device: str, k: Knowledge) -> str:
     """The hardware class whose fitted efficiencies apply (knowledge/serving.yaml)."""
-    if device == "cpu":
-        return "arm-cpu" if (target.cpu_arch or "").lower() in ("arm64", "aarch64") else "x86-cpu"
+    if device == "cpu":  # (an Apple silicon target is Arm whether or not the answers say so)
+        arm = (target.cpu_arch or "").lower() in ("arm64", "aarch64") or target.gpu_vendor == "apple"
+        return "arm-cpu" if arm else "x86-cpu"
     v = target.gpu_vendor
     if v == "nvidia":
         gid, name = target.gpu_id or "", (target.gpu_name or "").lower()

@@ -55,6 +55,8 @@ def why_not(p: EnginePlan, plan: Plan, knowledge: Knowledge, lang: str) -> str:
         key = "srv_why_window"
     elif p.decode_tps_upper_bound is None:
         key = "srv_why_no_bw"
+    elif p.device == "cpu" and not plan.target.cpu_gflops:
+        key = "srv_why_no_cpu_flops"
     else:
         key = "srv_why_other"
     return knowledge.s(key, lang)

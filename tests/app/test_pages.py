@@ -146,10 +146,10 @@ def test_hardware_page_plans_for_other_hardware():
     assert parse_answers(at.session_state["answers"]).hardware.ram_gb == 256
 
 
-def test_a_cpu_target_described_on_the_hardware_page_gets_its_prediction_once_its_bandwidth_is_given():
-    """A CPU server that is not this machine: the decode reads its memory, so without a bandwidth figure it gets no
-    prediction (and the plan says which field to fill); the page asks for that figure and the ISA, and keeps them
-    when the GPU choice is changed and changed back."""
+def test_a_cpu_target_described_on_the_hardware_page_gets_its_prediction_once_its_figures_are_given():
+    """A CPU server that is not this machine: the decode reads its memory and a prompt runs at its FLOPS, so
+    without those figures it gets no prediction (and the plan says which field to fill); the page asks for them and
+    the ISA, and keeps them when the GPU choice is changed and changed back."""
     at = app().run()
     at.session_state["answers"] = {"concurrency": 2, "ttft_p95_ms": 5000, "model": {
         "name": "llama-3.1-8b", "precision": "q4_k_m", "context_tokens": 4096}}
@@ -165,15 +165,23 @@ def test_a_cpu_target_described_on_the_hardware_page_gets_its_prediction_once_it
     at.switch_page("pages/2_Hardware.py").run()
     at.selectbox(key="hw_arch").set_value("x86_64").run()
     at.number_input(key="hw_cpubw").set_value(200.0).run()
+    at.switch_page("pages/3_Recommendation.py").run()
+    text = " ".join(m.value for m in [*at.markdown, *at.caption])
+    assert "Decode bound: 200.0 GB/s" in text and "give hardware.cpu_gflops" in text  # a bound, not a prediction
+    assert "not predicted: no FLOPS figure for the CPU" in text
+    at.switch_page("pages/2_Hardware.py").run()
+    at.number_input(key="hw_cpuflops").set_value(2000.0).run()
     at.selectbox(key="hw_gpu").set_value("h100-sxm").run()
     at.selectbox(key="hw_gpu").set_value("none").run()
     hw = parse_answers(at.session_state["answers"]).hardware
-    assert (hw.gpu_vendor, hw.cpu_bandwidth_gb_s, hw.cpu_arch, hw.cpu_cores) == ("none", 200.0, "x86_64", 32)
+    assert (hw.gpu_vendor, hw.cpu_bandwidth_gb_s, hw.cpu_gflops, hw.cpu_arch, hw.cpu_cores) == (
+        "none", 200.0, 2000.0, "x86_64", 32)
     assert at.number_input(key="hw_cpubw").value == 200.0
     at.switch_page("pages/3_Recommendation.py").run()
     assert not at.exception
     text = " ".join(m.value for m in [*at.markdown, *at.caption])
-    assert "give hardware.cpu_bandwidth_gb_s" not in text and "Decode bound: 200.0 GB/s" in text
+    assert "give hardware.cpu_" not in text and "not predicted: no FLOPS figure" not in text
+    assert "rough: tok/s" in text  # llama.cpp's prediction on the x86 CPU class, labelled rough
 
 
 @pytest.mark.parametrize("lang,word", [("en", "Install"), ("zh", "安装")])

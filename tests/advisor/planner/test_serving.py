@@ -158,6 +158,14 @@ def test_a_cpu_target_with_its_measured_figures_gets_a_rough_prediction_and_with
             "model": {"name": "llama-3.1-8b", "precision": "q4_k_m", "input_tokens": 512, "output_tokens": 256}}
     bare = make_plan(parse_answers(base), None, K)
     assert bare.engines["llama.cpp"].serving is None  # no bandwidth known: nothing to predict from
+    # a bandwidth alone bounds the decode but cannot time a prompt: its compute would be free (a 512-token prompt of
+    # an 8B "77 ms" on a Mac mini's CPU), so no prediction, and the table says which figure is missing
+    from advisor.report.serving import why_not
+    bw_only = make_plan(parse_answers(dict(base, hardware={**base["hardware"], "cpu_bandwidth_gb_s": 100})), None, K)
+    p = bw_only.engines["llama.cpp"]
+    assert p.decode_tps_upper_bound and p.serving is None
+    assert why_not(p, bw_only, K, "en") == "not predicted: no FLOPS figure for the CPU"
+    assert any("give hardware.cpu_gflops" in a for a in p.assumptions)
     given = dict(base, hardware={**base["hardware"], "cpu_bandwidth_gb_s": 100, "cpu_gflops": 2000})
     sv = make_plan(parse_answers(given), None, K).engines["llama.cpp"].serving
     assert sv is not None and sv.hw_class == "x86-cpu" and sv.label == "rough" and sv.band > K.serving.rough_above
@@ -474,3 +482,14 @@ def test_a_trtllm_bench_burst_takes_the_token_budget_that_tool_sets():
     assert burst_budget(bench, hw, 500 * 1100, 1000, 100) == 5632  # 500 x 11 = 5,500, up to a multiple of 512
     assert burst_budget(bench, hw, 4000 * 20_000, 19_000, 1000) == 32768  # the ceiling
     assert burst_budget({"published_as": "TensorRT-LLM trtllm-serve v1.2.0rc1"}, hw, 500 * 1100, 1000, 100) == 8192
+
+
+def test_a_cpu_engine_on_unified_memory_is_bounded_by_that_memory():
+    """vLLM on a Mac runs on its CPU, which reads the same unified memory the GPU does: a Mac mini M4's 120 GB/s
+    bounds its decode (said as the unified memory's, which the CPU cores reach less of), where it had none."""
+    plan = make_plan(parse_answers({"concurrency": 1, "model": {"name": "llama-3.1-8b", "precision": "q4_k_m"},
+                                    "hardware": {"gpu_vendor": "apple", "gpu_model": "M4", "gpu_count": 1}}), None, K)
+    p = plan.engines["vllm"]
+    assert p.device == "cpu" and p.decode_tps_upper_bound is not None
+    assert 120e9 / 6e9 < p.decode_tps_upper_bound < 120e9 / 4e9  # 120 GB/s over the ~4.9 GB a token reads
+    assert any("the unified memory's, as printed" in a for a in p.assumptions)
