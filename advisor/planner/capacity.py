@@ -753,9 +753,6 @@ class _Calc:
         bw, _ = self.bandwidth(self.serving_ranks())
         if not bw:
             return None
-        if self.device == "cpu" and not self.target.cpu_gflops:
-            return None  # a prompt's compute would be free: its TTFT a read of the weights (77 ms for 512 tokens of an
-            # 8B on a Mac mini's CPU), so nothing is predicted without the CPU's measured or given FLOPS
         copies = self.kv_copies if self.device == "gpu" else 1.0
         chunk = self.chunk_tokens
         if self.mem_fraction_static is not None:  # SGLang picks its chunk by the GPU's memory

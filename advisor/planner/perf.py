@@ -242,6 +242,10 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
     hw = c.serving_hw()
     if hw is None:
         return None
+    if c.device == "cpu" and not hw.flops:
+        return None  # a prompt's compute would be free: its TTFT a read of the weights (77 ms for 512 tokens of an 8B
+        # on a Mac mini's CPU), so a plan predicts nothing without the CPU's FLOPS (a published CPU row's decode, which
+        # needs none, is still fitted: advisor/planner/published.py)
     k, wl, target = c.k, wl or c.wl, c.target
     cls = hw_class(target, c.device, k)
     here = target.source == "detected" and c.device == "cpu"
