@@ -32,7 +32,7 @@ def plan(data: dict):
     return make_plan(parse_answers(data), None, K)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 @given(answers)
 def test_plan_arithmetic_is_consistent(data):
     pl = plan(data)
@@ -75,20 +75,24 @@ def test_plan_arithmetic_is_consistent(data):
             assert bound is None or bound > 0
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 @given(answers)
 @example({"model": {"name": "mixtral-8x22b", "precision": "fp8", "context_tokens": 128},  # found by a run: 266 users
           "hardware": {"gpu_vendor": "nvidia", "gpu_model": "NVIDIA T4", "gpu_count": 16, "ram_gb": 8},  # turn vLLM
           "concurrency": 133, "prompt_mix": "long"})  # to data-parallel attention + EP 16 (more weights per GPU)
+@example({"model": {"name": "deepseek-v2-lite", "precision": "fp32", "context_tokens": 256},  # and: 634 users turn
+          "hardware": {"gpu_vendor": "nvidia", "gpu_model": "NVIDIA L4", "gpu_count": 8, "ram_gb": 8},  # SGLang to DP
+          "concurrency": 317, "prompt_mix": "short"})  # attention + EP 8 (182.82 -> 182.77 GiB in all: the KV held once)
 def test_more_load_never_needs_less_memory_and_more_gpus_never_offer_less(data):
     base = plan(data)
     busier = plan({**data, "concurrency": data["concurrency"] * 2})
     for e in base.engines:
-        assert busier.engines[e].total_gib >= base.engines[e].total_gib - 1e-9
         a, b = base.engines[e], busier.engines[e]
         if (a.attention_dp, a.expert_parallel) == (b.attention_dp, b.expert_parallel):
+            assert b.total_gib >= a.total_gib - 1e-9
             assert b.weights_gib == a.weights_gib
-        else:  # an MoE plan that turns to data-parallel attention + EP for more users holds the dense part per GPU
+        else:  # an MoE plan that turns to data-parallel attention + EP for more users: another layout, which holds the
+            # dense part on every GPU and the KV once (so its total may be less)
             assert b.attention_dp > a.attention_dp and b.weights_gib > a.weights_gib
     if data["hardware"]["gpu_vendor"] != "none":
         bigger = plan({**data, "hardware": {**data["hardware"], "gpu_count": data["hardware"]["gpu_count"] * 2}})
