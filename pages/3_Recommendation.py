@@ -83,8 +83,8 @@ for i, b in enumerate(dep.ranked_bundles(rec, a, k, lang, None if a.hardware els
         files = dep.file_names(b)
         for tab, name in zip(st.tabs(files), files):
             with tab:
-                st.code(b.files[name], language={"sh": "bash"}.get(dep.file_language(name), dep.file_language(name)),
-                        height=420, wrap_lines=True)
+                fence = dep.file_language(name)
+                st.code(b.files[name], language="bash" if fence == "sh" else fence, height=420, wrap_lines=True)
                 st.download_button(T("deploy_download", name=name), b.files[name], file_name=name,
                                    mime=dep.mime(name), key=f"dl_deploy_{b.engine}_{name}", on_click="ignore")
         st.download_button(T("deploy_download_zip"), dep.bundle_zip(b), file_name=dep.zip_name(b),

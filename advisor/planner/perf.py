@@ -15,6 +15,7 @@ from typing import Callable
 from advisor.knowledge.load import Knowledge
 from advisor.planner.serving import Eff, Load, capacity, capacity_reaches, predict, replicas_for, with_band
 from advisor.planner.aic import predictor_name as aic_name
+from advisor.planner.capacity import beyond_window, cpu_without_flops
 from advisor.planner.types import Calibrated, Disaggregation, LeanerFleet, ServingLevel, ServingPlan, Target
 
 Calibration = dict[str, Calibrated]
@@ -240,12 +241,9 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
     if c.loads() is False:
         return None  # an engine that does not start serves nothing (the plan says why and how to fix it)
     hw = c.serving_hw()
-    if hw is None:
+    # (here, not in serving_hw: a published run that served past its window, or a CPU row's decode, is still fitted)
+    if hw is None or beyond_window(c.wl.typical_tokens, c.spec.max_context) or cpu_without_flops(c.device, c.target):
         return None
-    if c.device == "cpu" and not hw.flops:
-        return None  # a prompt's compute would be free: its TTFT a read of the weights (77 ms for 512 tokens of an 8B
-        # on a Mac mini's CPU), so a plan predicts nothing without the CPU's FLOPS (a published CPU row's decode, which
-        # needs none, is still fitted: advisor/planner/published.py)
     k, wl, target = c.k, wl or c.wl, c.target
     cls = hw_class(target, c.device, k)
     here = target.source == "detected" and c.device == "cpu"

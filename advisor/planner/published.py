@@ -103,10 +103,7 @@ def _calc(row: dict, cpus: dict, k: Knowledge, prompt: int, output: int, users: 
                   concurrency=max(1, users), prompt_tokens=prompt, resident_tokens=resident,
                   typical_tokens=min(prompt + output, 1 << 17), output_tokens=max(1, output), gpu_count=gpus,
                   kv_cache_dtype=row.get("kv_cache_dtype", "auto"))
-    spec = spec_of(row, k)
-    if wl.typical_tokens > spec.max_context:  # the run served it (TensorRT-LLM's 128 + 4,096 on Llama-2's 4,096 window:
-        spec = spec.model_copy(update={"max_context": wl.typical_tokens})  # an engine built past the window)
-    c = _Calc(engine, spec, target, wl, k, "en")
+    c = _Calc(engine, spec_of(row, k), target, wl, k, "en")
     if row.get("parallel") == "tensor" and c.bound_tensor:  # the run split tensors (gpt-fast's tensor parallel)
         c.serving_tensor = True
     return engine, c

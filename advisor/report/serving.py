@@ -7,7 +7,7 @@ cell; an engine whose weights do not even load is not predicted (a replica that 
 from __future__ import annotations
 
 from advisor.knowledge.load import Knowledge
-from advisor.planner.capacity import NO_DECODE, NO_SERVING_FIT
+from advisor.planner.capacity import NO_DECODE, NO_SERVING_FIT, beyond_window, cpu_without_flops
 from advisor.planner.types import EnginePlan, Plan, ServingPlan
 from advisor.report.mdtext import fold, md_escape
 
@@ -51,11 +51,11 @@ def why_not(p: EnginePlan, plan: Plan, knowledge: Knowledge, lang: str) -> str:
         key = "srv_why_no_decode"
     elif plan.model.modality in NO_SERVING_FIT:
         key = "srv_why_speech"
-    elif p.typical_tokens is not None and p.typical_tokens > plan.model.max_context:
+    elif beyond_window(p.typical_tokens, plan.model.max_context):
         key = "srv_why_window"
     elif p.decode_tps_upper_bound is None:
         key = "srv_why_no_bw"
-    elif p.device == "cpu" and not plan.target.cpu_gflops:
+    elif cpu_without_flops(p.device, plan.target):
         key = "srv_why_no_cpu_flops"
     else:
         key = "srv_why_other"
