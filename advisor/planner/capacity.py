@@ -66,20 +66,6 @@ NO_DECODE = ("encoder", "cnn")  # no autoregressive decoding, so no KV cache and
 NO_SERVING_FIT = ("speech",)
 
 
-def beyond_window(typical_tokens: int | None, window: int) -> bool:
-    """The typical request (its prompt and output) is longer than the model's trained window: vLLM, SGLang and
-    TensorRT-LLM take the window as their default max_model_len and reject a longer request (extending it needs
-    RoPE scaling the model card documents, and an override on the engine); llama.cpp runs past it with a warning,
-    where the model's output degrades. No measurement in the fit speaks for either, so a plan predicts none."""
-    return typical_tokens is not None and typical_tokens > window
-
-
-def cpu_without_flops(device: str, target) -> bool:
-    """A CPU plan with no FLOPS figure for its CPU: a prompt's compute would be free (its TTFT a read of the weights,
-    77 ms for 512 tokens of an 8B on a Mac mini's CPU), so a plan predicts none; its decode bound needs none."""
-    return device == "cpu" and not target.cpu_gflops
-
-
 # ---------------------------------------------------------------- the formulas (README § "Capacity planner")
 
 def weights_bytes(params: float, bits_per_weight: float, embedding_params: float = 0.0,
@@ -939,6 +925,8 @@ def _assumptions(c: _Calc) -> list[str]:
                      tps=f"{layer:,.1f}" if layer else "—"))
         if not c.serving_tensor and c.serving_hw() is not None:  # (a prediction exists: it runs as deployed)
             out.append(s("plan_a_layer_predicted", lang, n=c.n))
+    from advisor.planner.perf import cpu_without_flops
+
     if cpu_without_flops(c.device, c.target) and c.decode_bound() is not None:
         out.append(s("plan_a_no_flops_cpu", lang))  # a decode bound, but nothing to time a prompt with
     if c.flops() is not None:

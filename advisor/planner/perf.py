@@ -15,7 +15,6 @@ from typing import Callable
 from advisor.knowledge.load import Knowledge
 from advisor.planner.serving import Eff, Load, capacity, capacity_reaches, predict, replicas_for, with_band
 from advisor.planner.aic import predictor_name as aic_name
-from advisor.planner.capacity import beyond_window, cpu_without_flops
 from advisor.planner.types import Calibrated, Disaggregation, LeanerFleet, ServingLevel, ServingPlan, Target
 
 Calibration = dict[str, Calibrated]
@@ -23,6 +22,20 @@ MAX_USERS = 100_000
 # the splits whose fleet may hold fewer GPUs a replica than the plan: a tensor-parallel degree, or fewer GPUs for an
 # engine that splits layers (serving_plan and fleet_floor read the same set, so the flip search skips what the fleet may not)
 RESIZABLE = ("tensor", "layer")
+
+
+def beyond_window(typical_tokens: int | None, window: int) -> bool:
+    """The typical request (its prompt and output) is longer than the model's trained window: vLLM, SGLang and
+    TensorRT-LLM take the window as their default max_model_len and reject a longer request (extending it needs
+    RoPE scaling the model card documents, and an override on the engine); llama.cpp runs past it with a warning,
+    where the model's output degrades. No measurement in the fit speaks for either, so a plan predicts none."""
+    return typical_tokens is not None and typical_tokens > window
+
+
+def cpu_without_flops(device: str, target: Target) -> bool:
+    """A CPU plan with no FLOPS figure for its CPU: a prompt's compute would be free (its TTFT a read of the weights,
+    77 ms for 512 tokens of an 8B on a Mac mini's CPU), so a plan predicts none; its decode bound needs none."""
+    return device == "cpu" and not target.cpu_gflops
 
 
 def hw_class(target: Target, device: str, k: Knowledge) -> str:

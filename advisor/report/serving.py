@@ -7,7 +7,8 @@ cell; an engine whose weights do not even load is not predicted (a replica that 
 from __future__ import annotations
 
 from advisor.knowledge.load import Knowledge
-from advisor.planner.capacity import NO_DECODE, NO_SERVING_FIT, beyond_window, cpu_without_flops
+from advisor.planner.capacity import NO_DECODE, NO_SERVING_FIT
+from advisor.planner.perf import beyond_window, cpu_without_flops
 from advisor.planner.types import EnginePlan, Plan, ServingPlan
 from advisor.report.mdtext import fold, md_escape
 
