@@ -260,3 +260,44 @@ def test_a_config_name_cannot_carry_control_characters(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     name = resolve_model(ModelBlock(path=str(tmp_path / "config.json")), K).name
     assert name.isprintable() and "\n" not in name and "FAKE" in name
+
+
+# (catalogue id, the config.json aiconfigurator-core ships for it): the late-2026 MoE models people deploy
+SHIPPED_CONFIGS = [("deepseek-v3.2", "deepseek-ai--DeepSeek-V3.2"), ("kimi-k2.5", "moonshotai--Kimi-K2.5"),
+                   ("minimax-m2.5", "MiniMaxAI--MiniMax-M2.5")]
+
+
+@pytest.mark.parametrize("mid,config", SHIPPED_CONFIGS, ids=[m for m, _ in SHIPPED_CONFIGS])
+def test_an_entry_read_from_a_shipped_config_json_matches_that_file(mid, config):
+    """The entry's shapes are the ones its config.json states (the copy the installed aiconfigurator-core ships,
+    which the entry names as read): a mistyped width, head or expert count fails here, not in a user's plan."""
+    import importlib.util
+    from pathlib import Path
+
+    found = importlib.util.find_spec("aiconfigurator_core")
+    if found is None:  # (it is in requirements.txt; a trimmed install lacks it)
+        pytest.skip("aiconfigurator-core is not installed")
+    path = Path(found.origin).parent / "model_configs" / f"{config}_config.json"
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    cfg = raw.get("text_config") or raw
+    m = next(x for x in MODELS if x.id == mid)
+    assert m.hf_architecture == raw["architectures"][0]
+    assert (m.layers, m.hidden_size, m.attention_heads, m.kv_heads) == (
+        cfg["num_hidden_layers"], cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"])
+    assert m.moe_experts == (cfg.get("n_routed_experts") or cfg.get("num_local_experts"))
+    assert m.moe_active_experts == cfg["num_experts_per_tok"]
+    assert m.moe_intermediate_size == cfg.get("moe_intermediate_size", cfg["intermediate_size"])
+    assert m.moe_shared_experts == cfg.get("n_shared_experts", 0)
+    assert m.moe_layers in (None, cfg["num_hidden_layers"] - cfg.get("first_k_dense_replace", 0))
+    assert (m.vocab_size, m.max_context, m.tied_embeddings) == (
+        cfg["vocab_size"], cfg["max_position_embeddings"], cfg.get("tie_word_embeddings", False))
+    if m.kv_lora_rank:
+        assert (m.kv_lora_rank, m.q_lora_rank, m.qk_rope_head_dim, m.qk_nope_head_dim, m.v_head_dim) == (
+            cfg["kv_lora_rank"], cfg["q_lora_rank"], cfg["qk_rope_head_dim"], cfg["qk_nope_head_dim"],
+            cfg["v_head_dim"])
+    else:
+        assert m.head_dim == cfg["head_dim"]
+    # and the names people paste resolve to it, not to a generic stand-in
+    for name in m.aliases:
+        spec = resolve_model(ModelBlock(name=name), K)
+        assert spec.id == mid and not spec.approximate, name
