@@ -62,7 +62,7 @@ def _line(name: str, xs: list[tuple[float, float, float | None]]) -> str:
     lib = [x[2] for x in xs if x[2] is not None]
     libs = f"  library's own TTFT: median {statistics.median(map(abs, lib)):.0%} ({statistics.median(lib):+.0%})" \
         if lib else ""
-    return (f"  {name:22} {len(xs):>4} rows  TTFT (ours): median |error| {statistics.median(map(abs, tt)):>4.0%} "
+    return (f"  {name:22} {len(xs):>4} rows  TTFT as shown: median |error| {statistics.median(map(abs, tt)):>4.0%} "
             f"(signed {statistics.median(tt):+.0%})  ITL as shown: {statistics.median(map(abs, it)):>4.0%} "
             f"(signed {statistics.median(it):+.0%}){libs}")
 

@@ -1213,8 +1213,11 @@ class AiconfiguratorFile(Strict):
     # source on published served runs of more than 8 sequences (bench/predict_vs_measured.py host_floor); 0: none
     host_ms_per_seq: float = Field(default=0.0, ge=0, le=5)
     host_basis: str = ""  # how it was earned: the rows, the sources, the date
+    # our engine id -> ms a request's TTFT takes beyond the library's (the API server, tokenizing, scheduling): its
+    # TTFT is then the plan's, below the running cap; an engine not listed keeps our model's TTFT
+    ttft_fixed_ms: dict[str, float] = Field(default_factory=dict)
 
-    @field_validator("step_overhead_ms", "seq_overhead_ms")
+    @field_validator("step_overhead_ms", "seq_overhead_ms", "ttft_fixed_ms")
     @classmethod
     def _bounded_overhead(cls, v: dict[str, float]) -> dict[str, float]:
         if any(not (0 <= x <= 50) for x in v.values()):

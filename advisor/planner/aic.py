@@ -3,7 +3,7 @@ GPUs it has per-operation timings for (knowledge/aiconfigurator.yaml says which)
 
 Its continuous-batching ("agg") estimate is what its own `estimate` command reports: one steady state at a batch of
 N requests, with chunked prefill mixed into the decode steps. The planner reads its TPOT and output tokens/s at each
-concurrency (advisor/planner/perf.py: TTFT stays our model's, which erred less on the held-out rows). The library is imported here only, lazily, on the first prediction (none at `import
+concurrency, and its TTFT plus the engine's fixed cost per request (advisor/planner/perf.py _Silicon). The library is imported here only, lazily, on the first prediction (none at `import
 advisor`, none on a page that does not predict an NVIDIA datacenter GPU); every answer is memoised per process, and a
 case it has no data for (a quantization without tables on that GPU, a model it does not ship) is None with the reason,
 so the caller falls back to our own model. It reads only its own package data: no hub, no network, no file written.

@@ -205,6 +205,9 @@ class ServingPlan(BaseModel):
     # ("aiconfigurator-core 0.12.0 (vllm 0.24.0 data, h100_sxm)"); why ours predicts alone where it does
     predictor: str = "serving-model"
     predictor_note: str | None = None
+    # the silicon predictor's TTFT (its own plus the engine's fixed cost per request, knowledge/aiconfigurator.yaml
+    # ttft_fixed_ms): then the capacities and the fleet are searches on it; the engine's fixed cost, ms
+    ttft_fixed_ms: float | None = None
     band_ttft: float | None = None  # the latency bands: a TTFT x (1 + band) at the slow end, / (1 + band) at the fast
     band_itl: float | None = None
     own_band: float | None = None  # our model's TTFT band here: the capacities' and the facts' the scores read

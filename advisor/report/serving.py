@@ -73,7 +73,9 @@ def label_text(sv: ServingPlan, knowledge: Knowledge, lang: str) -> str:
     # figures for this engine or class) even when the figures' evidence is fitted: the cell says so beside TTFT
     ttft_rough = sv.own_label == "rough" and sv.label in ("fitted", "silicon")
     if sv.label == "silicon" and sv.band_itl is not None and sv.band_ttft is not None:
-        return knowledge.s("srv_label_silicon_rough" if ttft_rough else "srv_label_silicon", lang,
+        key = "srv_label_silicon_ttft" if sv.ttft_fixed_ms is not None else \
+            "srv_label_silicon_rough" if ttft_rough else "srv_label_silicon"
+        return knowledge.s(key, lang,
                            label=knowledge.s("val_plan_label_silicon", lang),
                            tps=_pct(sv.band), itl=_pct(sv.band_itl), ttft=_pct(sv.band_ttft))
     if ttft_rough and sv.band_itl is not None and sv.band_ttft is not None:
@@ -156,7 +158,8 @@ def predictor_lines(plan: Plan, knowledge: Knowledge, lang: str) -> list[str]:
     for e, sv in predicted(plan).items():
         name = _name(knowledge, e)
         if sv.predictor != "serving-model":
-            line = s("srv_pred_silicon", lang, engine=name, predictor=sv.predictor)
+            line = s("srv_pred_silicon", lang, engine=name, predictor=sv.predictor) if sv.ttft_fixed_ms is None \
+                else s("srv_pred_silicon_ttft", lang, engine=name, predictor=sv.predictor, fixed=f"{sv.ttft_fixed_ms:g}")
             cc = sv.cross_check
             if cc is not None and sv.disagree:
                 names = "、".join if lang == "zh" else ", ".join

@@ -48,7 +48,9 @@ def test_a_datacenter_nvidia_plan_names_the_silicon_predictor_and_keeps_ours_bes
     sv = _sv(H100_8B, "vllm")
     assert sv.label == "silicon" and sv.predictor.startswith("aiconfigurator-core 0.12.0 (vllm ")
     assert sv.cross_check is not None and sv.cross_check.concurrency == 64
-    assert sv.band_itl > 0 and sv.band > 0 and sv.band_ttft == sv.own_band  # TTFT stays ours, with our band
+    # its TTFT too (vLLM's fixed cost is known), with its own held-out band, which the capacities carry
+    assert sv.band_itl > 0 and sv.band > 0 and sv.band_ttft == sv.own_band == K.aiconfigurator.bands["ttft"].band
+    assert sv.ttft_fixed_ms == K.aiconfigurator.ttft_fixed_ms["vllm"]
     lines = predictor_lines(make_plan(parse_answers(H100_8B), None, K), K, "zh")
     assert any("aiconfigurator-core" in x and "预测" in x for x in lines)
     assert "ITL" in label_text(sv, K, "en") and "TTFT" in label_text(sv, K, "en")
@@ -275,3 +277,22 @@ def test_a_plan_where_the_host_sets_the_step_says_so(lang):
     assert not small.engines["sglang"].serving.host_bound
     assert all(K.s("srv_pred_host_bound", lang, users="4", ms="0.12")[:20] not in x
                for x in predictor_lines(small, K, lang))
+
+
+def test_its_ttft_is_its_own_plus_the_engines_fixed_cost_and_the_capacity_is_a_search_on_it():
+    """Where it gives TTFT: at one user the library's TTFT for a request alone plus the engine's fixed cost per
+    request (knowledge/aiconfigurator.yaml ttft_fixed_ms); the capacity is the last user count whose p95 TTFT meets
+    the target, so a plan for that many users meets it and one for a user more does not (the same figures)."""
+    sv = _sv({**H100_8B, "concurrency": 1}, "vllm")
+    key, _ = aic.key_for("vllm", "h100-sxm", "llama-3.1-8b", "bf16", 1, 2, False, 1, K)
+    own = aic.point(key, 1000, 1000, 1).ttft_ms
+    assert sv.at_users.ttft_ms_p50 == pytest.approx(own + K.aiconfigurator.ttft_fixed_ms["vllm"], abs=0.01)
+    tight = {**H100_8B, "ttft_p95_ms": 150}  # a target the TTFT curve reaches within the running cap
+    cap = _sv(tight, "vllm").capacity
+    assert 1 < cap < 400
+    at = _sv({**tight, "concurrency": cap}, "vllm").at_users
+    over = _sv({**tight, "concurrency": cap + 1}, "vllm").at_users
+    assert at.meets and at.ttft_ms_p95 <= 150 and not over.meets and over.ttft_ms_p95 > 150
+    # and the band's ends bracket it
+    sv = _sv(tight, "vllm")
+    assert sv.capacity_low <= cap <= sv.capacity_high
