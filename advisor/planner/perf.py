@@ -328,6 +328,15 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
             out.ttft_fixed_ms = si.ttft_fixed_ms
             out.band_ttft = out.own_band = band = a.bands["ttft"].band
             out.own_label = "fitted"
+        else:  # the user's benchmark file recalibrates our model's TTFT (its ratios): TTFT stays ours
+            si.ttft_fixed_ms = None
+
+    def same_ttft(s):
+        """A layout's silicon predictor with the plan's own TTFT choice (the library's, or ours where the user's
+        benchmark file recalibrates ours)."""
+        if s is not None and out.ttft_fixed_ms is None:
+            s.ttft_fixed_ms = None
+        return s
 
     ev = _evidence_for(c, calibration)
     if ev is not None:  # the user's own benchmark file of this engine on this GPU and count: its ratios, its band
@@ -394,7 +403,7 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
             if ahw is None:
                 continue
             # the same predictor's TTFT as the plan's own layout, where it has this layout's data
-            asi = _silicon(alt, mode, ahw, eff, wl, k)[0] if si is not None else None
+            asi = same_ttft(_silicon(alt, mode, ahw, eff, wl, k)[0]) if si is not None else None
             if fewer is not None:  # r replicas of n GPUs use fewer when r <= ceil(fewer / n) - 1: each must hold
                 most = -(-fewer // n) - 1  # users / that many
                 if not cap_of(ahw, need=-(-users // most), s=asi):
@@ -433,7 +442,7 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
         out.kv_bound, out.running_cap = out.capacity_bound == "kv", hw.max_running
     if not detail:
         return out
-    bsi = si if balt is None or si is None else _silicon(balt, mode, bhw, eff, wl, k)[0]
+    bsi = si if balt is None or si is None else same_ttft(_silicon(balt, mode, bhw, eff, wl, k)[0])
     slow_cap = cap_of(bhw, e=slow, s=bsi, scale=1 + band)
     out.replicas_high = replicas_for(users, slow_cap)
     each = max(1, -(-users // replicas))
@@ -441,7 +450,7 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
     out.fleet_output_tps = _r(lv.output_tps * users / each) if lv.output_tps else None
     if lean is not None and out.leaner is not None:  # its TTFT at Q1's users spread over its replicas
         lr, ln, _, lhw, _, lalt = lean
-        lsi = None if si is None or lalt is None else _silicon(lalt, mode, lhw, eff, wl, k)[0]
+        lsi = None if si is None or lalt is None else same_ttft(_silicon(lalt, mode, lhw, eff, wl, k)[0])
         out.leaner.ttft_ms_p95 = level_at(max(1, -(-users // lr)), ln, lhw, lsi).ttft_ms_p95
     return out
 
