@@ -212,9 +212,13 @@ def test_model_name_fills_params_and_f5_keeps_the_answers(page, server):
     _settle(page)
     expect(page.get_by_text("Step 9 of 9")).to_be_visible()
     expect(page.get_by_label("Parameters, billions")).to_have_value("8.03")
-    with page.expect_download() as d:
-        page.get_by_text("Load an answers file (YAML)").click()
-        page.get_by_role("button", name="Download answers (YAML)").click()
+    # the expander opened and its button drawn before the download is awaited: on a busy machine the rerun that
+    # draws it can take longer than a download's wait (one CI-speed run timed out at 60 s with the click queued)
+    page.get_by_text("Load an answers file (YAML)").click()
+    button = page.get_by_role("button", name="Download answers (YAML)")
+    expect(button).to_be_visible(timeout=120_000)
+    with page.expect_download(timeout=120_000) as d:
+        button.click()
     saved = Path(d.value.path()).read_text(encoding="utf-8")
     assert "params_b: 8.03" in saved and "name: llama-3.1-8b" in saved
 
