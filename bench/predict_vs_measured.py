@@ -210,10 +210,7 @@ def silicon(k) -> dict[str, dict[str, float]]:
                                                             schedule_of(k, engine)),
                      "ttft_burst": (r.get("ttft_ms_burst") or {}).get("mean"),
                      # no request waits for a place: a closed loop within the engine's running cap, or a rate
-                     "placed": lengths is None and (hw.max_running is None or users <= hw.max_running),
-                     # our TTFT curve's shape: at these users against one user alone (the full fit)
-                     "shape": (mine.ttft_ms_p50 / si._ours(1).ttft_ms_p50) if mine.ttft_ms_p50 and lengths is None
-                     else None, "ttft_one": point(si.key, i, o, 1).ttft_ms, "si": si,
+                     "placed": lengths is None and (hw.max_running is None or users <= hw.max_running), "si": si,
                      "ttft95": (r.get("ttft_ms") or {}).get("p95")})
     loso = {src: step_overhead(recs, src) for src in {r["source"] for r in recs}}
     loso_seq = {src: seq_overhead(recs, loso[src], src) for src in loso}
@@ -300,18 +297,6 @@ def silicon(k) -> dict[str, dict[str, float]]:
             if r["source"] != leave_out and r["placed"] and r["meas"]["ttft"]:
                 per.setdefault(r["engine"], {}).setdefault(r["source"], []).append(r["meas"]["ttft"] - r["ttft"])
         return _by_source(per, {r["engine"] for r in recs}, 1)
-    hyb = []
-    for r in recs:
-        if r["placed"] and r["meas"]["ttft"]:
-            e = (r["ttft"] + ttft_cost(r["source"]).get(r["engine"], 0.0)) / r["meas"]["ttft"] - 1
-            shown.setdefault(r["id"], {})["ttft_fixed"] = e
-            hyb.append(abs(e))
-    sc = []
-    for r in recs:
-        if r["shape"] and r["meas"]["ttft"]:
-            e = (r["ttft_one"] + ttft_cost(r["source"]).get(r["engine"], 0.0)) * r["shape"] / r["meas"]["ttft"] - 1
-            shown.setdefault(r["id"], {})["ttft_scaled"] = e
-            sc.append(abs(e))
     # as a plan shows it (advisor/planner/perf.py _Silicon._ttft): its TTFT plus the engine's fixed cost (held out
     # by source), plus our model's wait for a place beyond the running cap; every row that is not a burst
     fixed_ttft = []
@@ -333,13 +318,8 @@ def silicon(k) -> dict[str, dict[str, float]]:
         print(f"silicon ttft as a plan shows it (its own plus the fixed cost held out by source, our wait beyond the "
               f"running cap; p50 and p95 figures): {len(fixed_ttft)} figures, median "
               f"{statistics.median(fixed_ttft):.1%}, p80 {_q(fixed_ttft, 0.8):.1%}, p90 {_q(fixed_ttft, 0.9):.0%}")
-    if sc:
-        print(f"silicon ttft at one user plus the fixed cost, times our curve's shape (ours at the users / ours at one):"
-              f" {len(sc)} figures, median {statistics.median(sc):.0%}, p80 {_q(sc, 0.8):.0%}")
-    if hyb:
-        print(f"silicon ttft plus each engine's fixed cost (held out by source; every source: {ttft_cost()} ms), no "
-              f"request waiting for a place: {len(hyb)} figures, median {statistics.median(hyb):.0%}, "
-              f"p80 {_q(hyb, 0.8):.0%}")
+    print(f"each engine's fixed cost per request, every source (ttft_fixed_ms): {ttft_cost()}; in "
+          f"knowledge/aiconfigurator.yaml: {dict(k.aiconfigurator.ttft_fixed_ms)}")
     a = k.aiconfigurator
     overall = step_overhead(recs)
     print(f"per-step host work beyond its TPOT, every source (step_overhead_ms): {overall}; "
@@ -443,27 +423,6 @@ def as_shown(k, held: list, src: dict[str, str], si: dict[str, dict[str, float]]
             ttft, itl, _ = metric_bands(tps, basis, group, label_for(basis, group, k, batching), k)
             band, who = {"throughput": tps, "ttft": ttft, "itl": itl}[kind], "ours"
         cells.setdefault((o.cls, kind), []).append((abs(err), band, who, src[o.row]))
-    alt = [(abs(si[o.row]["ttft_fixed"]), abs(err)) for o, err in held if err is not None and kind_of(o) == "ttft"
-           and o.cls == "datacenter-nvidia" and "ttft_fixed" in si.get(o.row, {})]
-    if alt:
-        rest = [abs(err) for o, err in held if err is not None and kind_of(o) == "ttft" and o.cls == "datacenter-nvidia"
-                and "ttft_fixed" not in si.get(o.row, {}) and not o.engine.startswith("other:")]
-        print(f"\nTTFT on datacenter NVIDIA where the silicon predictor gives one and no request waits ({len(alt)} "
-              f"figures): its own plus the fixed cost, median {statistics.median(a_ for a_, _ in alt):.0%}, p80 "
-              f"{_q([a_ for a_, _ in alt], 0.8):.0%}; ours held out, median {statistics.median(b_ for _, b_ in alt):.0%},"
-              f" p80 {_q([b_ for _, b_ in alt], 0.8):.0%}; with ours on the other {len(rest)}: median "
-              f"{statistics.median([a_ for a_, _ in alt] + rest):.0%} (ours on all: "
-              f"{statistics.median([b_ for _, b_ in alt] + rest):.0%})")
-    alt = [(abs(si[o.row]["ttft_scaled"]), abs(err)) for o, err in held if err is not None and kind_of(o) == "ttft"
-           and o.cls == "datacenter-nvidia" and "ttft_scaled" in si.get(o.row, {})]
-    if alt:
-        rest = [abs(err) for o, err in held if err is not None and kind_of(o) == "ttft" and o.cls == "datacenter-nvidia"
-                and "ttft_scaled" not in si.get(o.row, {}) and not o.engine.startswith("other:")]
-        both = [a_ for a_, _ in alt] + rest
-        print(f"TTFT on datacenter NVIDIA, ours scaled to the silicon predictor's at one user plus the fixed cost "
-              f"({len(alt)} figures): median {statistics.median(a_ for a_, _ in alt):.0%}, p80 "
-              f"{_q([a_ for a_, _ in alt], 0.8):.0%}; ours held out, median {statistics.median(b_ for _, b_ in alt):.0%};"
-              f" with ours on the other {len(rest)}: median {statistics.median(both):.0%}, p80 {_q(both, 0.8):.0%}")
     print("\nAs a plan shows them (each figure from the predictor that gives it, held out; bands as shown): "
           "|predicted / measured - 1|")
     for (cls, kind), xs in sorted(cells.items()):
