@@ -358,7 +358,7 @@ class _Builder:
         if self.e == "llama.cpp":
             return self.t("what_gguf")
         if p.precision == "int4":
-            return self.t("what_int4")
+            return self.t("what_int4_any" if self.e in ("vllm", "sglang") else "what_int4")
         if p.precision == "fp4":
             return self.t("what_fp4")
         if self.e == "tensorrt-llm" and p.precision in ("fp8", "int8"):

@@ -718,3 +718,18 @@ def test_a_windows_target_gets_launch_ps1_and_a_hostile_name_stays_a_verbatim_st
     assert all(b.files[f] for f in ("launch.sh", "launch.ps1"))
     linux = next(x for x in ok_bundles("8b-l40s") if x.engine == "llama.cpp")
     assert "launch.ps1" not in linux.files
+
+
+def test_an_int4_bundle_names_the_checkpoint_forms_its_engine_reads():
+    """An INT4 plan's model path: vLLM and SGLang read compressed-tensors INT4 (the form Kimi-K2.5 is published in)
+    beside AWQ and GPTQ, so their bundles say so in both languages; the others keep AWQ or GPTQ."""
+    from advisor.cli import deploy_bundles
+    from advisor.inputs.answers import parse_answers
+
+    a = parse_answers({"concurrency": 16, "hardware": {"gpu_vendor": "nvidia", "gpu_model": "H100 SXM", "gpu_count": 1},
+                       "model": {"name": "llama-3.1-8b", "precision": "int4", "context_tokens": 8192}})
+    for lang, word in (("en", "compressed-tensors form"), ("zh", "compressed-tensors 格式")):
+        found, _ = deploy_bundles(a, knowledge(), lang)
+        what = {b.engine: b.model_what for b in found if b.status == "ok"}
+        assert word in what["vllm"] and word in what["sglang"], what
+        assert "compressed-tensors" not in what.get("tensorrt-llm", "") and "GPTQ" in what.get("tensorrt-llm", "GPTQ")
