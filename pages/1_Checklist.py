@@ -225,7 +225,7 @@ with st.expander(T("ui_upload"), expanded=NOTICE in ss):
     file_uploader(T("ui_upload_label"), ["yaml", "yml", "json"], "upload", uploaded, MAX_FILE_BYTES,
                   T("ui_upload_types_answers"))
     st.download_button(T("ui_download_answers"), dump_answers(answers()), file_name="answers.yaml",
-                       mime="application/x-yaml", key="dl_answers")
+                       mime="application/x-yaml", key="dl_answers", on_click="ignore")
     if st.button(T("ui_reset_answers"), key="reset_answers"):
         from advisor.inputs import Answers
 

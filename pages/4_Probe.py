@@ -270,11 +270,11 @@ if done is not None and not done.running:
         if rid is None:
             st.download_button(T("ui_download_json", run=run_label(None, r.engine)), r.model_dump_json(indent=2),
                                file_name=f"probe-{r.engine}-unsaved.json", mime="application/json",
-                               key=f"dl_unsaved_{done.id}_{i}")
+                               key=f"dl_unsaved_{done.id}_{i}", on_click="ignore")
     for i, sw in enumerate(done.sweeps if done.save_errors else []):  # a sweep's summary may be the unsaved one
         st.download_button(T("ui_download_sweep_json", engine=sw.engine), sw.model_dump_json(indent=2),
                            file_name=f"sweep-{sw.engine}-unsaved.json", mime="application/json",
-                           key=f"dl_unsaved_sweep_{done.id}_{i}")
+                           key=f"dl_unsaved_sweep_{done.id}_{i}", on_click="ignore")
 
 
 def _when(group: str) -> str:
@@ -372,7 +372,7 @@ def _sweep_section(rec, verdict) -> PageVerdict:
     llmd = "---\n".join(x for x in (dump_llmd(sw) for sw in chosen) if x)
     if llmd:
         st.download_button(T("ui_download_llmd"), llmd, file_name="sweeps-llmd-report.yaml", mime="application/x-yaml",
-                           key="dl_llmd_sweeps")
+                           key="dl_llmd_sweeps", on_click="ignore")
     # predicted beside measured, for what each sweep ran (the prediction from the published fit, or this machine's
     # calibration when an earlier sweep made one)
     st.subheader(T("svc_title"))
@@ -486,11 +486,11 @@ if by_id:
         for i, rid in enumerate(chosen):
             dl[i % len(dl)].download_button(T("ui_download_json", run=run_label(rid, by_id[rid].engine)),
                                             by_id[rid].model_dump_json(indent=2), file_name=f"probe-{rid}.json",
-                                            mime="application/json", key=f"dl_json_{rid}")
+                                            mime="application/json", key=f"dl_json_{rid}", on_click="ignore")
         llmd = "---\n".join(x for x in (dump_llmd(by_id[rid]) for rid in chosen) if x)
         if llmd:  # the field's format: llm-d's viewer and converters read it
             st.download_button(T("ui_download_llmd"), llmd, file_name="probes-llmd-report.yaml",
-                               mime="application/x-yaml", key="dl_llmd_runs")
+                               mime="application/x-yaml", key="dl_llmd_runs", on_click="ignore")
         ok_ids = [rid for rid in chosen if by_id[rid].status == "ok"]
         ok = [by_id[rid] for rid in ok_ids]
         ok_labels = [run_label(rid, by_id[rid].engine) for rid in ok_ids]

@@ -50,15 +50,15 @@ md = build_markdown(a, hw, rec, results, k, L, answers_file="answers.yaml", chec
 
 c1, c2, c3 = st.columns(3)
 c1.download_button(T("ui_download_md"), md.encode("utf-8"), file_name=f"report-{L}.md", mime="text/markdown",
-                   key="dl_md")
+                   key="dl_md", on_click="ignore")
 c3.download_button(T("ui_download_answers"), dump_answers(a), file_name="answers.yaml", mime="application/x-yaml",
-                   key="dl_answers_r")
+                   key="dl_answers_r", on_click="ignore")
 # what the report depends on (not the Markdown itself: its "generated at" minute changes between reruns)
 pdf_key = (L, a.model_dump_json(), tuple(run_ids), spec_error, grp,  # a PDF built before a benchmark file came
            tuple(c.model_dump_json() for c in evidence))  # (or was said of) is built again
 if ss.get("pdf_for") == pdf_key and ss.get("pdf_bytes"):
     c2.download_button(T("ui_download_pdf"), ss["pdf_bytes"], file_name=f"report-{L}.pdf", mime="application/pdf",
-                       key="dl_pdf", type="primary")
+                       key="dl_pdf", type="primary", on_click="ignore")
 elif c2.button(T("ui_build_pdf"), key="build_pdf"):
     with st.spinner(T("ui_building_pdf")):
         try:
@@ -80,11 +80,11 @@ elif c2.button(T("ui_build_pdf"), key="build_pdf"):
 if ss.get("pdf_error"):
     st.error(T("ui_pdf_failed", why=ss["pdf_error"]))
 st.download_button(T("ui_download_bundle"), reproduce_bundle(dump_answers(a), list(zip(run_ids, results)), sweeps, L),
-                   file_name=f"reproduce-{L}.zip", mime="application/zip", key="dl_bundle", help=T("ui_bundle_help"))
+                   file_name=f"reproduce-{L}.zip", mime="application/zip", key="dl_bundle", help=T("ui_bundle_help"), on_click="ignore")
 if results:
     dl = st.columns(min(4, len(results)))
     for i, (rid, r) in enumerate(zip(run_ids, results)):
         dl[i % len(dl)].download_button(T("ui_download_json", run=run_label(rid, r.engine)), r.model_dump_json(indent=2),
-                                        file_name=f"probe-{rid}.json", mime="application/json", key=f"dl_json_r{rid}")
+                                        file_name=f"probe-{rid}.json", mime="application/json", key=f"dl_json_r{rid}", on_click="ignore")
 st.divider()
 st.markdown(link_urls(md))
