@@ -727,6 +727,9 @@ class ModelArch(Sourced):
     qk_rope_head_dim: int | None = Field(default=None, ge=1)
     qk_nope_head_dim: int | None = Field(default=None, ge=1)
     v_head_dim: int | None = Field(default=None, ge=1)
+    # DeepSeek Sparse Attention: the lightning indexer's key width (config.json index_head_dim), whose own key cache
+    # each layer keeps beside the MLA latent (knowledge/planner.yaml indexer_cache)
+    index_head_dim: int | None = Field(default=None, ge=1, le=4096)
     # sliding-window attention: `sliding_layers` of the layers attend to the last `sliding_window` tokens only
     sliding_window: int | None = Field(default=None, ge=1)
     sliding_layers: int = Field(default=0, ge=0)
@@ -1002,6 +1005,17 @@ class EngineCapacity(Sourced):
         return self
 
 
+class IndexerCache(Strict):
+    """A sparse-attention indexer's key cache per token per layer: index_head_dim elements of element_bytes, and
+    scale_bytes per quant_block of them (DeepSeek-V3.2's lightning indexer, knowledge/planner.yaml)."""
+    element_bytes: float = Field(default=1, gt=0, le=4)
+    scale_bytes: float = Field(default=4, ge=0, le=8)
+    quant_block: int = Field(default=128, ge=1)
+
+    def bytes_per_token(self, head_dim: int) -> float:
+        return head_dim * self.element_bytes + head_dim // self.quant_block * self.scale_bytes
+
+
 class PlannerFile(Strict):
     precisions: dict[PlannerPrecision, PrecisionSpec]
     quantize_ladder: list[PlannerPrecision] = Field(min_length=1)
@@ -1019,6 +1033,8 @@ class PlannerFile(Strict):
     tensor_parallel_sizes: list[int] = Field(min_length=1)
     kv_cache_bytes: dict[KvDtype, float]  # bytes per KV element of an asked KV-cache dtype
     kv_cache_source: SourceStr
+    indexer_cache: IndexerCache = Field(default_factory=lambda: IndexerCache())
+    indexer_cache_source: SourceStr | None = None
     gguf_types: dict[GgufTypeId, GgufType]
     gguf_fallback: dict[GgufTypeId, GgufTypeId]  # tensor_type_fallback: a row length the block does not divide
     gguf_reference: GgufReference

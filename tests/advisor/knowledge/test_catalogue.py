@@ -297,7 +297,38 @@ def test_an_entry_read_from_a_shipped_config_json_matches_that_file(mid, config)
             cfg["v_head_dim"])
     else:
         assert m.head_dim == cfg["head_dim"]
+    assert m.index_head_dim == cfg.get("index_head_dim")  # DeepSeek Sparse Attention's indexer (its own key cache)
     # and the names people paste resolve to it, not to a generic stand-in
     for name in m.aliases:
         spec = resolve_model(ModelBlock(name=name), K)
         assert spec.id == mid and not spec.approximate, name
+
+
+def test_a_sparse_attention_indexers_key_cache_is_counted_in_the_kv(tmp_path):
+    """DeepSeek-V3.2: each of the 61 layers keeps, beside MLA's 576-element latent, its indexer's key of 128 FP8
+    elements with one FP32 scale (132 B, vLLM's DeepseekV32IndexerCache), whatever the KV dtype: 61 x (576 x 2 + 132)
+    bytes per token at 16 bits, 61 x (576 + 132) at FP8; DeepSeek-V3, without an indexer, holds the latent alone.
+    Its config.json alone plans the same KV."""
+    def kv(name: str, dtype: str = "auto") -> int:
+        a = parse_answers({"model": {"name": name, "precision": "fp8", "context_tokens": 32768,
+                                     "kv_cache_dtype": dtype},
+                           "hardware": {"gpu_vendor": "nvidia", "gpu_model": "H200", "gpu_count": 8}})
+        return make_plan(a, None, K).engines["vllm"].kv_bytes_per_token
+
+    assert kv("deepseek-v3.2") == 61 * (576 * 2 + 132)  # 78,324 B
+    assert kv("deepseek-v3.2", "fp8") == 61 * (576 + 132)
+    assert kv("deepseek-v3") == 61 * 576 * 2
+    m = next(x for x in MODELS if x.id == "deepseek-v3.2")
+    cfg = {"architectures": ["DeepseekV32ForCausalLM"], "model_type": "deepseek_v32", "hidden_size": m.hidden_size,
+           "num_hidden_layers": m.layers, "num_attention_heads": m.attention_heads,
+           "num_key_value_heads": m.kv_heads, "intermediate_size": m.intermediate_size,
+           "moe_intermediate_size": m.moe_intermediate_size, "n_routed_experts": m.moe_experts,
+           "n_shared_experts": m.moe_shared_experts, "num_experts_per_tok": m.moe_active_experts,
+           "first_k_dense_replace": m.layers - m.moe_layers, "kv_lora_rank": m.kv_lora_rank,
+           "q_lora_rank": m.q_lora_rank, "qk_rope_head_dim": m.qk_rope_head_dim,
+           "qk_nope_head_dim": m.qk_nope_head_dim, "v_head_dim": m.v_head_dim, "vocab_size": m.vocab_size,
+           "max_position_embeddings": m.max_context, "tie_word_embeddings": False, "index_head_dim": 128,
+           "index_n_heads": 64, "index_topk": 2048}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    assert resolve_model(ModelBlock(path=str(path)), K).index_head_dim == 128
