@@ -99,8 +99,8 @@ class ModelSpec(BaseModel):
 
 _SHAPE_FIELDS = ("gated_mlp", "decoder_layers", "moe_experts", "moe_active_experts", "moe_shared_experts",
                  "moe_intermediate_size", "shared_expert_intermediate_size", "moe_layers", "kv_lora_rank",
-                 "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "index_head_dim", "sliding_window",
-                 "sliding_layers", "extra_params_b", "modality", "tied_embeddings")
+                 "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "index_head_dim",
+                 "sliding_window", "sliding_layers", "extra_params_b", "modality", "tied_embeddings")
 
 
 def known_spec(m) -> ModelSpec:
