@@ -312,7 +312,8 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
     out.predictor = "serving-model"
     out.predictor_note = why
     out.band_ttft, out.band_itl, rough_ttft = metric_bands(out.band, basis, group, label, k)
-    ours = (out.band, out.band_itl)  # our tok/s and ITL bands, for the cross-check beside the silicon predictor
+    ours = (out.band, out.band_itl, out.band_ttft)  # our tok/s, ITL and TTFT bands, for the cross-check beside the
+    # silicon predictor
     # a capacity is where TTFT reaches Q2, so it carries our TTFT band (as do the facts the scores read), and is rough
     # where that band is (too few TTFT figures on this class: the pooled band)
     out.own_band = band = out.band_ttft
@@ -583,13 +584,16 @@ def _at_rate(mode, hw, eff, wl, si, gpus: int, target_ms: float | None) -> tuple
                         meets=None if target_ms is None else p.ttft_ms_p95 <= target_ms), False
 
 
-def _disagree(silicon: ServingLevel, ours: ServingLevel, out: ServingPlan, own: tuple[float, float], k: Knowledge
-              ) -> list[str]:
-    """The figures where our model lies outside both predictors' bands of the silicon one (output tok/s, ITL p50):
-    [] when they agree within them. own: our model's (tok/s, ITL) bands here."""
+def _disagree(silicon: ServingLevel, ours: ServingLevel, out: ServingPlan, own: tuple[float, float, float | None],
+              k: Knowledge) -> list[str]:
+    """The figures where our model lies outside both predictors' bands of the silicon one (output tok/s, ITL p50, and
+    TTFT p50 where the plan's TTFT is the library's): [] when they agree within them. own: our model's (tok/s, ITL,
+    TTFT) bands here."""
     f = k.aiconfigurator.disagree_factor
-    pairs = (("output_tps", out.band, own[0], silicon.output_tps, ours.output_tps),
-             ("itl", out.band_itl, own[1], silicon.itl_ms_p50, ours.itl_ms_p50))
+    pairs = [("output_tps", out.band, own[0], silicon.output_tps, ours.output_tps),
+             ("itl", out.band_itl, own[1], silicon.itl_ms_p50, ours.itl_ms_p50)]
+    if out.ttft_fixed_ms is not None:  # (else the plan's TTFT is ours: nothing to set beside it)
+        pairs.insert(0, ("ttft", out.band_ttft, own[2], silicon.ttft_ms_p50, ours.ttft_ms_p50))
     bad = []
     for name, b, ob, a, o in pairs:
         if a and o and b is not None:

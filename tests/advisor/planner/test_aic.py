@@ -296,3 +296,26 @@ def test_its_ttft_is_its_own_plus_the_engines_fixed_cost_and_the_capacity_is_a_s
     # and the band's ends bracket it
     sv = _sv(tight, "vllm")
     assert sv.capacity_low <= cap <= sv.capacity_high
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_where_its_ttft_and_ours_part_beyond_both_bands_the_plan_says_so(lang):
+    """The plan's TTFT is the library's where the engine's fixed cost is known, so the cross-check sets ours beside
+    that TTFT too: DeepSeek-V3.2 on 8 x H200 (4,000-token prompts, 64 users), where the library's TTFT for vLLM is
+    several times ours, is flagged on TTFT with both figures named; Llama-3.1-8B on one H100 at 64 users is not."""
+    from advisor.report.serving import predictor_lines
+
+    v32 = {"concurrency": 64, "ttft_p95_ms": 3000,
+           "hardware": {"gpu_vendor": "nvidia", "gpu_model": "H200", "gpu_count": 8},
+           "model": {"name": "deepseek-v3.2", "precision": "fp8", "context_tokens": 32768, "input_tokens": 4000,
+                     "output_tokens": 1000}}
+    plan = make_plan(parse_answers(v32), None, K)
+    sv = plan.engines["vllm"].serving
+    assert sv.ttft_fixed_ms is not None and sv.cross_check is not None
+    ratio = sv.at_users.ttft_ms_p50 / sv.cross_check.ttft_ms_p50
+    both = (1 + sv.band_ttft) * (1 + (K.serving_fit.groups.get("vllm/datacenter-nvidia") or
+                                      K.serving_fit.groups["datacenter-nvidia"]).band_ttft)
+    assert (ratio > both or ratio < 1 / both) and "ttft" in sv.disagree, (ratio, both, sv.disagree)
+    line = next(x for x in predictor_lines(plan, K, lang) if x.startswith(K.engines["vllm"].name))
+    assert K.s("srv_fig_ttft", lang) in line and f"{sv.cross_check.ttft_ms_p50:,.0f}" in line
+    assert "ttft" not in _sv(H100_8B, "vllm").disagree
