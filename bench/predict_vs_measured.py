@@ -299,11 +299,14 @@ def silicon(k) -> dict[str, dict[str, float]]:
         return _by_source(per, {r["engine"] for r in recs}, 1)
     # as a plan shows it (advisor/planner/perf.py _Silicon._ttft): its TTFT plus the engine's fixed cost (held out
     # by source), plus our model's wait for a place beyond the running cap; every row that is not a burst
-    fixed_ttft = []
+    fixed_ttft, dp_rows = [], []
     for r in recs:
         if r["burst"] is not None or not (r["meas"]["ttft"] or r["ttft95"]):
             continue
         s_ = r["si"]
+        if s_.key.dp > 1:  # (attention data-parallel: a plan shows our TTFT there, perf.serving_plan)
+            dp_rows.append(r["id"])
+            continue
         s_.ttft_fixed_ms = ttft_cost(r["source"]).get(r["engine"], 0.0)
         f = s_.figures(r["users"])
         s_.ttft_fixed_ms = None
@@ -318,6 +321,8 @@ def silicon(k) -> dict[str, dict[str, float]]:
         print(f"silicon ttft as a plan shows it (its own plus the fixed cost held out by source, our wait beyond the "
               f"running cap; p50 and p95 figures): {len(fixed_ttft)} figures, median "
               f"{statistics.median(fixed_ttft):.1%}, p80 {_q(fixed_ttft, 0.8):.1%}, p90 {_q(fixed_ttft, 0.9):.0%}")
+    if dp_rows:
+        print(f"  (attention data-parallel, our TTFT shown: {', '.join(dp_rows)})")
     print(f"each engine's fixed cost per request, every source (ttft_fixed_ms): {ttft_cost()}; in "
           f"knowledge/aiconfigurator.yaml: {dict(k.aiconfigurator.ttft_fixed_ms)}")
     a = k.aiconfigurator

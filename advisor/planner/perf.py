@@ -325,11 +325,14 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
         out.predictor = aic_name(si.key, k)
         out.band_itl, out.band = a.bands["itl"].band, a.bands["tps"].band
         out.label = "silicon"
-        if si.ttft_fixed_ms is not None and _evidence_for(c, calibration) is None:
+        # (its TTFT where the published runs it was held against cover the layout: tensor parallel, not attention
+        # data parallel, where a request's whole prompt runs on one rank and no held-out run measured its TTFT)
+        if si.ttft_fixed_ms is not None and _evidence_for(c, calibration) is None and si.key.dp == 1:
             out.ttft_fixed_ms = si.ttft_fixed_ms
             out.band_ttft = out.own_band = band = a.bands["ttft"].band
             out.own_label = "fitted"
-        else:  # the user's benchmark file recalibrates our model's TTFT (its ratios): TTFT stays ours
+        else:  # the user's benchmark file recalibrates our model's TTFT (its ratios), or data-parallel attention
+            # (its TTFT there never held out): TTFT stays ours
             si.ttft_fixed_ms = None
 
     def same_ttft(s):

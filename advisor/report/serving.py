@@ -158,7 +158,8 @@ def predictor_lines(plan: Plan, knowledge: Knowledge, lang: str) -> list[str]:
     for e, sv in predicted(plan).items():
         name = _name(knowledge, e)
         if sv.predictor != "serving-model":
-            line = s("srv_pred_silicon", lang, engine=name, predictor=sv.predictor) if sv.ttft_fixed_ms is None \
+            key = "srv_pred_silicon_dp" if sv.attention_dp > 1 and sv.evidence is None else "srv_pred_silicon"
+            line = s(key, lang, engine=name, predictor=sv.predictor) if sv.ttft_fixed_ms is None \
                 else s("srv_pred_silicon_ttft", lang, engine=name, predictor=sv.predictor, fixed=f"{sv.ttft_fixed_ms:g}")
             cc = sv.cross_check
             if cc is not None and sv.disagree:
