@@ -147,7 +147,7 @@ def silicon(k) -> dict[str, dict[str, float]]:
 
     from advisor.planner import aic
     from advisor.planner.aic import installed, point
-    from advisor.planner.perf import _silicon, with_host_floor, with_step_overhead
+    from advisor.planner.perf import _silicon, takes_ttft, with_host_floor, with_step_overhead
     from advisor.planner.published import (_calc, burst_budget, burst_lengths, burst_places, prefill_token_s, schedule_of,
                                            served as served_row)
 
@@ -304,7 +304,7 @@ def silicon(k) -> dict[str, dict[str, float]]:
         if r["burst"] is not None or not (r["meas"]["ttft"] or r["ttft95"]):
             continue
         s_ = r["si"]
-        if s_.key.dp > 1:  # (attention data-parallel: a plan shows our TTFT there, perf.serving_plan)
+        if not takes_ttft(s_.key):  # (attention data-parallel: a plan shows our TTFT there)
             dp_rows.append(r["id"])
             continue
         s_.ttft_fixed_ms = ttft_cost(r["source"]).get(r["engine"], 0.0)

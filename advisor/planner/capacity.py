@@ -461,12 +461,11 @@ class _Calc:
         self.kv_native = native
         window = self.spec.sliding_window + self.cap.swa_extra_tokens if self.spec.sliding_window else None
         lay = kv_layout(self.spec, native["mla_native"], native["sliding_window_kv"], window, self.spec.sliding_layers)
-        if self.spec.index_head_dim and lay.kind != "none":
-            # DeepSeek Sparse Attention: each layer's indexer keeps its own FP8 key cache beside the latent, whatever
-            # the KV dtype; counted as the KV elements of this dtype that hold as many bytes
-            extra = self.spec.layers * self.k.planner.indexer_cache.bytes_per_token(self.spec.index_head_dim)
-            lay = replace(lay, full=lay.full + extra / self.kv_bytes)
-        return lay
+        # DeepSeek Sparse Attention: each layer's indexer keeps its own FP8 key cache beside the latent, whatever the
+        # KV dtype; counted as the KV elements of this dtype that hold as many bytes (bytes per token, all layers)
+        self.indexer_b = self.spec.layers * self.k.planner.indexer_cache.bytes_per_token(self.spec.index_head_dim) \
+            if self.spec.index_head_dim and lay.kind != "none" else 0.0
+        return replace(lay, full=lay.full + self.indexer_b / self.kv_bytes) if self.indexer_b else lay
 
     def _static_pool(self, r: ks.StaticReserve) -> None:
         """SGLang: weights + KV get the --mem-fraction-static share of each GPU, computed at start-up from the GPU's
@@ -951,10 +950,8 @@ def _kv_text(c: _Calc) -> str:
     s, lang, spec, wl, lay = c.k.s, c.lang, c.spec, c.wl, c.layout
     layers = spec.decoder_layers or spec.layers if spec.architecture == "encoder-decoder" else spec.layers
     typical = wl.typical_tokens is not None
-    idx = spec.index_head_dim and lay.kind != "none"  # (the indexer's key cache: in the layout, told apart here)
-    idx_b = c.k.planner.indexer_cache.bytes_per_token(spec.index_head_dim) if idx else 0.0
-    per_tok = (lay.full + lay.windowed) * c.kv_bytes
-    common = dict(kvb=f"{c.kv_bytes:g}", per_tok=f"{int(round(per_tok - layers * idx_b)):,}",
+    per_tok = (lay.full + lay.windowed) * c.kv_bytes  # (the indexer's key cache: in the layout, told apart here)
+    common = dict(kvb=f"{c.kv_bytes:g}", per_tok=f"{int(round(per_tok - c.indexer_b)):,}",
                   conc=c.running if typical else wl.concurrency,
                   ctx=f"{c.typical:,}" if typical else f"{wl.context_tokens:,}",
                   layers=layers, engine=c.k.engines[c.engine].name)
@@ -969,9 +966,10 @@ def _kv_text(c: _Calc) -> str:
         key = "plan_a_kv_window" if lay.window else "plan_a_kv_window_full"
         text += " " + s(key, lang, n=spec.sliding_layers, layers=layers, window=f"{spec.sliding_window:,}",
                         engine=common["engine"], per_tok=f"{c.kv_tok:,}", ctx=common["ctx"])
-    if idx:
-        text += " " + s("plan_a_kv_indexer", lang, dim=spec.index_head_dim, layers=layers, b=f"{idx_b:g}",
-                        all=f"{int(round(layers * idx_b)):,}", total=f"{int(round(per_tok)):,}")
+    if c.indexer_b:
+        text += " " + s("plan_a_kv_indexer", lang, dim=spec.index_head_dim, layers=layers,
+                        b=f"{c.indexer_b / spec.layers:g}", all=f"{int(round(c.indexer_b)):,}",
+                        total=f"{int(round(per_tok)):,}")
     if c.kv_copies > 1:
         text += " " + s("plan_a_kv_copies", lang, tp=c.tp, x=f"{c.kv_copies:g}")
     if typical:

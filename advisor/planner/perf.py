@@ -245,8 +245,18 @@ def with_host_floor(tpot_ms: float, tps: float, floor_ms: float) -> tuple[float,
     return floor_ms, tps * tpot_ms / floor_ms
 
 
-def _silicon(c, mode: str, hw, eff, wl, k: Knowledge) -> tuple[_Silicon | None, str | None]:
-    """The measured-silicon predictor for this engine plan, or (None, why not) where our model predicts alone."""
+def takes_ttft(key) -> bool:
+    """Whether a plan takes the library's TTFT for this layout (with the engine's fixed cost): where the published
+    runs it was held against cover it, tensor parallel; not attention data-parallel, where a request's whole prompt
+    is prefilled on one rank and no held-out run measured its TTFT (it is several times its tensor-parallel one)."""
+    return key.dp == 1
+
+
+def _silicon(c, mode: str, hw, eff, wl, k: Knowledge, ttft_only: bool = False
+             ) -> tuple[_Silicon | None, str | None]:
+    """The measured-silicon predictor for this engine plan, or (None, why not) where our model predicts alone.
+    ttft_only (the flip search, which reads only TTFT and capacities): None where the plan would not take its TTFT,
+    before any of its tables is read."""
     if c.device != "gpu" or c.target.gpu_vendor != "nvidia" or c.engine not in k.aiconfigurator.backends:
         return None, None
     from advisor.planner import aic
@@ -257,9 +267,11 @@ def _silicon(c, mode: str, hw, eff, wl, k: Knowledge) -> tuple[_Silicon | None, 
                            bool(c.spec.moe_experts), c.pp, k, dp=c.attn_dp, spec=c.spec)
     if key is None:
         return None, why
+    fixed = k.aiconfigurator.ttft_fixed_ms.get(c.engine) if takes_ttft(key) else None
+    if ttft_only and fixed is None:
+        return None, None
     s = _Silicon(key, mode, hw, eff, wl, k.aiconfigurator.step_overhead_ms.get(c.engine, 0.0),
-                 k.aiconfigurator.seq_overhead_ms.get(c.engine, 0.0), k.aiconfigurator.host_ms_per_seq,
-                 k.aiconfigurator.ttft_fixed_ms.get(c.engine))
+                 k.aiconfigurator.seq_overhead_ms.get(c.engine, 0.0), k.aiconfigurator.host_ms_per_seq, fixed)
     if s.figures(1) is None:
         return None, "nodata"
     return s, None
@@ -307,8 +319,9 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
     # the silicon predictor's ITL and tok/s alone no score reads, so the flip search (detail=False) skips it there;
     # where it gives TTFT too (the engine's fixed cost known), the capacities the scores read are searches on it, so
     # the flip search plans with it as the ranking does
-    si, why = _silicon(c, mode, hw, eff, wl, k) if basis != "measured" and (
+    si, why = _silicon(c, mode, hw, eff, wl, k, ttft_only=not detail) if basis != "measured" and (
         detail or c.engine in k.aiconfigurator.ttft_fixed_ms) else (None, None)
+    ev = _evidence_for(c, calibration)
     out.predictor = "serving-model"
     out.predictor_note = why
     out.band_ttft, out.band_itl, rough_ttft = metric_bands(out.band, basis, group, label, k)
@@ -325,14 +338,11 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
         out.predictor = aic_name(si.key, k)
         out.band_itl, out.band = a.bands["itl"].band, a.bands["tps"].band
         out.label = "silicon"
-        # (its TTFT where the published runs it was held against cover the layout: tensor parallel, not attention
-        # data parallel, where a request's whole prompt runs on one rank and no held-out run measured its TTFT)
-        if si.ttft_fixed_ms is not None and _evidence_for(c, calibration) is None and si.key.dp == 1:
+        if si.ttft_fixed_ms is not None and ev is None:  # (None: not for this layout, takes_ttft)
             out.ttft_fixed_ms = si.ttft_fixed_ms
             out.band_ttft = out.own_band = band = a.bands["ttft"].band
             out.own_label = "fitted"
-        else:  # the user's benchmark file recalibrates our model's TTFT (its ratios), or data-parallel attention
-            # (its TTFT there never held out): TTFT stays ours
+        else:  # the user's benchmark file recalibrates our model's TTFT (its ratios): TTFT stays ours
             si.ttft_fixed_ms = None
 
     def same_ttft(s):
@@ -342,7 +352,6 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
             s.ttft_fixed_ms = None
         return s
 
-    ev = _evidence_for(c, calibration)
     if ev is not None:  # the user's own benchmark file of this engine on this GPU and count: its ratios, its band
         out.evidence = ev
         out.band = out.band_ttft = out.band_itl = out.own_band = band = ev.band

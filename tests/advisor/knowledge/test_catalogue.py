@@ -127,17 +127,22 @@ def test_sliding_window_layers_hold_at_most_their_window():
     assert _plan("gemma-3-27b", "onnxruntime", ctx=65536).kv_bytes_per_token >= g.kv_bytes_per_token
 
 
+def _deepseek_config(m, architecture: str, model_type: str, **extra) -> dict:
+    """A DeepSeek-shaped (MLA, MoE) config.json written from a catalogue entry's shapes."""
+    return {"architectures": [architecture], "model_type": model_type, "hidden_size": m.hidden_size,
+            "num_hidden_layers": m.layers, "num_attention_heads": m.attention_heads,
+            "num_key_value_heads": m.kv_heads, "intermediate_size": m.intermediate_size,
+            "moe_intermediate_size": m.moe_intermediate_size, "n_routed_experts": m.moe_experts,
+            "n_shared_experts": m.moe_shared_experts, "num_experts_per_tok": m.moe_active_experts,
+            "first_k_dense_replace": m.layers - m.moe_layers, "kv_lora_rank": m.kv_lora_rank,
+            "q_lora_rank": m.q_lora_rank, "qk_rope_head_dim": m.qk_rope_head_dim,
+            "qk_nope_head_dim": m.qk_nope_head_dim, "v_head_dim": m.v_head_dim, "vocab_size": m.vocab_size,
+            "max_position_embeddings": m.max_context, "tie_word_embeddings": False, **extra}
+
+
 def test_a_config_json_alone_plans_the_same_model_as_the_catalogue(tmp_path):
     m = next(x for x in MODELS if x.id == "deepseek-v3")
-    cfg = {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3", "hidden_size": m.hidden_size,
-           "num_hidden_layers": m.layers, "num_attention_heads": m.attention_heads,
-           "num_key_value_heads": m.kv_heads, "intermediate_size": m.intermediate_size,
-           "moe_intermediate_size": m.moe_intermediate_size, "n_routed_experts": m.moe_experts,
-           "n_shared_experts": m.moe_shared_experts, "num_experts_per_tok": m.moe_active_experts,
-           "first_k_dense_replace": m.layers - m.moe_layers, "kv_lora_rank": m.kv_lora_rank,
-           "q_lora_rank": m.q_lora_rank, "qk_rope_head_dim": m.qk_rope_head_dim,
-           "qk_nope_head_dim": m.qk_nope_head_dim, "v_head_dim": m.v_head_dim, "vocab_size": m.vocab_size,
-           "max_position_embeddings": m.max_context, "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
+    cfg = _deepseek_config(m, "DeepseekV3ForCausalLM", "deepseek_v3", torch_dtype="bfloat16")
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
     spec = resolve_model(ModelBlock(path=str(path)), K)
@@ -319,16 +324,8 @@ def test_a_sparse_attention_indexers_key_cache_is_counted_in_the_kv(tmp_path):
     assert kv("deepseek-v3.2", "fp8") == 61 * (576 + 132)
     assert kv("deepseek-v3") == 61 * 576 * 2
     m = next(x for x in MODELS if x.id == "deepseek-v3.2")
-    cfg = {"architectures": ["DeepseekV32ForCausalLM"], "model_type": "deepseek_v32", "hidden_size": m.hidden_size,
-           "num_hidden_layers": m.layers, "num_attention_heads": m.attention_heads,
-           "num_key_value_heads": m.kv_heads, "intermediate_size": m.intermediate_size,
-           "moe_intermediate_size": m.moe_intermediate_size, "n_routed_experts": m.moe_experts,
-           "n_shared_experts": m.moe_shared_experts, "num_experts_per_tok": m.moe_active_experts,
-           "first_k_dense_replace": m.layers - m.moe_layers, "kv_lora_rank": m.kv_lora_rank,
-           "q_lora_rank": m.q_lora_rank, "qk_rope_head_dim": m.qk_rope_head_dim,
-           "qk_nope_head_dim": m.qk_nope_head_dim, "v_head_dim": m.v_head_dim, "vocab_size": m.vocab_size,
-           "max_position_embeddings": m.max_context, "tie_word_embeddings": False, "index_head_dim": 128,
-           "index_n_heads": 64, "index_topk": 2048}
+    cfg = _deepseek_config(m, "DeepseekV32ForCausalLM", "deepseek_v32", index_head_dim=128, index_n_heads=64,
+                           index_topk=2048)
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
     assert resolve_model(ModelBlock(path=str(path)), K).index_head_dim == 128
