@@ -608,6 +608,17 @@ class _Calc:
             return 0.0
         return max(0.0, (self.weights_b - self.active_b) / (1 - k / e))
 
+    def _routed_share(self) -> float:
+        """The routed experts' share of the weights a token multiplies through: their active parameters (the MoE
+        layers x experts per token x an expert's matrices) over matmul_params_b; 0 for a dense model."""
+        sp = self.spec
+        if not sp.moe_experts or not sp.moe_active_experts:
+            return 0.0
+        mats = 3 if sp.gated_mlp else 2  # (an expert without its own width is as wide as the MLP: gpt-oss, Mixtral)
+        width = sp.moe_intermediate_size or sp.intermediate_size
+        routed = (sp.moe_layers or sp.layers) * sp.moe_active_experts * mats * sp.hidden_size * width
+        return min(0.95, routed / 1e9 / sp.matmul_params_b)
+
     def _replicated_bytes(self) -> float:
         """With data-parallel attention every rank holds its own copy of what is not a routed expert (attention,
         dense layers, shared experts, embeddings): the copies beyond the first."""
@@ -772,7 +783,8 @@ class _Calc:
                   kv_per_token=self.kv_typ * copies, matmul_params=self.spec.matmul_params_b * 1e9,
                   chunk_tokens=int(chunk or 0), max_running=self._max_running(), allreduce_s=ar,
                   a2a_s_per_token=self.alltoall_s_per_token(),
-                  attn_flops=2.0 * full_layers * sp.attention_heads * sp.head_dim)
+                  attn_flops=2.0 * full_layers * sp.attention_heads * sp.head_dim,
+                  dp_ranks=max(1, self.attn_dp), routed_share=self._routed_share() if self.attn_dp > 1 else 0.0)
 
     def _gpu_default(self):
         """The engine's target-dependent defaults (vLLM's max_num_seqs / max_num_batched_tokens by device and GPU

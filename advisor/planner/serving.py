@@ -60,6 +60,12 @@ class Hw:
     # a prompt's attention: this many FLOPs times its length squared (2 x full-attention layers x heads x head dim:
     # QK^T and AV, 4 n^2 d per layer, halved by the causal mask), beside the weights' 2 x params per token
     attn_flops: float = 0.0
+    # data-parallel attention over this many ranks (1: none): a request is served by one rank, so a prompt's
+    # attention and every weight that is not a routed expert (attention projections, dense layers, shared experts)
+    # multiply its tokens on that one GPU; only its routed experts' share of the work (routed_share of matmul_params)
+    # spreads over every rank's experts (expert parallelism)
+    dp_ranks: int = 1
+    routed_share: float = 0.0
 
 
 def weights_read_at(b: float, hw: Hw) -> float:
@@ -132,11 +138,23 @@ def decode_step_s(b: float, hw: Hw, eff: Eff, held_tokens: float) -> float:
     return max(memory, compute) + eff.step_ms / 1000 + hw.allreduce_s + b * (hw.a2a_s_per_token + eff.seq_ms / 1000)
 
 
+def _one_request_flop_s(tokens: float, attention: float, spread: float, hw: Hw, eff: Eff) -> float:
+    """Seconds for one request's `tokens` through the matmuls (and `attention` FLOPs of its prompt) beside `spread`
+    tokens whose work is spread over every rank (other requests' decodes). Without data-parallel attention all of it
+    runs on the replica's whole FLOPS; with it, the request's own attention and non-routed weights run on its one
+    rank (a lone prompt keeps one GPU busy while the others only take its routed experts' share)."""
+    rate = hw.flops * eff.prefill_eff
+    if hw.dp_ranks <= 1:
+        return (2 * hw.matmul_params * (tokens + spread) + attention) / rate
+    own = 2 * hw.matmul_params * (1 - hw.routed_share) * (tokens + spread / hw.dp_ranks) + attention
+    return own / (rate / hw.dp_ranks) + 2 * hw.matmul_params * hw.routed_share * (tokens + spread) / rate
+
+
 def prefill_s(n: float, hw: Hw, eff: Eff) -> float:
     """A prompt of n tokens alone: chunk by chunk, each compute-bound or one read of the weights."""
     n = max(1.0, n)
     chunks = math.ceil(n / hw.chunk_tokens) if hw.chunk_tokens else 1
-    compute = (2 * hw.matmul_params * n + hw.attn_flops * n * n) / (hw.flops * eff.prefill_eff) if hw.flops else 0.0
+    compute = _one_request_flop_s(n, hw.attn_flops * n * n, 0.0, hw, eff) if hw.flops else 0.0
     read = chunks * weights_read_at(n / chunks, hw) / (hw.bandwidth * eff.bw_eff)
     return max(compute, read) + chunks * (eff.step_ms / 1000 + hw.allreduce_s) + n * hw.a2a_s_per_token
 
@@ -165,8 +183,7 @@ def prefill_mixed_s(n: float, b: float, hw: Hw, eff: Eff, held_tokens: float) ->
     chunks = math.ceil(n / hw.chunk_tokens) if hw.chunk_tokens else 1
     per = n / chunks
     memory = (weights_read_at(b + per, hw) + b * hw.kv_per_token * held_tokens) / (hw.bandwidth * eff.bw_eff)
-    compute = ((2 * hw.matmul_params * (per + b) + hw.attn_flops * n * n / chunks) / (hw.flops * eff.prefill_eff)
-               if hw.flops else 0.0)
+    compute = _one_request_flop_s(per, hw.attn_flops * n * n / chunks, b, hw, eff) if hw.flops else 0.0
     return chunks * (max(memory, compute) + eff.step_ms / 1000 + hw.allreduce_s + (per + b) * hw.a2a_s_per_token
                      + b * eff.seq_ms / 1000)
 

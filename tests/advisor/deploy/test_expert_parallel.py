@@ -73,6 +73,10 @@ def test_the_layout_costs_memory_it_says_and_frees_kv(one_node_busy):
     # the all-to-all: its latency once per step (no tensor-parallel all-reduce), its bytes per token carried
     assert hw.a2a_s_per_token > 0 and ep.alltoall_step_s() > 0 and hw.allreduce_s == pytest.approx(ep.alltoall_step_s())
     assert tp.serving_hw().a2a_s_per_token == 0
+    # a request's prompt is one rank's: its routed experts (58 MoE layers x 8 of 2,048 wide, 20.4 B) are the share
+    # of its 36 B matmul parameters that spreads over the 8 GPUs; tensor parallelism splits all of it
+    assert (hw.dp_ranks, hw.routed_share) == (8, pytest.approx(20.4 / 36.1, abs=0.01))
+    assert (tp.serving_hw().dp_ranks, tp.serving_hw().routed_share) == (1, 0.0)
 
 
 def test_few_users_keep_tensor_parallelism_and_say_why():

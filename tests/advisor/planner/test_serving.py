@@ -278,6 +278,30 @@ def test_a_long_prompt_pays_its_attention_beside_the_weights():
     assert short < 1.01 and 1.5 < long < 2.1
 
 
+def test_a_lone_prompt_under_data_parallel_attention_runs_on_one_gpu_but_its_routed_experts_on_all():
+    """Data-parallel attention over 8 ranks: a request is one rank's, so its attention and non-routed weights
+    multiply its prompt on one GPU (an eighth of the replica's FLOPS) and only its routed experts' share spreads over
+    all 8. A compute-bound prompt with 57 % of its matmul work in routed experts (DeepSeek-V3) takes 0.43 x 8 + 0.57
+    = 4.0 times what the whole replica's FLOPS would; a dense model (no routed share) takes all 8 times, and so does
+    any prompt's attention."""
+    big = Hw(**{**HW.__dict__, "chunk_tokens": 0, "flops": 8 * 989e12})
+    n = 8000
+    whole = prefill_s(n, big, EFF)
+    moe = Hw(**{**big.__dict__, "dp_ranks": 8, "routed_share": 0.57})
+    dense = Hw(**{**big.__dict__, "dp_ranks": 8})
+    fixed = EFF.step_ms / 1000
+    assert (prefill_s(n, moe, EFF) - fixed) / (whole - fixed) == pytest.approx(0.43 * 8 + 0.57, rel=0.02)
+    assert (prefill_s(n, dense, EFF) - fixed) / (whole - fixed) == pytest.approx(8, rel=0.02)
+    attn = {"attn_flops": 2.0 * 32 * 4096}
+    with_attn = prefill_s(n, Hw(**{**moe.__dict__, **attn}), EFF) - prefill_s(n, moe, EFF)
+    assert with_attn == pytest.approx(8 * (prefill_s(n, Hw(**{**big.__dict__, **attn}), EFF) - whole), rel=0.02)
+    # beside other requests' decodes the prompt's step is slower than alone, and still slower than without DP
+    from advisor.planner.serving import prefill_mixed_s
+
+    assert prefill_mixed_s(n, 64, moe, EFF, 1000) > prefill_s(n, moe, EFF)
+    assert prefill_mixed_s(n, 64, moe, EFF, 1000) > prefill_mixed_s(n, 64, big, EFF, 1000)
+
+
 def test_the_axis_first_search_finds_the_grids_best_point():
     from advisor.planner.serving import fit_grid
 
