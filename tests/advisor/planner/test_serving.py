@@ -302,6 +302,19 @@ def test_a_lone_prompt_under_data_parallel_attention_runs_on_one_gpu_but_its_rou
     assert prefill_mixed_s(n, 64, moe, EFF, 1000) > prefill_mixed_s(n, 64, big, EFF, 1000)
 
 
+def test_data_parallel_attention_keeps_the_ttft_rising_with_the_users():
+    """The fixed point writes prefill_mixed_s out (its own arithmetic, for speed): a prompt beside other requests'
+    decodes is served there as prefill_s serves it alone, on its one rank, so the TTFT rises with the users instead of
+    dropping to the tensor split's the moment a second user decodes beside it."""
+    dp = Hw(**{**HW.__dict__, "flops": 8 * 989e12, "bandwidth": 8 * 3.35e12, "max_running": 400, "dp_ranks": 8,
+               "routed_share": 0.57})
+    ttft = [predict("continuous", dp, EFF, Load(4000, 500, concurrency=c)).ttft_ms_p50 for c in (1, 2, 4, 8, 16, 32)]
+    assert ttft == sorted(ttft), ttft
+    tp = Hw(**{**dp.__dict__, "dp_ranks": 1, "routed_share": 0.0})
+    assert predict("continuous", dp, EFF, Load(4000, 500, concurrency=2)).ttft_ms_p50 > \
+        2 * predict("continuous", tp, EFF, Load(4000, 500, concurrency=2)).ttft_ms_p50
+
+
 def test_the_axis_first_search_finds_the_grids_best_point():
     from advisor.planner.serving import fit_grid
 
