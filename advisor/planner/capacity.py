@@ -784,7 +784,9 @@ class _Calc:
                   chunk_tokens=int(chunk or 0), max_running=self._max_running(), allreduce_s=ar,
                   a2a_s_per_token=self.alltoall_s_per_token(),
                   attn_flops=2.0 * full_layers * sp.attention_heads * sp.head_dim,
-                  dp_ranks=max(1, self.attn_dp), routed_share=self._routed_share() if self.attn_dp > 1 else 0.0)
+                  dp_ranks=max(1, self.attn_dp), routed_share=self._routed_share() if self.attn_dp > 1 else 0.0,
+                  kv_topk=(self.spec.index_topk or 0) if self.indexer_b else 0,
+                  kv_index_per_token=self.indexer_b * copies if self.indexer_b else 0.0)
 
     def _gpu_default(self):
         """The engine's target-dependent defaults (vLLM's max_num_seqs / max_num_batched_tokens by device and GPU
@@ -982,6 +984,8 @@ def _kv_text(c: _Calc) -> str:
         text += " " + s("plan_a_kv_indexer", lang, dim=spec.index_head_dim, layers=layers,
                         b=f"{c.indexer_b / spec.layers:g}", all=f"{int(round(c.indexer_b)):,}",
                         total=f"{int(round(per_tok)):,}")
+        if spec.index_topk:
+            text += " " + s("plan_a_kv_sparse_read", lang, topk=f"{spec.index_topk:,}")
     if c.kv_copies > 1:
         text += " " + s("plan_a_kv_copies", lang, tp=c.tp, x=f"{c.kv_copies:g}")
     if typical:

@@ -66,6 +66,18 @@ class Hw:
     # spreads over every rank's experts (expert parallelism)
     dp_ranks: int = 1
     routed_share: float = 0.0
+    # sparse attention (DeepSeek Sparse Attention): a decoding query attends to only kv_topk of the tokens held (0: to
+    # all), picked by an indexer that reads its own keys (kv_index_per_token of the bytes, with their copies) of all
+    kv_topk: int = 0
+    kv_index_per_token: float = 0.0
+
+    def kv_read_per_token(self, held_tokens: float) -> float:
+        """The KV bytes a decoding sequence reads per token it holds: all of them, or with sparse attention the
+        indexer's keys of every token and the rest of the cache for the kv_topk tokens picked only."""
+        if not self.kv_topk or held_tokens <= self.kv_topk:
+            return self.kv_per_token
+        rest = self.kv_per_token - self.kv_index_per_token
+        return self.kv_index_per_token + rest * self.kv_topk / held_tokens
 
 
 def weights_read_at(b: float, hw: Hw) -> float:
@@ -133,7 +145,7 @@ class Point:
 
 def decode_step_s(b: float, hw: Hw, eff: Eff, held_tokens: float) -> float:
     """One decode step at batch b: memory or compute, whichever is longer, plus the step's fixed cost."""
-    memory = (weights_read_at(b, hw) + b * hw.kv_per_token * held_tokens) / (hw.bandwidth * eff.bw_eff)
+    memory = (weights_read_at(b, hw) + b * hw.kv_read_per_token(held_tokens) * held_tokens) / (hw.bandwidth * eff.bw_eff)
     compute = 2 * hw.matmul_params * b / (hw.flops * eff.flops_eff) if hw.flops else 0.0
     return max(memory, compute) + eff.step_ms / 1000 + hw.allreduce_s + b * (hw.a2a_s_per_token + eff.seq_ms / 1000)
 
@@ -182,7 +194,8 @@ def prefill_mixed_s(n: float, b: float, hw: Hw, eff: Eff, held_tokens: float) ->
     n = max(1.0, n)
     chunks = math.ceil(n / hw.chunk_tokens) if hw.chunk_tokens else 1
     per = n / chunks
-    memory = (weights_read_at(b + per, hw) + b * hw.kv_per_token * held_tokens) / (hw.bandwidth * eff.bw_eff)
+    memory = (weights_read_at(b + per, hw) + b * hw.kv_read_per_token(held_tokens) * held_tokens) / (
+        hw.bandwidth * eff.bw_eff)
     compute = _one_request_flop_s(per, hw.attn_flops * n * n / chunks, b, hw, eff) if hw.flops else 0.0
     return chunks * (max(memory, compute) + eff.step_ms / 1000 + hw.allreduce_s + (per + b) * hw.a2a_s_per_token
                      + b * eff.seq_ms / 1000)
@@ -248,7 +261,7 @@ def _fixed_point(hw: Hw, eff: Eff, i: int, o: int, running: int | None, rate: fl
     # iterations computed once: the same operations on the same numbers in the same order, so the same floats (the
     # flip search asks for thousands of these points). It stops early only at an exact fixed point (the state an
     # iteration starts from is the one it ends with: every later iteration would repeat it bit for bit).
-    wr, kvpt, mm2 = hw.weights_read, hw.kv_per_token, 2 * hw.matmul_params
+    wr, kvpt, mm2 = hw.weights_read, hw.kv_read_per_token(held), 2 * hw.matmul_params
     moe = bool(hw.moe_routed_bytes and hw.moe_share)
     routed, ms, keep = hw.moe_routed_bytes, hw.moe_share, 1 - hw.moe_share
     bwd = hw.bandwidth * eff.bw_eff

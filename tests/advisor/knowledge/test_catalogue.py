@@ -303,6 +303,7 @@ def test_an_entry_read_from_a_shipped_config_json_matches_that_file(mid, config)
     else:
         assert m.head_dim == cfg["head_dim"]
     assert m.index_head_dim == cfg.get("index_head_dim")  # DeepSeek Sparse Attention's indexer (its own key cache)
+    assert m.index_topk == cfg.get("index_topk")  # ... and the tokens it picks for each query
     # and the names people paste resolve to it, not to a generic stand-in
     for name in m.aliases:
         spec = resolve_model(ModelBlock(name=name), K)
@@ -328,4 +329,35 @@ def test_a_sparse_attention_indexers_key_cache_is_counted_in_the_kv(tmp_path):
                            index_topk=2048)
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
-    assert resolve_model(ModelBlock(path=str(path)), K).index_head_dim == 128
+    read = resolve_model(ModelBlock(path=str(path)), K)
+    assert (read.index_head_dim, read.index_topk) == (128, 2048)
+
+
+def test_sparse_attention_reads_the_indexers_keys_of_every_token_and_the_latent_of_its_picks_only():
+    """A decoding DeepSeek-V3.2 query reads its indexer's keys (132 B per layer) for every token held and MLA's
+    latent for the 2,048 tokens the indexer picks: at 100,000 tokens held, 8,052 + 70,272 x 2,048 / 100,000 B per
+    token held, a ninth of the whole cache; at 2,048 or fewer, all of it. DeepSeek-V3 reads all of it."""
+    def hw(name: str):
+        from advisor.planner import resolve_model, workload_for
+        from advisor.planner.capacity import _Calc
+        from advisor.planner.target import build_target
+
+        a = parse_answers({"concurrency": 128, "model": {"name": name, "precision": "fp8", "context_tokens": 131072},
+                           "hardware": {"gpu_vendor": "nvidia", "gpu_model": "H200", "gpu_count": 8}})
+        spec = resolve_model(a.model, K, read_files=False)
+        c = _Calc("vllm", spec, build_target(a, None, K, None), workload_for(a, K), K, "en")
+        return c.serving_hw(), c.kv_copies
+
+    v32, copies = hw("deepseek-v3.2")
+    idx, whole = 61 * 132 * copies, 61 * (576 * 2 + 132) * copies
+    assert (v32.kv_topk, v32.kv_index_per_token, v32.kv_per_token) == (2048, idx, whole)
+    assert v32.kv_read_per_token(2048) == v32.kv_read_per_token(1000) == whole
+    assert v32.kv_read_per_token(100_000) == pytest.approx(idx + (whole - idx) * 2048 / 100_000)
+    assert v32.kv_read_per_token(100_000) < whole / 8
+    v3, _ = hw("deepseek-v3")
+    assert (v3.kv_topk, v3.kv_read_per_token(100_000)) == (0, v3.kv_per_token)
+    for lang in ("en", "zh"):  # and the KV assumption says so
+        a = parse_answers({"model": {"name": "deepseek-v3.2", "precision": "fp8", "context_tokens": 32768},
+                           "hardware": {"gpu_vendor": "nvidia", "gpu_model": "H200", "gpu_count": 8}})
+        text = " ".join(make_plan(a, None, K, lang=lang).engines["vllm"].assumptions)
+        assert K.s("plan_a_kv_sparse_read", lang, topk="2,048") in text
