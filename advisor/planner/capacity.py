@@ -1150,26 +1150,52 @@ def _layout_point(c: _Calc):
     return predict(c.mode, hw, eff, Load(wl.prompt_tokens, wl.output_tokens, wl.input_sd, concurrency=wl.concurrency))
 
 
+def _silicon_tps(c: _Calc) -> tuple[float, str] | None:
+    """The measured-silicon predictor's output tok/s at the answers' users for one layout, and its name; None where
+    it does not predict this layout (another vendor, no data)."""
+    from advisor.planner.aic import predictor_name
+    from advisor.planner.perf import _silicon, efficiency, hw_class
+
+    hw = c.serving_hw()
+    if hw is None or c.loads() is False:
+        return None
+    eff = efficiency(c.engine, hw_class(c.target, c.device, c.k), c.k, None, batching=c.wl.concurrency > 1)[0]
+    si, _ = _silicon(c, c.mode, hw, eff, c.wl, c.k)
+    f = si.figures(c.wl.concurrency) if si is not None else None
+    return (f[4], predictor_name(si.key, c.k)) if f else None
+
+
 def _pick_layout(dp: _Calc, tp: _Calc, goal: float | None) -> tuple[_Calc, str]:
-    """Data-parallel attention + EP or tensor parallelism on the same GPUs, whichever our serving model predicts to
-    serve the answers' users better: it loads; its p95 TTFT meets the target at those users; then more output tok/s.
+    """Data-parallel attention + EP or tensor parallelism on the same GPUs, whichever serves the answers' users
+    better: it loads; its p95 TTFT (our serving model's: the plan keeps ours on a data-parallel layout) meets the
+    target at those users; then more output tok/s, the measured-silicon predictor's where it predicts both layouts
+    (the figures the plan then shows: our model, blind to how small each rank's share of a tensor split's attention
+    and experts runs, prefers that split where the library's measured kernels do not), else our model's.
     Returns the chosen plan's calculator (its layout fixed) and the sentence that says why, with both layouts'
     figures. goal: the workload's own TTFT target (a calculator shared across targets keeps the first it saw)."""
-
-    def score(c: _Calc, pt) -> tuple:
-        meets = pt is not None and pt.ttft_ms_p95 is not None and (goal is None or pt.ttft_ms_p95 <= goal)
-        return (c.loads() is not False and pt is not None, meets, round(pt.output_tps or 0.0) if pt else 0)
-
     a, b = _layout_point(dp), _layout_point(tp)
-    keep, other, kp, op = (dp, tp, a, b) if score(dp, a) > score(tp, b) else (tp, dp, b, a)
+    sa, sb = (_silicon_tps(dp), _silicon_tps(tp)) if a is not None and b is not None else (None, None)
+    both = sa is not None and sb is not None
+
+    def score(c: _Calc, pt, si) -> tuple:
+        meets = pt is not None and pt.ttft_ms_p95 is not None and (goal is None or pt.ttft_ms_p95 <= goal)
+        tps = si[0] if both else (pt.output_tps if pt is not None else None)
+        return (c.loads() is not False and pt is not None, meets, round(tps or 0.0))
+
+    dp_first = score(dp, a, sa) > score(tp, b, sb)
+    keep, kp, op, ks_, os_ = (dp, a, b, sa, sb) if dp_first else (tp, b, a, sb, sa)
 
     def fig(pt, key: str, nd: int = 0) -> str:
         v = getattr(pt, key, None) if pt is not None else None
         return "—" if v is None else f"{v:,.{nd}f}"
     k = dp.k
-    text = k.s("plan_layout_dp_ep" if keep is dp else "plan_layout_tp", dp.lang, n=dp.n, users=f"{dp.wl.concurrency:,}",
-               tps=fig(kp, "output_tps"), ttft=fig(kp, "ttft_ms_p95"), otps=fig(op, "output_tps"),
-               ottft=fig(op, "ttft_ms_p95"))
+    key = "plan_layout_dp_ep" if keep is dp else "plan_layout_tp"
+    if both:
+        text = k.s(key + "_si", dp.lang, n=dp.n, users=f"{dp.wl.concurrency:,}", predictor=ks_[1],
+                   tps=f"{ks_[0]:,.0f}", otps=f"{os_[0]:,.0f}", ttft=fig(kp, "ttft_ms_p95"), ottft=fig(op, "ttft_ms_p95"))
+    else:
+        text = k.s(key, dp.lang, n=dp.n, users=f"{dp.wl.concurrency:,}", tps=fig(kp, "output_tps"),
+                   ttft=fig(kp, "ttft_ms_p95"), otps=fig(op, "output_tps"), ottft=fig(op, "ttft_ms_p95"))
     return keep, text
 
 

@@ -340,3 +340,29 @@ def test_with_attention_data_parallel_its_ttft_is_not_taken_and_the_line_says_wh
     line = next(x for x in predictor_lines(plan, K, lang) if x.startswith(K.engines["vllm"].name))
     assert K.s("srv_pred_silicon_dp", lang, engine=K.engines["vllm"].name, predictor=sv.predictor) in line
     assert K.s("srv_pred_silicon", lang, engine=K.engines["vllm"].name, predictor=sv.predictor) not in line
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_where_it_predicts_both_layouts_the_library_picks_between_them_by_output(lang):
+    """DeepSeek-V3.2 on 8 x H200, 64 users of 4,000/1,000 tokens: both layouts meet the target by our model's TTFT;
+    our model would give the tensor split more output (its ranks' small shares of attention and experts run as fast
+    as whole ones there), the library's measured kernels give data-parallel attention more (vLLM 1,215 against 953
+    tok/s). The plan takes the library's, whose figures it shows, and the line names it with both layouts' figures.
+    Where it predicts only one layout (a pipeline over two nodes) our model still decides."""
+    v32 = {"concurrency": 64, "ttft_p95_ms": 3000,
+           "hardware": {"gpu_vendor": "nvidia", "gpu_model": "H200", "gpu_count": 8},
+           "model": {"name": "deepseek-v3.2", "precision": "fp8", "context_tokens": 8192, "input_tokens": 4000,
+                     "output_tokens": 1000}}
+    plan = make_plan(parse_answers(v32), None, K, lang=lang)
+    for engine in ("vllm", "sglang"):
+        p = plan.engines[engine]
+        assert p.attention_dp == 8, engine
+        sv = p.serving
+        head = K.s("plan_layout_dp_ep_si", lang, n=8, users="64", predictor=sv.predictor, tps="{tps}", otps="{otps}",
+                   ttft="{ttft}", ottft="{ottft}").split("{")[0]
+        assert p.layout_note.startswith(head.split(sv.predictor)[0]) and sv.predictor in p.layout_note, p.layout_note
+        assert f"{sv.at_users.output_tps:,.0f}" in p.layout_note  # the figure the plan shows
+    two = yaml.safe_load((ROOT / "examples" / "deepseek-v3-ep-two-nodes.yaml").read_text(encoding="utf-8"))
+    note = make_plan(parse_answers(two), None, K, lang=lang).engines["vllm"].layout_note
+    assert note.startswith(K.s("plan_layout_dp_ep", lang, n=16, users="2,048", tps="", ttft="", otps="",
+                               ottft="").split("(")[0].split("（")[0])
