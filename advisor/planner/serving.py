@@ -275,10 +275,11 @@ def _fixed_point(hw: Hw, eff: Eff, i: int, o: int, running: int | None, rate: fl
     per = n_i / chunks_i
     chunks_half = math.ceil(i / hw.chunk_tokens) if hw.chunk_tokens else 1
     attn_chunk = hw.attn_flops * n_i * n_i / chunks_i  # prefill_mixed_s's attention per chunk of the prompt
-    dp, rs = hw.dp_ranks, hw.routed_share
+    # data-parallel attention (rare: DeepSeek-style MoE plans) takes the function itself; the rest stays written out
+    dpf = (lambda t, a, sp: _one_request_flop_s(t, a, sp, hw, eff)) if hw.dp_ranks > 1 and fp is not None else None
     if closed:
         return _closed_loop(x, b, running, pre, pre_b, held, cap, o, wr, kvpt, mm2, moe, routed, ms, keep, bwd, fd,
-                            sm, ar, req_s, chunks_i, per, chunks_half, at, attn_chunk, sq, fp, dp, rs)
+                            sm, ar, req_s, chunks_i, per, chunks_half, at, attn_chunk, sq, fp, dpf)
     for _ in range(ITERATIONS):
         x0, b0, itl0, ttft0 = x, b, itl, ttft
         # decode_step_s(b)
@@ -309,10 +310,7 @@ def _fixed_point(hw: Hw, eff: Eff, i: int, o: int, running: int | None, rate: fl
             w = (wr + routed * ((1 - keep ** (bp if bp > 1.0 else 1.0)) - ms)) if moe else wr
             memory = (w + bo * kvpt * held) / bwd
             if fp is not None:
-                if dp > 1:  # _one_request_flop_s: the prompt's own work on its rank, its routed experts on all
-                    compute = (mm2 * (1 - rs) * (per + bo / dp) + attn_chunk) / (fp / dp) + mm2 * rs * (per + bo) / fp
-                else:
-                    compute = (mm2 * (per + bo) + attn_chunk) / fp
+                compute = (mm2 * (per + bo) + attn_chunk) / fp if dpf is None else dpf(per, attn_chunk, bo)
                 own = chunks_i * ((compute if compute > memory else memory) + sm + ar + (per + bo) * at
                                   + bo * sq)
             else:
@@ -345,7 +343,7 @@ def _fixed_point(hw: Hw, eff: Eff, i: int, o: int, running: int | None, rate: fl
 
 
 def _closed_loop(x, b, running, pre, pre_b, held, cap, o, wr, kvpt, mm2, moe, routed, ms, keep, bwd, fd, sm, ar, req_s,
-                 chunks_i, per, chunks_half, at=0.0, attn_chunk=0.0, sq=0.0, fp=None, dp=1, rs=0.0):
+                 chunks_i, per, chunks_half, at=0.0, attn_chunk=0.0, sq=0.0, fp=None, dpf=None):
     """_fixed_point's loop for a closed loop, where the sequences running (so `others`) never change: the general
     loop's arithmetic with those branches taken once (the same floats; the capacity search asks only for these)."""
     n = running
@@ -378,10 +376,7 @@ def _closed_loop(x, b, running, pre, pre_b, held, cap, o, wr, kvpt, mm2, moe, ro
             w = (wr + routed * ((1 - keep ** (bp if bp > 1.0 else 1.0)) - ms)) if moe else wr
             memory = (w + bo * kvpt * held) / bwd
             if fp is not None:
-                if dp > 1:  # _one_request_flop_s: the prompt's own work on its rank, its routed experts on all
-                    compute = (mm2 * (1 - rs) * (per + bo / dp) + attn_chunk) / (fp / dp) + mm2 * rs * (per + bo) / fp
-                else:
-                    compute = (mm2 * (per + bo) + attn_chunk) / fp
+                compute = (mm2 * (per + bo) + attn_chunk) / fp if dpf is None else dpf(per, attn_chunk, bo)
                 own = chunks_i * ((compute if compute > memory else memory) + sm + ar + (per + bo) * at
                                   + bo * sq)
             else:
