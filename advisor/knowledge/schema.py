@@ -731,6 +731,7 @@ class ModelArch(Sourced):
     # each layer keeps beside the MLA latent (knowledge/planner.yaml indexer_cache)
     index_head_dim: int | None = Field(default=None, ge=1, le=4096)
     index_topk: int | None = Field(default=None, ge=1, le=1 << 22)  # the earlier tokens each query attends to
+    index_n_heads: int | None = Field(default=None, ge=1, le=4096)  # the indexer's heads (its scores' cost)
     # sliding-window attention: `sliding_layers` of the layers attend to the last `sliding_window` tokens only
     sliding_window: int | None = Field(default=None, ge=1)
     sliding_layers: int = Field(default=0, ge=0)

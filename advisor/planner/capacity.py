@@ -786,7 +786,8 @@ class _Calc:
                   attn_flops=2.0 * full_layers * sp.attention_heads * sp.head_dim,
                   dp_ranks=max(1, self.attn_dp), routed_share=self._routed_share() if self.attn_dp > 1 else 0.0,
                   kv_topk=(self.spec.index_topk or 0) if self.indexer_b else 0,
-                  kv_index_per_token=self.indexer_b * copies if self.indexer_b else 0.0)
+                  kv_index_per_token=self.indexer_b * copies if self.indexer_b else 0.0,
+                  index_attn_flops=float(full_layers * (sp.index_n_heads or 0) * (sp.index_head_dim or 0)))
 
     def _gpu_default(self):
         """The engine's target-dependent defaults (vLLM's max_num_seqs / max_num_batched_tokens by device and GPU

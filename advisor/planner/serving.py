@@ -70,6 +70,18 @@ class Hw:
     # all), picked by an indexer that reads its own keys (kv_index_per_token of the bytes, with their copies) of all
     kv_topk: int = 0
     kv_index_per_token: float = 0.0
+    # ... and a prompt's queries likewise attend to kv_topk earlier tokens each, after its indexer scored every pair
+    # of them: this many FLOPs times the prompt's length squared (2 x index heads x index width x layers, halved by
+    # the causal mask)
+    index_attn_flops: float = 0.0
+
+    def prompt_attn_flops(self, n: float) -> float:
+        """A prompt of n tokens' attention FLOPs: attn_flops x n^2 (every query with every earlier token), or with
+        sparse attention every query with at most kv_topk of them (sum over positions of min(position, kv_topk):
+        n^2 / 2 up to kv_topk, then n x kv_topk - kv_topk^2 / 2), beside its indexer's n^2 scores."""
+        if not self.kv_topk or n <= self.kv_topk:
+            return self.attn_flops * n * n + self.index_attn_flops * n * n
+        return self.attn_flops * (2 * n * self.kv_topk - self.kv_topk ** 2) + self.index_attn_flops * n * n
 
     def kv_read_per_token(self, held_tokens: float) -> float:
         """The KV bytes a decoding sequence reads per token it holds: all of them, or with sparse attention the
@@ -166,7 +178,7 @@ def prefill_s(n: float, hw: Hw, eff: Eff) -> float:
     """A prompt of n tokens alone: chunk by chunk, each compute-bound or one read of the weights."""
     n = max(1.0, n)
     chunks = math.ceil(n / hw.chunk_tokens) if hw.chunk_tokens else 1
-    compute = _one_request_flop_s(n, hw.attn_flops * n * n, 0.0, hw, eff) if hw.flops else 0.0
+    compute = _one_request_flop_s(n, hw.prompt_attn_flops(n), 0.0, hw, eff) if hw.flops else 0.0
     read = chunks * weights_read_at(n / chunks, hw) / (hw.bandwidth * eff.bw_eff)
     return max(compute, read) + chunks * (eff.step_ms / 1000 + hw.allreduce_s) + n * hw.a2a_s_per_token
 
@@ -180,7 +192,7 @@ def prefill_batched_s(n: float, hw: Hw, eff: Eff) -> float:
     budget = float(hw.chunk_tokens or BATCH_TOKENS)
     steps = n / budget if n < budget else math.ceil(n / budget)
     per = n / steps if steps >= 1 else budget
-    compute = (2 * hw.matmul_params * n + hw.attn_flops * n * n) / (hw.flops * eff.prefill_eff) if hw.flops else 0.0
+    compute = (2 * hw.matmul_params * n + hw.prompt_attn_flops(n)) / (hw.flops * eff.prefill_eff) if hw.flops else 0.0
     read = steps * weights_read_at(per, hw) / (hw.bandwidth * eff.bw_eff)
     return max(compute, read) + steps * (eff.step_ms / 1000 + hw.allreduce_s) + n * hw.a2a_s_per_token
 
@@ -196,7 +208,7 @@ def prefill_mixed_s(n: float, b: float, hw: Hw, eff: Eff, held_tokens: float) ->
     per = n / chunks
     memory = (weights_read_at(b + per, hw) + b * hw.kv_read_per_token(held_tokens) * held_tokens) / (
         hw.bandwidth * eff.bw_eff)
-    compute = _one_request_flop_s(per, hw.attn_flops * n * n / chunks, b, hw, eff) if hw.flops else 0.0
+    compute = _one_request_flop_s(per, hw.prompt_attn_flops(n) / chunks, b, hw, eff) if hw.flops else 0.0
     return chunks * (max(memory, compute) + eff.step_ms / 1000 + hw.allreduce_s + (per + b) * hw.a2a_s_per_token
                      + b * eff.seq_ms / 1000)
 
@@ -274,7 +286,7 @@ def _fixed_point(hw: Hw, eff: Eff, i: int, o: int, running: int | None, rate: fl
     chunks_i = math.ceil(n_i / hw.chunk_tokens) if hw.chunk_tokens else 1
     per = n_i / chunks_i
     chunks_half = math.ceil(i / hw.chunk_tokens) if hw.chunk_tokens else 1
-    attn_chunk = hw.attn_flops * n_i * n_i / chunks_i  # prefill_mixed_s's attention per chunk of the prompt
+    attn_chunk = hw.prompt_attn_flops(n_i) / chunks_i  # prefill_mixed_s's attention per chunk of the prompt
     # data-parallel attention (rare: DeepSeek-style MoE plans) takes the function itself; the rest stays written out
     dpf = (lambda t, a, sp: _one_request_flop_s(t, a, sp, hw, eff)) if hw.dp_ranks > 1 and fp is not None else None
     if closed:

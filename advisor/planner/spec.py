@@ -53,6 +53,7 @@ class ModelSpec(BaseModel):
     v_head_dim: int | None = None
     index_head_dim: int | None = None  # DeepSeek Sparse Attention: the indexer's key width (its own key cache)
     index_topk: int | None = None  # ... and the earlier tokens it picks for each query to attend to
+    index_n_heads: int | None = None  # ... with this many heads scoring every pair of tokens
     sliding_window: int | None = None  # tokens a sliding-window layer attends to
     sliding_layers: int = 0  # how many of the layers use that window
     extra_params_b: float = 0.0
@@ -101,7 +102,7 @@ class ModelSpec(BaseModel):
 _SHAPE_FIELDS = ("gated_mlp", "decoder_layers", "moe_experts", "moe_active_experts", "moe_shared_experts",
                  "moe_intermediate_size", "shared_expert_intermediate_size", "moe_layers", "kv_lora_rank",
                  "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "index_head_dim", "index_topk",
-                 "sliding_window", "sliding_layers", "extra_params_b", "modality", "tied_embeddings")
+                 "index_n_heads", "sliding_window", "sliding_layers", "extra_params_b", "modality", "tied_embeddings")
 
 
 def known_spec(m) -> ModelSpec:
@@ -360,8 +361,9 @@ def config_shape(c: dict, architecture: str) -> dict:
         out["head_dim"] = out["qk_nope_head_dim"] + out["qk_rope_head_dim"]
         if c.get("index_head_dim") is not None:  # DeepSeek Sparse Attention's indexer keeps a key cache of its own
             out["index_head_dim"] = _pick(c, ("index_head_dim",), "index_head_dim", _WIDTH)
-            if c.get("index_topk") is not None:
-                out["index_topk"] = _pick(c, ("index_topk",), "index_topk", 1 << 22)
+            for key, hi in (("index_topk", 1 << 22), ("index_n_heads", _HEADS)):
+                if c.get(key) is not None:
+                    out[key] = _pick(c, (key,), key, hi)
     else:
         out["head_dim"] = _pick(c, ("head_dim", "d_kv", "kv_channels"), "head size", _WIDTH, max(1, hidden // heads))
     experts = next((c[k] for k in ("n_routed_experts", "num_local_experts", "num_experts") if c.get(k)), None)

@@ -303,7 +303,7 @@ def test_an_entry_read_from_a_shipped_config_json_matches_that_file(mid, config)
     else:
         assert m.head_dim == cfg["head_dim"]
     assert m.index_head_dim == cfg.get("index_head_dim")  # DeepSeek Sparse Attention's indexer (its own key cache)
-    assert m.index_topk == cfg.get("index_topk")  # ... and the tokens it picks for each query
+    assert (m.index_topk, m.index_n_heads) == (cfg.get("index_topk"), cfg.get("index_n_heads"))  # its picks, heads
     # and the names people paste resolve to it, not to a generic stand-in
     for name in m.aliases:
         spec = resolve_model(ModelBlock(name=name), K)
@@ -330,7 +330,7 @@ def test_a_sparse_attention_indexers_key_cache_is_counted_in_the_kv(tmp_path):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
     read = resolve_model(ModelBlock(path=str(path)), K)
-    assert (read.index_head_dim, read.index_topk) == (128, 2048)
+    assert (read.index_head_dim, read.index_topk, read.index_n_heads) == (128, 2048, 64)
 
 
 def test_sparse_attention_reads_the_indexers_keys_of_every_token_and_the_latent_of_its_picks_only():
@@ -351,11 +351,12 @@ def test_sparse_attention_reads_the_indexers_keys_of_every_token_and_the_latent_
     v32, copies = hw("deepseek-v3.2")
     idx, whole = 61 * 132 * copies, 61 * (576 * 2 + 132) * copies
     assert (v32.kv_topk, v32.kv_index_per_token, v32.kv_per_token) == (2048, idx, whole)
+    assert v32.index_attn_flops == 61 * 64 * 128  # the indexer's scores of a prompt's pairs
     assert v32.kv_read_per_token(2048) == v32.kv_read_per_token(1000) == whole
     assert v32.kv_read_per_token(100_000) == pytest.approx(idx + (whole - idx) * 2048 / 100_000)
     assert v32.kv_read_per_token(100_000) < whole / 8
     v3, _ = hw("deepseek-v3")
-    assert (v3.kv_topk, v3.kv_read_per_token(100_000)) == (0, v3.kv_per_token)
+    assert (v3.kv_topk, v3.kv_read_per_token(100_000), v3.index_attn_flops) == (0, v3.kv_per_token, 0.0)
     for lang in ("en", "zh"):  # and the KV assumption says so
         a = parse_answers({"model": {"name": "deepseek-v3.2", "precision": "fp8", "context_tokens": 32768},
                            "hardware": {"gpu_vendor": "nvidia", "gpu_model": "H200", "gpu_count": 8}})

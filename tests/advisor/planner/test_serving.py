@@ -315,6 +315,22 @@ def test_data_parallel_attention_keeps_the_ttft_rising_with_the_users():
         2 * predict("continuous", tp, EFF, Load(4000, 500, concurrency=2)).ttft_ms_p50
 
 
+def test_a_sparse_attention_prompt_attends_to_its_picks_after_scoring_every_pair():
+    """DeepSeek Sparse Attention in a prompt: each query attends to at most kv_topk earlier tokens (the sum over
+    positions of min(position, 2,048)), after the indexer scored every pair (index_attn_flops x n^2). A prompt of up to
+    2,048 tokens costs what a dense one costs plus those scores; at 100,000 tokens its attention is a fifth of the dense
+    one's, most of it the scores."""
+    dense = Hw(**{**HW.__dict__, "attn_flops": 2.0 * 61 * 128 * 192})
+    dsa = Hw(**{**dense.__dict__, "kv_topk": 2048, "index_attn_flops": 61.0 * 64 * 128})
+    assert dsa.prompt_attn_flops(2000) == pytest.approx(dense.prompt_attn_flops(2000) + 61 * 64 * 128 * 2000 ** 2)
+    n = 100_000
+    assert dsa.prompt_attn_flops(n) == pytest.approx(dense.attn_flops * (2 * n * 2048 - 2048 ** 2)
+                                                     + 61 * 64 * 128 * n ** 2)
+    assert dsa.prompt_attn_flops(n) < dense.prompt_attn_flops(n) / 4
+    assert prefill_s(n, dsa, EFF) < prefill_s(n, dense, EFF) / 3
+    assert HW.prompt_attn_flops(n) == 0.0  # no attention term given, none added
+
+
 def test_the_axis_first_search_finds_the_grids_best_point():
     from advisor.planner.serving import fit_grid
 
