@@ -1144,6 +1144,7 @@ class ServingFile(Strict):
     alltoall_bytes: float = Field(default=2.0, gt=0)
     node_link_gb_s: dict[str, float] = Field(default_factory=dict)
     alltoall_source: SourceStr | None = None
+    layout_tps_margin: float = Field(default=0.05, ge=0, le=1)  # DP+EP vs a tensor split: a tie on output within it
     # the engines whose documented prefill/decode disaggregation the planner weighs (with an ITL target)
     pd_engines: list[EngineId] = Field(default_factory=list)
     pd_source: SourceStr | None = None

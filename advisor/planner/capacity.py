@@ -1171,7 +1171,8 @@ def _pick_layout(dp: _Calc, tp: _Calc, goal: float | None) -> tuple[_Calc, str]:
     better: it loads; its p95 TTFT (our serving model's: the plan keeps ours on a data-parallel layout) meets the
     target at those users; then more output tok/s, the measured-silicon predictor's where it predicts both layouts
     (the figures the plan then shows: our model, blind to how small each rank's share of a tensor split's attention
-    and experts runs, prefers that split where the library's measured kernels do not), else our model's.
+    and experts runs, prefers that split where the library's measured kernels do not), else our model's; within
+    knowledge/serving.yaml layout_tps_margin of each other, the lower p95 TTFT.
     Returns the chosen plan's calculator (its layout fixed) and the sentence that says why, with both layouts'
     figures. goal: the workload's own TTFT target (a calculator shared across targets keeps the first it saw)."""
     a, b = _layout_point(dp), _layout_point(tp)
@@ -1181,9 +1182,14 @@ def _pick_layout(dp: _Calc, tp: _Calc, goal: float | None) -> tuple[_Calc, str]:
     def score(c: _Calc, pt, si) -> tuple:
         meets = pt is not None and pt.ttft_ms_p95 is not None and (goal is None or pt.ttft_ms_p95 <= goal)
         tps = si[0] if both else (pt.output_tps if pt is not None else None)
-        return (c.loads() is not False and pt is not None, meets, round(tps or 0.0))
+        return (c.loads() is not False and pt is not None, meets, round(tps or 0.0),
+                -(pt.ttft_ms_p95 or float("inf")) if pt is not None else float("-inf"))
 
-    dp_first = score(dp, a, sa) > score(tp, b, sb)
+    da, db = score(dp, a, sa), score(tp, b, sb)
+    if da[:2] == db[:2] and abs(da[2] - db[2]) <= dp.k.serving.layout_tps_margin * max(da[2], db[2]):
+        dp_first = da[3] > db[3]  # a tie on output: the lower p95 TTFT
+    else:
+        dp_first = da > db
     keep, kp, op, ks_, os_ = (dp, a, b, sa, sb) if dp_first else (tp, b, a, sb, sa)
 
     def fig(pt, key: str, nd: int = 0) -> str:
@@ -1193,7 +1199,8 @@ def _pick_layout(dp: _Calc, tp: _Calc, goal: float | None) -> tuple[_Calc, str]:
     key = "plan_layout_dp_ep" if keep is dp else "plan_layout_tp"
     if both:
         text = k.s(key + "_si", dp.lang, n=dp.n, users=f"{dp.wl.concurrency:,}", predictor=ks_[1],
-                   tps=f"{ks_[0]:,.0f}", otps=f"{os_[0]:,.0f}", ttft=fig(kp, "ttft_ms_p95"), ottft=fig(op, "ttft_ms_p95"))
+                   tps=f"{ks_[0]:,.0f}", otps=f"{os_[0]:,.0f}", ttft=fig(kp, "ttft_ms_p95"), ottft=fig(op, "ttft_ms_p95"),
+                   margin=f"{k.serving.layout_tps_margin:.0%}")
     else:
         text = k.s(key, dp.lang, n=dp.n, users=f"{dp.wl.concurrency:,}", tps=fig(kp, "output_tps"),
                    ttft=fig(kp, "ttft_ms_p95"), otps=fig(op, "output_tps"), ottft=fig(op, "ttft_ms_p95"))
