@@ -58,6 +58,7 @@ def _mlp(s: Shape, width: int) -> int:
 class Params:
     total: float  # parameters
     active: float  # parameters one token passes through (MoE: the routed experts it uses)
+    routed_active: float = 0.0  # of those, the routed experts' (0 for a dense model)
 
 
 def params(s: Shape) -> Params:
@@ -80,7 +81,8 @@ def params(s: Shape) -> Params:
     per_moe = s.moe_experts * expert + shared + router
     per_moe_active = (s.moe_active_experts or 1) * expert + shared + router
     base = s.layers * attn + (s.layers - moe_layers) * dense + emb + extra
-    return Params(base + moe_layers * per_moe, base + moe_layers * per_moe_active)
+    return Params(base + moe_layers * per_moe, base + moe_layers * per_moe_active,
+                  moe_layers * (s.moe_active_experts or 1) * expert)
 
 
 @dataclass(frozen=True)

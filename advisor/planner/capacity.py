@@ -609,15 +609,11 @@ class _Calc:
         return max(0.0, (self.weights_b - self.active_b) / (1 - k / e))
 
     def _routed_share(self) -> float:
-        """The routed experts' share of the weights a token multiplies through: their active parameters (the MoE
-        layers x experts per token x an expert's matrices) over matmul_params_b; 0 for a dense model."""
-        sp = self.spec
-        if not sp.moe_experts or not sp.moe_active_experts:
-            return 0.0
-        mats = 3 if sp.gated_mlp else 2  # (an expert without its own width is as wide as the MLP: gpt-oss, Mixtral)
-        width = sp.moe_intermediate_size or sp.intermediate_size
-        routed = (sp.moe_layers or sp.layers) * sp.moe_active_experts * mats * sp.hidden_size * width
-        return min(0.95, routed / 1e9 / sp.matmul_params_b)
+        """The routed experts' share of the weights a token multiplies through: their active parameters (from the
+        shapes, advisor.knowledge.shapes.params) over matmul_params_b; 0 for a dense model."""
+        from advisor.knowledge.shapes import params
+
+        return min(0.95, params(self.spec).routed_active / 1e9 / self.spec.matmul_params_b)
 
     def _replicated_bytes(self) -> float:
         """With data-parallel attention every rank holds its own copy of what is not a routed expert (attention,
@@ -1137,10 +1133,12 @@ def plan_engine(engine: str, spec: ModelSpec, target: Target, wl: Workload, k: K
     return p
 
 
-def _layout_point(c: _Calc):
-    """Our serving model at the answers' users for one layout (the same in the plan and in the flip search, and
-    cheap: memoised points, no capacity search); None where it does not predict."""
-    from advisor.planner.perf import efficiency, hw_class
+def _layout_figures(c: _Calc):
+    """One layout at the answers' users (the same in the plan and in the flip search, and cheap: memoised points, no
+    capacity search): our serving model's point, and the measured-silicon predictor's output tok/s there with its
+    name where it predicts this layout (else None); None where our model does not predict."""
+    from advisor.planner.aic import predictor_name
+    from advisor.planner.perf import _silicon, efficiency, hw_class
     from advisor.planner.serving import Load, predict
 
     hw = c.serving_hw()
@@ -1148,22 +1146,10 @@ def _layout_point(c: _Calc):
         return None
     eff = efficiency(c.engine, hw_class(c.target, c.device, c.k), c.k, None, batching=c.wl.concurrency > 1)[0]
     wl = c.wl
-    return predict(c.mode, hw, eff, Load(wl.prompt_tokens, wl.output_tokens, wl.input_sd, concurrency=wl.concurrency))
-
-
-def _silicon_tps(c: _Calc) -> tuple[float, str] | None:
-    """The measured-silicon predictor's output tok/s at the answers' users for one layout, and its name; None where
-    it does not predict this layout (another vendor, no data)."""
-    from advisor.planner.aic import predictor_name
-    from advisor.planner.perf import _silicon, efficiency, hw_class
-
-    hw = c.serving_hw()
-    if hw is None or c.loads() is False:
-        return None
-    eff = efficiency(c.engine, hw_class(c.target, c.device, c.k), c.k, None, batching=c.wl.concurrency > 1)[0]
-    si, _ = _silicon(c, c.mode, hw, eff, c.wl, c.k)
-    f = si.figures(c.wl.concurrency) if si is not None else None
-    return (f[4], predictor_name(si.key, c.k)) if f else None
+    pt = predict(c.mode, hw, eff, Load(wl.prompt_tokens, wl.output_tokens, wl.input_sd, concurrency=wl.concurrency))
+    si, _ = _silicon(c, c.mode, hw, eff, wl, c.k)
+    f = si.figures(wl.concurrency) if si is not None else None
+    return pt, ((f[4], predictor_name(si.key, c.k)) if f else None)
 
 
 def _pick_layout(dp: _Calc, tp: _Calc, goal: float | None) -> tuple[_Calc, str]:
@@ -1175,8 +1161,8 @@ def _pick_layout(dp: _Calc, tp: _Calc, goal: float | None) -> tuple[_Calc, str]:
     knowledge/serving.yaml layout_tps_margin of each other, the lower p95 TTFT.
     Returns the chosen plan's calculator (its layout fixed) and the sentence that says why, with both layouts'
     figures. goal: the workload's own TTFT target (a calculator shared across targets keeps the first it saw)."""
-    a, b = _layout_point(dp), _layout_point(tp)
-    sa, sb = (_silicon_tps(dp), _silicon_tps(tp)) if a is not None and b is not None else (None, None)
+    a, sa = _layout_figures(dp) or (None, None)
+    b, sb = _layout_figures(tp) or (None, None)
     both = sa is not None and sb is not None
 
     def score(c: _Calc, pt, si) -> tuple:

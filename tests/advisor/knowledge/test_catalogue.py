@@ -336,7 +336,7 @@ def test_a_sparse_attention_indexers_key_cache_is_counted_in_the_kv(tmp_path):
 def test_sparse_attention_reads_the_indexers_keys_of_every_token_and_the_latent_of_its_picks_only():
     """A decoding DeepSeek-V3.2 query reads its indexer's keys (132 B per layer) for every token held and MLA's
     latent for the 2,048 tokens the indexer picks: at 100,000 tokens held, 8,052 + 70,272 x 2,048 / 100,000 B per
-    token held, a ninth of the whole cache; at 2,048 or fewer, all of it. DeepSeek-V3 reads all of it."""
+    token held, an eighth of the whole cache; at 2,048 or fewer, all of it. DeepSeek-V3 reads all of it."""
     def hw(name: str):
         from advisor.planner import resolve_model, workload_for
         from advisor.planner.capacity import _Calc
