@@ -480,6 +480,9 @@ def sweeps(k, files: list[Path], hardware, machine, note: str) -> None:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] in (["-h"], ["--help"]):  # the full run refits 23 folds (about half an hour): never start it by mistake
+        print(__doc__)
+        return 0
     k = load_knowledge()
     if argv[:1] == ["--silicon"]:  # the measured-silicon predictor's section alone (no refits: seconds, not minutes)
         silicon(k)

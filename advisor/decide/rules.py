@@ -168,7 +168,7 @@ def recommend(answers: Answers, hardware: Hardware | None, knowledge: Knowledge,
                           source=sc.source)
         # what the support-first and tie reasons rest on: the serving prediction's fit and its held-out bands
         fit_cite = {"source": "bench/fit_serving.py", "version": f"serving model fit of {knowledge.serving_fit.fitted}",
-                    "read": str(knowledge.serving_fit.fitted)}
+                    "read": str(knowledge.aiconfigurator.read)}
         if rule_id.startswith("support-first/"):
             _, over, ground = rule_id.split("/")
             mine, theirs = engine_facts[engine].get("plan_capacity"), engine_facts[over].get("plan_capacity")
@@ -202,8 +202,14 @@ def recommend(answers: Answers, hardware: Hardware | None, knowledge: Knowledge,
                           version=v.cell.doc, read=v.cell.read)
         r = rules[rule_id]
         f = {**facts, **engine_facts[engine]} if r.scope == "each-engine" else facts
-        return Reason(rule=r.id, text=_fmt(r.text.get(lang), f, knowledge.strings, lang), delta=delta,
-                      source=r.source_for(engine), version=r.version_for(engine), read=str(r.read))
+        cite = {"source": r.source_for(engine), "version": r.version_for(engine), "read": str(r.read)}
+        if f.get("plan_by") == "silicon_ttft" and cite["source"] == fit_cite["source"]:
+            # a serving reason whose every figure, the capacity it scores included, is the measured-silicon
+            # predictor's: its validation (held out by source), not our model's fit, is what it rests on
+            cite = {"source": "bench/predict_vs_measured.py",
+                    "version": f"aiconfigurator-core {knowledge.aiconfigurator.version}",
+                    "read": str(knowledge.aiconfigurator.read)}
+        return Reason(rule=r.id, text=_fmt(r.text.get(lang), f, knowledge.strings, lang), delta=delta, **cite)
 
     ranking = [
         RankedEngine(engine=e, name=knowledge.engines[e].name, score=s.scores[e], plan=plan.engines[e],

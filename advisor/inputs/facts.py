@@ -96,7 +96,21 @@ def serving_facts(plan) -> dict[str, Any]:
         "plan_fleet_size": (fleet_gpus or sv.replicas) if known and sv.replicas else None,
         "plan_fleet_ratio": None,  # set by the rules' Evaluator, which sees every engine
         "plan_mode": sv.mode if sv is not None else None,
+        # which predictor each quoted figure comes from (a reason's text names it: its source line is the rule's)
+        "plan_by": _predicted_by(sv) if sv is not None else None,
     }
+
+
+def _predicted_by(sv) -> str:
+    """Whose figures a serving reason quotes: the user's benchmark file's ratios, this machine's own sweep, our model
+    alone, the measured-silicon predictor's decode side beside our TTFT, or the silicon predictor's TTFT too."""
+    if sv.evidence is not None:
+        return "evidence"
+    if sv.basis == "measured":
+        return "measured"
+    if sv.predictor == "serving-model":
+        return "ours"
+    return "silicon_ttft" if sv.ttft_fixed_ms is not None else "silicon"
 
 
 def build_facts(answers: Answers, hardware: Hardware | None) -> dict[str, Any]:

@@ -31,7 +31,7 @@ PLAN_FACT_NAMES = frozenset({
     "plan_capacity", "plan_capacity_low", "plan_capacity_high", "plan_capacity_bound", "plan_margin", "plan_margin_low",
     "plan_ttft_p95_ms", "plan_itl_ms",
     "plan_output_tps", "plan_ttft_one_ms", "plan_miss_x", "plan_miss_in_band", "plan_fleet_gpus", "plan_mode", "plan_typical_tokens",
-    "plan_fleet_size", "plan_fleet_ratio",
+    "plan_fleet_size", "plan_fleet_ratio", "plan_by",
 })
 
 # what an answers file's model.precision may say (advisor.inputs.answers)

@@ -284,3 +284,26 @@ def test_a_reasons_large_numbers_are_grouped_as_the_tables_group_them():
     for lang in ("en", "zh"):
         assert _fmt(text, facts, k.strings, lang) == ("vLLM: 15,240 vs 60,330 ms at 1,024 users, 12 % (±0.35); "
                                                       "1,200.5 GiB")
+
+
+def test_a_serving_reason_names_the_predictor_of_each_figure_it_quotes():
+    """The +14 'Predicted' reason quotes TTFT, ITL, tok/s and a capacity, and cited our model's fit even where every
+    one of them was the measured-silicon predictor's. On one H100 SXM (the library has vLLM's kernels and its fixed
+    cost), vLLM's reason says the silicon predictor's and cites its validation; on an MI300X (no library data) the
+    same rule says our model's and cites our fit; in both languages."""
+    from advisor.decide.rules import recommend
+    from advisor.inputs.answers import parse_answers
+    from advisor.knowledge.load import load_knowledge
+
+    k = load_knowledge()
+    a = {"concurrency": 16, "ttft_p95_ms": 2000, "cuda_expertise": "some",
+         "hardware": {"gpu_vendor": "nvidia", "gpu_model": "H100 SXM", "gpu_count": 1, "ram_gb": 256, "os": "linux"},
+         "model": {"name": "llama-3.1-8b", "precision": "bf16", "context_tokens": 8192}}
+    amd = {**a, "hardware": {**a["hardware"], "gpu_vendor": "amd", "gpu_model": "MI300X"}}
+    for answers, by, source in ((a, "silicon_ttft", "bench/predict_vs_measured.py"), (amd, "ours", "bench/fit_serving.py")):
+        for lang in ("en", "zh"):
+            r = next(r for r in recommend(parse_answers(answers), None, k, lang=lang, with_flips=False).ranking
+                     if r.engine == "vllm")
+            why = next(x for x in r.reasons if x.rule in ("predicted-meets", "predicted-meets-rough"))
+            assert why.text.endswith(k.s(f"val_plan_by_{by}", lang)), why.text
+            assert why.source == source
