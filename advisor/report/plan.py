@@ -81,7 +81,10 @@ def shape_parts(m, knowledge: Knowledge, lang: str) -> dict[str, str]:
            if m.moe_experts and m.moe_active_experts else "")
     window = (s("shape_window", lang, n=m.sliding_layers, layers=m.layers, window=f"{m.sliding_window:,}")
               if m.sliding_window and m.sliding_layers else "")
-    return dict(attn=s(f"attn_{m.attention_kind}", lang), moe=moe, window=window)
+    attn = s(f"attn_{m.attention_kind}", lang)
+    if getattr(m, "index_topk", None):  # DeepSeek Sparse Attention: what the KV read and the prompt's cost assume
+        attn += s("shape_sparse", lang, topk=f"{m.index_topk:,}")
+    return dict(attn=attn, moe=moe, window=window)
 
 
 def file_shape_text(m, knowledge: Knowledge, lang: str) -> str:

@@ -354,3 +354,18 @@ def test_chinese_breaks_between_characters_and_english_words_stay_whole(tmp_path
     english = [ln for ln in lines if "throughput" in ln or "aiconfigurator" in ln]
     assert all(w in ("The", "engine", "aiconfigurator-core", "predicts", "throughput", "here.")
                for ln in english for w in ln.split()), english  # no English word cut
+
+
+def test_the_model_kind_line_says_a_model_attends_sparsely_where_its_config_does():
+    """DeepSeek-V3.2's queries read only the 2,048 tokens its indexer picks (the KV read and the prompt's cost assume
+    it), so the model line says so, in both languages; DeepSeek-V3, the same MLA without an indexer, does not."""
+    from advisor.inputs.answers import ModelBlock
+    from advisor.knowledge.load import load_knowledge
+    from advisor.planner.spec import resolve_model
+    from advisor.report.plan import model_kind_line
+
+    k = load_knowledge()
+    v32, v3 = (resolve_model(ModelBlock(name=n), k) for n in ("deepseek-v3.2", "deepseek-v3"))
+    assert "2,048" in model_kind_line(v32, k, "en") and "sparse attention" in model_kind_line(v32, k, "en")
+    assert "稀疏注意力" in model_kind_line(v32, k, "zh") and "2,048" in model_kind_line(v32, k, "zh")
+    assert "sparse" not in model_kind_line(v3, k, "en") and "稀疏" not in model_kind_line(v3, k, "zh")
