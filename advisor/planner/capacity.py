@@ -783,7 +783,15 @@ class _Calc:
                   dp_ranks=max(1, self.attn_dp), routed_share=self._routed_share() if self.attn_dp > 1 else 0.0,
                   kv_topk=(self.spec.index_topk or 0) if self.indexer_b else 0,
                   kv_index_per_token=self.indexer_b * copies if self.indexer_b else 0.0,
-                  index_attn_flops=float(full_layers * (sp.index_n_heads or 0) * (sp.index_head_dim or 0)))
+                  index_attn_flops=float(full_layers * (sp.index_n_heads or 0) * (sp.index_head_dim or 0)),
+                  host_s_per_seq=self._host_floor_s())
+
+    def _host_floor_s(self) -> float:
+        """The served host floor per running sequence (knowledge/aiconfigurator.yaml host_ms_per_seq: earned on the
+        served runs of vLLM, SGLang and TensorRT-LLM, held out by source) for those engines, which a plan always
+        serves through their API servers; none for the others (no published run of them earned one)."""
+        a = self.k.aiconfigurator
+        return a.host_ms_per_seq / 1000 if self.engine in a.backends and self.device == "gpu" else 0.0
 
     def _gpu_default(self):
         """The engine's target-dependent defaults (vLLM's max_num_seqs / max_num_batched_tokens by device and GPU

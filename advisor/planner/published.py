@@ -148,6 +148,8 @@ def serving_obs(row: dict, cpus: dict, k: Knowledge) -> list[Obs]:
     hw = c.serving_hw()
     if hw is None:
         return []
+    if not served(row):  # an in-process benchmark streams no token through an API server: no served host floor
+        hw = replace(hw, host_s_per_seq=0.0)
     cls, mode = hw_class(c.target, c.device, k), c.mode
     burst_of = None
     if load.get("offline"):  # a whole batch at once: the KV pool full, or every request of the batch
@@ -261,6 +263,6 @@ def _burst_of(row: dict, c, hw, i: int, o: int) -> Callable[[Eff], Burst | None]
 
     @functools.lru_cache(maxsize=16)
     def run(e: Eff) -> Burst | None:
-        step = step_curve(lambda b: decode_step_s(b, hw, e, held), slots)
+        step = step_curve(lambda b: max(decode_step_s(b, hw, e, held), b * hw.host_s_per_seq), slots)
         return burst(step, lengths, slots, float(i), pool, prefill_token_s(hw, e), budget, sched)
     return run

@@ -74,6 +74,9 @@ class Hw:
     # of them: this many FLOPs times the prompt's length squared (2 x index heads x index width x layers, halved by
     # the causal mask)
     index_attn_flops: float = 0.0
+    # a served engine's host work per running sequence (its API server streaming each token, detokenizing), which
+    # runs beside the GPU's step: a decode step takes at least this many seconds per sequence in flight (0: none)
+    host_s_per_seq: float = 0.0
 
     def prompt_attn_flops(self, n: float) -> float:
         """A prompt of n tokens' attention FLOPs: attn_flops x n^2 (every query with every earlier token), or with
@@ -431,6 +434,12 @@ def _batching(hw: Hw, eff: Eff, load: Load) -> Point:
     if isinstance(steady, Point):
         return steady  # (an open loop that never drains)
     ttft, ttft95_before_queue, req, itl50, itl95, x, itl, b = steady
+    floor = hw.host_s_per_seq * (running if closed else b)
+    if floor > itl:  # the served host floor sets the step (as perf.with_host_floor does for the silicon predictor):
+        # each of a closed loop's requests decodes that much slower, so they cycle slower; an open loop keeps its rate
+        if closed:
+            x = running / (running / x + (o - 1) * (floor - itl))
+        itl50, itl95, itl = max(itl50, floor), max(itl95, floor), floor
     # users beyond the KV pool wait for a finished sequence: (waiting) / throughput
     queued = (users - running) / x if closed and users > running else 0.0
     rate = load.request_rate if not closed else None
