@@ -168,7 +168,7 @@ def recommend(answers: Answers, hardware: Hardware | None, knowledge: Knowledge,
                           source=sc.source)
         # what the support-first and tie reasons rest on: the serving prediction's fit and its held-out bands
         fit_cite = {"source": "bench/fit_serving.py", "version": f"serving model fit of {knowledge.serving_fit.fitted}",
-                    "read": str(knowledge.aiconfigurator.read)}
+                    "read": str(knowledge.serving_fit.fitted)}
         if rule_id.startswith("support-first/"):
             _, over, ground = rule_id.split("/")
             mine, theirs = engine_facts[engine].get("plan_capacity"), engine_facts[over].get("plan_capacity")

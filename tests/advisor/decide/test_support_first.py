@@ -117,6 +117,7 @@ def test_the_reason_names_the_engine_both_capacities_and_the_ground_in_both_lang
         sg = next(r for r in rec.ranking if r.engine == "sglang")
         reason = next(x for x in sg.reasons if x.rule.startswith("support-first/vllm/"))
         assert all(w in reason.text for w in words), reason.text
+        assert (reason.source, reason.read) == ("bench/fit_serving.py", str(k.serving_fit.fitted))  # our fit's bands
         assert re.search(r"TTFT [\d,]+ vs [\d,]+ ms|首 token [\d,]+ 对 [\d,]+ 毫秒", reason.text), reason.text  # both
         assert [r.engine for r in rec.ranking].index("sglang") > [r.engine for r in rec.ranking].index("vllm")
 
@@ -307,3 +308,5 @@ def test_a_serving_reason_names_the_predictor_of_each_figure_it_quotes():
             why = next(x for x in r.reasons if x.rule in ("predicted-meets", "predicted-meets-rough"))
             assert why.text.endswith(k.s(f"val_plan_by_{by}", lang)), why.text
             assert why.source == source
+            own = str(next(r for r in k.rules.rules if r.id == why.rule).read)
+            assert why.read == (k.aiconfigurator.read if by == "silicon_ttft" else own)
