@@ -436,9 +436,17 @@ def _batching(hw: Hw, eff: Eff, load: Load) -> Point:
     ttft, ttft95_before_queue, req, itl50, itl95, x, itl, b = steady
     floor = hw.host_s_per_seq * (running if closed else b)
     if floor > itl:  # the served host floor sets the step (as perf.with_host_floor does for the silicon predictor):
-        # each of a closed loop's requests decodes that much slower, so they cycle slower; an open loop keeps its rate
+        # each of a closed loop's requests decodes that much slower, so they cycle slower
         if closed:
             x = running / (running / x + (o - 1) * (floor - itl))
+        else:  # an open loop keeps its rate, so more are in flight (Little: n = rate x (ttft + (o - 1) x h n)), each
+            # adding h to the step: the host keeps up only below 1 / h tokens a second
+            h, rate = hw.host_s_per_seq, load.request_rate
+            n = rate * (ttft + req) / (1 - h * rate * (o - 1)) if h * rate * (o - 1) < 1 else float("inf")
+            if n > cap:
+                return Point(None, rate, None, None, _ms(floor), _ms(floor), None, 1 / floor, None,
+                             int(cap) if hw.max_running is not None else int(round(b)), saturated=True)
+            floor, b = max(floor, h * n), max(b, n)
         itl50, itl95, itl = max(itl50, floor), max(itl95, floor), floor
     # users beyond the KV pool wait for a finished sequence: (waiting) / throughput
     queued = (users - running) / x if closed and users > running else 0.0

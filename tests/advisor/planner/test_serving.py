@@ -565,3 +565,19 @@ def test_a_served_engines_host_floor_sets_the_step_once_the_sequences_outgrow_th
     assert s.output_tps < b.output_tps and s.output_tps == pytest.approx(1000 / (1000 / b.requests_per_s + 199 * (
         s.itl_ms_p50 - 1000 / b.output_tps_per_user) / 1000) * 200, rel=1e-6)
     assert s.ttft_ms_p50 == b.ttft_ms_p50
+
+
+def test_an_open_loop_past_what_the_served_host_streams_saturates():
+    """At a request rate the floor binds, more requests are in flight (Little's law on the slower step), each adding
+    to it: below 1 / host_s_per_seq output tokens a second the step settles at the floor times them; at or past it
+    the host never keeps up and the point is saturated, however fast the GPU."""
+    served = Hw(**{**HW.__dict__, "host_s_per_seq": 0.18e-3, "max_running": None, "flops": 100 * 989e12,
+                   "bandwidth": 100 * 3.35e12})
+    fast = Eff(0.8, 0.6, 0.0)  # no fixed cost a step: the GPU's step is well under the floor
+    ok = predict("continuous", served, fast, Load(20000, 200, request_rate=27.5))  # 5,473 tok/s: under 5,556
+    n = 27.5 * (ok.ttft_ms_p50 / 1000 + 199 * ok.itl_ms_p50 / 1000)  # in flight, by Little's law
+    gpu = predict("continuous", Hw(**{**served.__dict__, "host_s_per_seq": 0.0}), fast, Load(20000, 200,
+                                                                                                request_rate=27.5))
+    assert not ok.saturated and ok.itl_ms_p50 == pytest.approx(0.18 * n, rel=0.02) and ok.itl_ms_p50 > gpu.itl_ms_p50
+    assert predict("continuous", served, fast, Load(20000, 200, request_rate=28.0)).saturated  # 5,572 tok/s: over
+    assert not predict("continuous", served, EFF, Load(200, 200, request_rate=20.0)).saturated  # a GPU-bound step
