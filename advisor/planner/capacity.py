@@ -788,10 +788,13 @@ class _Calc:
 
     def _host_floor_s(self) -> float:
         """The served host floor per running sequence (knowledge/aiconfigurator.yaml host_ms_per_seq: earned on the
-        served runs of vLLM, SGLang and TensorRT-LLM, held out by source) for those engines, which a plan always
-        serves through their API servers; none for the others (no published run of them earned one)."""
+        served runs of vLLM, SGLang and TensorRT-LLM on NVIDIA GPUs, held out by source) for those engines there,
+        which a plan always serves through their API servers. None elsewhere: no other engine's runs earned one, and
+        AMD's published served runs exceed it (vLLM on 8 x MI300X, the ROCm blog: 15,100 output tok/s, nearly three
+        times the 5,556 a 0.18 ms floor allows one server; held out by publisher, AMD's tok/s went 13 -> 16 % with it)."""
         a = self.k.aiconfigurator
-        return a.host_ms_per_seq / 1000 if self.engine in a.backends and self.device == "gpu" else 0.0
+        on = self.engine in a.backends and self.device == "gpu" and self.target.gpu_vendor == "nvidia"
+        return a.host_ms_per_seq / 1000 if on else 0.0
 
     def _gpu_default(self):
         """The engine's target-dependent defaults (vLLM's max_num_seqs / max_num_batched_tokens by device and GPU

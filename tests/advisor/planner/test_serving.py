@@ -581,3 +581,22 @@ def test_an_open_loop_past_what_the_served_host_streams_saturates():
     assert not ok.saturated and ok.itl_ms_p50 == pytest.approx(0.18 * n, rel=0.02) and ok.itl_ms_p50 > gpu.itl_ms_p50
     assert predict("continuous", served, fast, Load(20000, 200, request_rate=28.0)).saturated  # 5,572 tok/s: over
     assert not predict("continuous", served, EFF, Load(200, 200, request_rate=20.0)).saturated  # a GPU-bound step
+
+
+def test_the_served_host_floor_applies_where_it_was_earned():
+    """vLLM, SGLang and TensorRT-LLM on NVIDIA GPUs (their served runs earned it); not llama.cpp, not a CPU, not AMD
+    (vLLM's published served runs on 8 x MI300X exceed what it would allow one server)."""
+    from advisor.planner import resolve_model, workload_for
+    from advisor.planner.capacity import _Calc
+    from advisor.planner.target import build_target
+
+    def floor(engine: str, vendor: str, gpu: str) -> float:
+        a = parse_answers({"concurrency": 64, "hardware": {"gpu_vendor": vendor, "gpu_model": gpu, "gpu_count": 1},
+                           "model": {"name": "llama-3.1-8b", "precision": "bf16", "context_tokens": 4096}})
+        c = _Calc(engine, resolve_model(a.model, K, read_files=False), build_target(a, None, K, None),
+                  workload_for(a, K), K, "en")
+        return c.serving_hw().host_s_per_seq
+
+    h = K.aiconfigurator.host_ms_per_seq / 1000
+    assert [floor(e, "nvidia", "H100 SXM") for e in ("vllm", "sglang", "tensorrt-llm", "llama.cpp")] == [h, h, h, 0.0]
+    assert floor("vllm", "amd", "MI300X") == 0.0
