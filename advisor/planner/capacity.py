@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from advisor.knowledge import schema as ks
+from advisor.knowledge import shapes
 from advisor.knowledge.load import Knowledge
 from advisor.planner.spec import ModelSpec
 from advisor.planner.types import EnginePlan, PlanOption, Target
@@ -454,13 +455,12 @@ class _Calc:
         """The engine's KV layout for this model: MLA as its latent where the engine runs MLA natively, sliding-window
         layers at their window where the engine sizes them so (support.yaml serving.mla_native /
         serving.sliding_window_kv; an unknown cell counts the larger cache)."""
-        from advisor.knowledge.shapes import kv_layout
-
         serving = self.k.support.engines[self.engine].serving
         native = {key: serving[key].status in ("supported", "experimental") for key in ("mla_native", "sliding_window_kv")}
         self.kv_native = native
         window = self.spec.sliding_window + self.cap.swa_extra_tokens if self.spec.sliding_window else None
-        lay = kv_layout(self.spec, native["mla_native"], native["sliding_window_kv"], window, self.spec.sliding_layers)
+        lay = shapes.kv_layout(self.spec, native["mla_native"], native["sliding_window_kv"], window,
+                               self.spec.sliding_layers)
         # DeepSeek Sparse Attention: each layer's indexer keeps its own FP8 key cache beside the latent, whatever the
         # KV dtype; counted as the KV elements of this dtype that hold as many bytes (bytes per token, all layers)
         self.indexer_b = self.spec.layers * self.k.planner.indexer_cache.bytes_per_token(self.spec.index_head_dim) \
@@ -611,9 +611,7 @@ class _Calc:
     def _routed_share(self) -> float:
         """The routed experts' share of the weights a token multiplies through: their active parameters (from the
         shapes, advisor.knowledge.shapes.params) over matmul_params_b; 0 for a dense model."""
-        from advisor.knowledge.shapes import params
-
-        return min(0.95, params(self.spec).routed_active / 1e9 / self.spec.matmul_params_b)
+        return min(0.95, shapes.params(self.spec).routed_active / 1e9 / self.spec.matmul_params_b)
 
     def _replicated_bytes(self) -> float:
         """With data-parallel attention every rank holds its own copy of what is not a routed expert (attention,
