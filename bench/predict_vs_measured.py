@@ -395,6 +395,26 @@ BAND_OF = {"total": "tps", "ttft_p50": "ttft", "ttft_p95": "ttft"}  # a total to
 # constant: the same band; both TTFT figures carry the TTFT band
 
 
+def silicon_metric(o, si: dict[str, dict[str, float]], k) -> str | None:
+    """The measured-silicon predictor's figure that a plan shows for the published figure `o` (si: silicon()'s
+    errors by row), or None where a plan shows our model's: its ITL and tok/s where it has data, its TTFT where the
+    knowledge gives the engine's fixed cost per request (knowledge/aiconfigurator.yaml ttft_fixed_ms)."""
+    m = SILICON_METRIC.get(o.kind)
+    if m in ("ttft_p50", "ttft_p95") and o.engine not in k.aiconfigurator.ttft_fixed_ms:
+        return None
+    return m if m and m in si.get(o.row, {}) else None
+
+
+def silicon_quiet(k) -> dict[str, dict[str, float]]:
+    """silicon() without its printed table: what bench/fit_serving.py reads to earn our model's bands on the
+    figures a plan shows from it."""
+    import contextlib
+    import io
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        return silicon(k)
+
+
 def as_shown(k, held: list, src: dict[str, str], si: dict[str, dict[str, float]]) -> None:
     """What a plan shows, held out: per published figure, the measured-silicon predictor's error where it gives that
     figure (ITL and output tok/s on its systems, engines and models), else our model's left-one-source-out error;
@@ -415,10 +435,8 @@ def as_shown(k, held: list, src: dict[str, str], si: dict[str, dict[str, float]]
         if err is None:
             continue
         kind = kind_of(o)
-        m = SILICON_METRIC.get(o.kind)
-        if m in ("ttft_p50", "ttft_p95") and o.engine not in a.ttft_fixed_ms:
-            m = None  # (a plan shows our TTFT for an engine whose fixed cost the knowledge does not give)
-        if m and m in si.get(o.row, {}):
+        m = silicon_metric(o, si, k)
+        if m:
             err, band, who = si[o.row][m], a.bands[BAND_OF.get(m, m)].band, "silicon"
         else:  # the band a plan shows beside our figure (advisor/planner/perf.py), rough widening included
             if o.engine.startswith("other:") or not (fit.groups.get(f"{o.engine}/{o.cls}") or fit.groups.get(o.cls)):

@@ -1189,6 +1189,8 @@ class ServingFit(Strict):
     rows: int = Field(default=0, ge=0)
     # class (or "all") -> metric -> {points, median, p80, p90}: leave-one-source-out errors
     held_out: dict[str, dict[str, dict[str, float]]] = Field(default_factory=dict)
+    # the same on the figures a plan shows from our model (not those the measured-silicon predictor gives): the bands
+    held_out_shown: dict[str, dict[str, dict[str, float]]] = Field(default_factory=dict)
     groups: dict[str, FitGroup]  # "<engine>/<class>" or "<class>"
 
 

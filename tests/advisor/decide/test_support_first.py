@@ -90,6 +90,22 @@ def test_a_capacity_gap_near_the_target_is_judged_on_the_ttfts_the_bands_are_ear
     assert support_first(raw, pred, set(), set(), ef) == []
 
 
+def test_ttfts_far_beyond_both_bands_keep_a_lead_the_small_capacities_read_as_inside():
+    """Windows + L4, 8 users against 1,000 ms: llama.cpp holds 3 users a replica, transformers (one request at a
+    time) 1; with rough bands of +-89 % and +-134 % the ratio 3 reads as inside both (x 1.89 x 2.34), but their p95
+    TTFTs for the 8 users are 1.1 s and 65 s: beyond both bands, so the lead stands (2026-12-07: the wider bands
+    earned on the figures a plan shows from our model had put transformers first)."""
+    raw = {e: 30.0 for e in ENGINES} | {"llama.cpp": 40.0, "pytorch": 36.0}
+    pred = dict.fromkeys(ENGINES, 0.0) | {"llama.cpp": 0.0, "pytorch": -6.0}
+    ef = base(**{"llama.cpp": facts(0, 89, rough=True, cap=3, band_pct=89),
+                 "pytorch": facts(0, 1, rough=True, cap=1, band_pct=134)})
+    assert support_first(raw, pred, set(), set(), ef) != []  # the capacities alone: inside, the lead undone
+    ef["llama.cpp"]["plan_ttft_p95_ms"], ef["pytorch"]["plan_ttft_p95_ms"] = 1113, 65130
+    assert support_first(raw, pred, set(), set(), ef) == []
+    ef["pytorch"]["plan_ttft_p95_ms"] = 1113 * 1.89 * 2.34 * 0.99  # within both bands: one prediction
+    assert support_first(raw, pred, set(), set(), ef) == [("llama.cpp", "pytorch", -5.0)]  # just below: 35 < 36
+
+
 def test_excluded_engines_and_ties_the_order_already_settles_are_left_alone():
     raw = {e: 30.0 for e in ENGINES} | {"sglang": 62.0, "vllm": 62.0}  # a tie: vLLM is first by the engine order
     pred = dict.fromkeys(ENGINES, 0.0) | {"sglang": 18.0, "vllm": 14.0}

@@ -34,7 +34,12 @@ def test_the_recorded_validation_is_by_source_and_the_bands_are_its_p80():
         for kind, c in row.items():
             assert c["median"] <= c["p80"] <= c["p90"], (cls, kind)
     dc = fit.groups["datacenter-nvidia"]
-    assert dc.band == fit.held_out["datacenter-nvidia"]["throughput"]["p80"] or dc.rough
+    # the bands are earned on the figures a plan shows from our model, not those the measured-silicon predictor gives
+    assert dc.band == fit.held_out_shown["datacenter-nvidia"]["throughput"]["p80"] or dc.rough
+    for cls, row in fit.held_out_shown.items():
+        for kind, c in row.items():
+            assert c["points"] <= fit.held_out[cls][kind]["points"], (cls, kind)
+    assert fit.held_out_shown["datacenter-nvidia"]["ttft"]["points"] < fit.held_out["datacenter-nvidia"]["ttft"]["points"]
 
 
 class O:
