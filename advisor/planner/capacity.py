@@ -789,9 +789,14 @@ class _Calc:
         served runs of vLLM, SGLang and TensorRT-LLM on NVIDIA GPUs, held out by source) for those engines there,
         which a plan always serves through their API servers. None elsewhere: no other engine's runs earned one, and
         AMD's published served runs exceed it (vLLM on 8 x MI300X, the ROCm blog: 15,100 output tok/s, nearly three
-        times the 5,556 a 0.18 ms floor allows one server; held out by publisher, AMD's tok/s went 13 -> 16 % with it)."""
+        times the 5,556 a 0.18 ms floor allows one server; held out by publisher, AMD's tok/s went 13 -> 16 % with it).
+        llama.cpp's server on any GPU takes the same floor as a lower bound (knowledge/aiconfigurator.yaml
+        host_basis): llama-server samples, detokenizes and streams every generating slot's token on the host in its
+        one server loop, and without it a plan put llama.cpp at 2,048 users on one H100 above every batching engine
+        (8,613 output tok/s against vLLM's host-bound 5,343); no published llama.cpp run served hundreds of slots."""
         a = self.k.aiconfigurator
-        on = self.engine in a.backends and self.device == "gpu" and self.target.gpu_vendor == "nvidia"
+        on = self.device == "gpu" and (self.engine == "llama.cpp" or
+                                       (self.engine in a.backends and self.target.gpu_vendor == "nvidia"))
         return a.host_ms_per_seq / 1000 if on else 0.0
 
     def _gpu_default(self):

@@ -179,6 +179,11 @@ def predictor_lines(plan: Plan, knowledge: Knowledge, lang: str) -> list[str]:
             line = s("srv_pred_ours", lang, engine=name)
             if sv.predictor_note:
                 line += s("srv_pred_ours_why", lang, why=s(f"srv_aic_why_{sv.predictor_note}", lang))
+            if sv.host_bound:  # our model takes the same floor (llama.cpp's server borrows it; the batching engines
+                # where the library has no data earned it)
+                line += s("srv_pred_host_bound_borrowed" if e == "llama.cpp" else "srv_pred_host_bound", lang,
+                          users=f"{sv.users:,}",
+                          ms=f"{knowledge.aiconfigurator.host_ms_per_seq:g}")
         mode = knowledge.serving.modes.get(e)
         if mode is not None and mode.deploy_note is not None:  # what the prediction assumes and the bundle does not
             line += " " + mode.deploy_note.get(lang)

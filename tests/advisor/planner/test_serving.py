@@ -584,8 +584,9 @@ def test_an_open_loop_past_what_the_served_host_streams_saturates():
 
 
 def test_the_served_host_floor_applies_where_it_was_earned():
-    """vLLM, SGLang and TensorRT-LLM on NVIDIA GPUs (their served runs earned it); not llama.cpp, not a CPU, not AMD
-    (vLLM's published served runs on 8 x MI300X exceed what it would allow one server)."""
+    """vLLM, SGLang and TensorRT-LLM on NVIDIA GPUs (their served runs earned it); llama.cpp's server on any GPU, as a
+    lower bound (it samples and streams every slot's token on the host); not a CPU, not the batching engines on AMD
+    (vLLM's published served runs on 8 x MI300X exceed what it would allow one server), not transformers."""
     from advisor.planner import resolve_model, workload_for
     from advisor.planner.capacity import _Calc
     from advisor.planner.target import build_target
@@ -598,5 +599,29 @@ def test_the_served_host_floor_applies_where_it_was_earned():
         return c.serving_hw().host_s_per_seq
 
     h = K.aiconfigurator.host_ms_per_seq / 1000
-    assert [floor(e, "nvidia", "H100 SXM") for e in ("vllm", "sglang", "tensorrt-llm", "llama.cpp")] == [h, h, h, 0.0]
-    assert floor("vllm", "amd", "MI300X") == 0.0
+    assert [floor(e, "nvidia", "H100 SXM") for e in ("vllm", "sglang", "tensorrt-llm", "llama.cpp", "pytorch")] == \
+        [h, h, h, h, 0.0]
+    assert floor("vllm", "amd", "MI300X") == 0.0 and floor("llama.cpp", "amd", "MI300X") == h
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_llama_cpp_serving_thousands_of_slots_is_host_bound_and_says_whose_floor_it_borrows(lang):
+    """Llama-3.1-8B FP8, 2,048 users of 128/128 on one H100: without a floor llama.cpp's parallel slots out-served
+    every batching engine (8,613 output tok/s against vLLM's host-bound 5,343); with it the step is at least the floor
+    times the slots running, and the plan says the floor is borrowed from the batching engines' served runs."""
+    from advisor.report.serving import predictor_lines
+
+    a = parse_answers({"concurrency": 2048, "ttft_p95_ms": 60000,
+                       "hardware": {"gpu_vendor": "nvidia", "gpu_model": "h100-sxm", "gpu_count": 1},
+                       "model": {"name": "llama-3.1-8b", "precision": "fp8", "context_tokens": 2048,
+                                 "input_tokens": 128, "output_tokens": 128}})
+    plan = make_plan(a, None, K, lang=lang)
+    sv = plan.engines["llama.cpp"].serving
+    h = K.aiconfigurator.host_ms_per_seq
+    assert sv.host_bound and sv.at_users.itl_ms_p50 >= h * 2048 * 0.999
+    # at most one token per floor per slot, whatever the GPU (each request's first token comes with its prompt)
+    assert sv.at_users.output_tps <= 1000 / h * 128 / 127 * 1.001
+    line = next(x for x in predictor_lines(plan, K, lang) if x.startswith("llama.cpp"))
+    assert ("vLLM" in line and "2,048" in line) and ("llama-server" in line)
+    other = next(x for x in predictor_lines(plan, K, lang) if x.startswith("vLLM"))
+    assert "llama-server" not in other
