@@ -49,7 +49,7 @@ MIN_BAND = 8  # held-out figures a band is read from; fewer: the wider pooled ba
 # throughput rows alone guessed (TensorRT-LLM on GeForce, 4 trtllm-bench rows: 2.5x vLLM's prompt rate on the same
 # RTX 4090, which nothing measured says; the reason GeForce was kept out of two refits)
 MIN_PREFILL = 1
-TODAY = "2026-12-06"
+TODAY = "2026-12-07"
 HUBER = 0.4  # log error (about +-50 %) beyond which a point's pull grows linearly, not squared
 PULL = 0.02  # weight of the pull towards the prior, per squared log unit
 # the pull on request_ms is on log(request_ms + REQ_PULL_MS): at 5 ms (until 2026-12-05) it held vLLM's served fixed
@@ -290,6 +290,12 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--refit-group names an ENGINE/CLASS group of a --keep-class class, without --keep-efficiencies: "
                  f"{', '.join(stray) or '--keep-efficiencies'}")
     k = load_knowledge()
+    from advisor.planner.aic import installed
+
+    if not installed() and not args.dry_run:  # the bands are earned on the figures it does not give: without it they
+        # would quietly be earned on every figure again
+        ap.error("aiconfigurator-core is not installed: the bands are earned on the figures a plan shows from our "
+                 "model, not those the measured-silicon predictor gives (pip install -r requirements.txt)")
     obs, src, _ = load_obs(k)
     held = leave_one_source_out(obs, src, k, args.jobs)
     table = bands_from(held)  # our model on every figure (its error beside the measured-silicon predictor's)
@@ -367,13 +373,15 @@ def main(argv: list[str] | None = None) -> int:
             for key, g in before["groups"].items():
                 cls = key.rpartition("/")[2]
                 if cls in keep and key not in take:  # (a file older than rough_ttft: its class's TTFT figures decide it)
-                    few = before["held_out"].get(cls, {}).get("ttft", {}).get("points", 0) < MIN_BAND
+                    kept_table = before.get("held_out_shown") or before["held_out"]
+                    few = kept_table.get(cls, {}).get("ttft", {}).get("points", 0) < MIN_BAND
                     groups[key] = {**g, "rough_ttft": g.get("rough_ttft", few or "/" in key)}
             for cls in keep:
                 if cls in before["held_out"]:
                     table[cls] = before["held_out"][cls]
-                if cls in before.get("held_out_shown", {}):
-                    shown[cls] = before["held_out_shown"][cls]
+                if cls in (before.get("held_out_shown") or before["held_out"]):  # (a file older than held_out_shown:
+                    # its bands were earned on every figure)
+                    shown[cls] = (before.get("held_out_shown") or before["held_out"])[cls]
             groups = dict(sorted(groups.items(), key=lambda kv: (kv[0].rpartition("/")[2], kv[0])))
             fitted += (f"Kept as the previous file held them (--keep-class): {', '.join(sorted(keep))}, whose\n"
                        "# engine groups rested on few TTFT figures (issue 32). ")

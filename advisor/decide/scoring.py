@@ -129,7 +129,8 @@ def _inside_bands(a: str, b: str, engine_facts: EngineFacts) -> bool:
     its fast end, and a's central capacity lies within b's range or the two differ by less than both bands together
     ((1 + band_a) x (1 + band_b)): a slow end that reaches zero users (a wide band against a tight target) does not
     make a 50-fold lead a tie; or the two TTFTs at the checklist's users lie within both bands (_ttft_inside). Where
-    both TTFTs are predicted and lie beyond both bands, the lead is beyond them whatever the capacities: near one user
+    a holds more users and both TTFTs are predicted and lie beyond both bands, the lead is beyond them whatever the
+    capacities' ratio (unless b's TTFT is a queue behind its default batch cap, which a deployment may raise): near one user
     a capacity is a small whole number (3 against 1 reads as inside ±70-130 % bands), while the TTFT they are searched
     on can differ 58-fold (llama.cpp's 1.1 s against transformers' one-at-a-time 65 s for 8 users on an L4). No
     capacity predicted: nothing beyond the bands either."""
@@ -142,8 +143,9 @@ def _inside_bands(a: str, b: str, engine_facts: EngineFacts) -> bool:
     ca, cb = fa.get("plan_capacity"), fb.get("plan_capacity")
     if ca is None or cb is None:
         return True
-    if fa.get("plan_ttft_p95_ms") and fb.get("plan_ttft_p95_ms") and not _ttft_inside(fa, fb):
-        return False
+    if ca > cb and fb.get("plan_capacity_bound") != "batch" and fa.get("plan_ttft_p95_ms") \
+            and fb.get("plan_ttft_p95_ms") and not _ttft_inside(fa, fb):
+        return False  # (not where b's TTFT is a queue behind its default batch cap, a setting: capped_lead)
     # a's central capacity inside b's range is inside (near the target a capacity moves many times faster than the
     # TTFT it is searched on, so the central figures' ratio alone overstates a gap the ranges still cover)
     return ca <= hi or ca <= cb * _band_factor(fa, fb) or _ttft_inside(fa, fb)

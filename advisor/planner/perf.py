@@ -369,9 +369,9 @@ def serving_plan(c, make_alt: Callable[[int], object], calibration: Calibration 
             ours_level = _level(mode, hw, eff, wl, users, gpus, target_ms)
             out.cross_check = ours_level
             out.disagree = _disagree(out.at_users, ours_level, out, ours, k)
-        elif ev is None and hw.host_s_per_seq and out.at_users.itl_ms_p50:  # ours: the same floor (serving._batching)
-            running = users if hw.max_running is None else min(users, hw.max_running)
-            out.host_bound = out.at_users.itl_ms_p50 <= hw.host_s_per_seq * 1000 * running * 1.001
+        elif ev is None and hw.host_s_per_seq and mode != "sequential":  # ours: where serving._batching applied it
+            out.host_bound = predict(mode, hw, eff, Load(wl.prompt_tokens, wl.output_tokens, wl.input_sd,
+                                                         concurrency=users)).host_bound
     if detail and wl.request_rate:
         out.request_rate_rps = wl.request_rate
         out.at_rate, out.at_rate_saturated = _at_rate(mode, hw, eff, wl, si, gpus, target_ms)

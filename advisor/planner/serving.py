@@ -154,6 +154,7 @@ class Point:
     requests_per_s: float | None
     running: int  # sequences decoding together (at most the KV pool's)
     saturated: bool = False  # open loop: arrivals outrun the engine
+    host_bound: bool = False  # the served host floor (Hw.host_s_per_seq), not the GPU, sets the decode step
 
 
 # ---------------------------------------------------------------- the named terms
@@ -435,7 +436,8 @@ def _batching(hw: Hw, eff: Eff, load: Load) -> Point:
         return steady  # (an open loop that never drains)
     ttft, ttft95_before_queue, req, itl50, itl95, x, itl, b = steady
     floor = hw.host_s_per_seq * (running if closed else b)
-    if floor > itl:  # the served host floor sets the step (as perf.with_host_floor does for the silicon predictor):
+    bound = floor > itl
+    if bound:  # the served host floor sets the step (as perf.with_host_floor does for the silicon predictor):
         # each of a closed loop's requests decodes that much slower, so they cycle slower
         if closed:
             x = running / (running / x + (o - 1) * (floor - itl))
@@ -452,7 +454,8 @@ def _batching(hw: Hw, eff: Eff, load: Load) -> Point:
     queued = (users - running) / x if closed and users > running else 0.0
     rate = load.request_rate if not closed else None
     ttft95 = ttft95_before_queue + queued + req
-    return Point(users, rate, _ms(ttft + queued + req), _ms(ttft95), _ms(itl50), _ms(max(itl95, itl50)), x * o, 1 / itl, x, int(round(running if closed else b)))
+    return Point(users, rate, _ms(ttft + queued + req), _ms(ttft95), _ms(itl50), _ms(max(itl95, itl50)), x * o, 1 / itl, x,
+                 int(round(running if closed else b)), host_bound=bound)
 
 
 @functools.lru_cache(maxsize=1 << 15, typed=True)
@@ -762,7 +765,10 @@ def _meets(mode: str, hw: Hw, eff: Eff, input_tokens: int, output_tokens: int, i
         def ok(c: int) -> bool:  # predict(...).ttft_ms_p95 summed as _batching sums it, without building the Point
             users = max(1, c or 1)
             running = min(users, max(1, cap))
-            _, before_queue, req, _, _, x, _, _ = _steady(hw, eff, input_tokens, o, input_sd, running, None)
+            _, before_queue, req, _, _, x, itl, _ = _steady(hw, eff, input_tokens, o, input_sd, running, None)
+            floor = hw.host_s_per_seq * running
+            if floor > itl:  # the served host floor: the running requests cycle slower, so those beyond wait longer
+                x = running / (running / x + (o - 1) * (floor - itl))
             queued = (users - running) / x if users > running else 0.0
             return _ms(before_queue + queued + req) <= ttft_target_ms
     return ok

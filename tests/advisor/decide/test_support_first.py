@@ -104,6 +104,11 @@ def test_ttfts_far_beyond_both_bands_keep_a_lead_the_small_capacities_read_as_in
     assert support_first(raw, pred, set(), set(), ef) == []
     ef["pytorch"]["plan_ttft_p95_ms"] = 1113 * 1.89 * 2.34 * 0.99  # within both bands: one prediction
     assert support_first(raw, pred, set(), set(), ef) == [("llama.cpp", "pytorch", -5.0)]  # just below: 35 < 36
+    ef["pytorch"]["plan_ttft_p95_ms"] = 65130
+    ef["pytorch"]["plan_capacity_bound"] = "batch"  # b's TTFT a queue behind its default batch cap: a setting
+    assert support_first(raw, pred, set(), set(), ef) != []
+    ef["pytorch"].update(plan_capacity_bound=None, plan_capacity=3)  # a holds no more users: not a lead in users
+    assert support_first(raw, pred, set(), set(), ef) != []
 
 
 def test_excluded_engines_and_ties_the_order_already_settles_are_left_alone():

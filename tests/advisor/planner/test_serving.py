@@ -567,6 +567,20 @@ def test_a_served_engines_host_floor_sets_the_step_once_the_sequences_outgrow_th
     assert s.ttft_ms_p50 == b.ttft_ms_p50
 
 
+def test_the_capacity_search_waits_at_the_served_host_floors_pace_as_the_prediction_does():
+    """Users beyond the running cap wait for a finished request, and under the host floor requests finish slower: the
+    capacity search sums TTFT as predict() does (until 2026-12-07 it queued them at the GPU's pace, so a host-bound
+    plan's users per replica were more than its own TTFT at those users allowed); the point says it is host-bound."""
+    served = Hw(**{**HW.__dict__, "host_s_per_seq": 0.18e-3, "max_running": 128})
+    p = predict("continuous", served, EFF, Load(200, 200, concurrency=400))
+    assert p.host_bound and not predict("continuous", HW, EFF, Load(200, 200, concurrency=400)).host_bound
+    for target in (3000, 8000):
+        c = capacity("continuous", served, EFF, 200, 200, 0, target)
+        assert c > 128  # in the queue beyond the cap
+        at = [predict("continuous", served, EFF, Load(200, 200, concurrency=n)).ttft_ms_p95 for n in (c, c + 1)]
+        assert at[0] <= target < at[1]
+
+
 def test_an_open_loop_past_what_the_served_host_streams_saturates():
     """At a request rate the floor binds, more requests are in flight (Little's law on the slower step), each adding
     to it: below 1 / host_s_per_seq output tokens a second the step settles at the floor times them; at or past it
