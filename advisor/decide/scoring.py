@@ -130,10 +130,10 @@ def _inside_bands(a: str, b: str, engine_facts: EngineFacts) -> bool:
     ((1 + band_a) x (1 + band_b)): a slow end that reaches zero users (a wide band against a tight target) does not
     make a 50-fold lead a tie; or the two TTFTs at the checklist's users lie within both bands (_ttft_inside). Where
     a holds more users and both TTFTs are predicted and lie beyond both bands, the lead is beyond them whatever the
-    capacities' ratio (unless b's TTFT is a queue behind its default batch cap, which a deployment may raise): near one user
-    a capacity is a small whole number (3 against 1 reads as inside ±70-130 % bands), while the TTFT they are searched
-    on can differ 58-fold (llama.cpp's 1.1 s against transformers' one-at-a-time 65 s for 8 users on an L4). No
-    capacity predicted: nothing beyond the bands either."""
+    capacities' ratio (unless b's TTFT is a queue behind its default batch cap, which a deployment may raise): near
+    one user a capacity is a small whole number (3 against 1 reads as inside ±89 % and ±134 % bands), while the TTFT
+    they are searched on can differ 58-fold (llama.cpp's 1.1 s against transformers' one-at-a-time 65 s for 8 users
+    on an L4). No capacity predicted: nothing beyond the bands either."""
     fa, fb = engine_facts[a], engine_facts[b]
     lo, hi = fa.get("plan_capacity_low"), fb.get("plan_capacity_high")
     if lo is None or hi is None:

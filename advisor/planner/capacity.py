@@ -787,8 +787,8 @@ class _Calc:
     def _host_floor_s(self) -> float:
         """The served host floor per running sequence (knowledge/aiconfigurator.yaml host_ms_per_seq: earned on the
         served runs of vLLM, SGLang and TensorRT-LLM on NVIDIA GPUs, held out by source) for those engines there,
-        which a plan always serves through their API servers. None elsewhere: no other engine's runs earned one, and
-        AMD's published served runs exceed it (vLLM on 8 x MI300X, the ROCm blog: 15,100 output tok/s, nearly three
+        which a plan always serves through their API servers. Not those engines on other GPUs: AMD's published
+        served runs exceed it (vLLM on 8 x MI300X, the ROCm blog: 15,100 output tok/s, nearly three
         times the 5,556 a 0.18 ms floor allows one server; held out by publisher, AMD's tok/s went 13 -> 16 % with it).
         llama.cpp's server on any GPU takes the same floor as a lower bound (knowledge/aiconfigurator.yaml
         host_basis): llama-server samples, detokenizes and streams every generating slot's token on the host in its

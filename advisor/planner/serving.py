@@ -440,7 +440,7 @@ def _batching(hw: Hw, eff: Eff, load: Load) -> Point:
     if bound:  # the served host floor sets the step (as perf.with_host_floor does for the silicon predictor):
         # each of a closed loop's requests decodes that much slower, so they cycle slower
         if closed:
-            x = running / (running / x + (o - 1) * (floor - itl))
+            x = _host_cycle(x, running, o, floor, itl)
         else:  # an open loop keeps its rate, so more are in flight (Little: n = rate x (ttft + (o - 1) x h n)), each
             # adding h to the step: the host keeps up only below 1 / h tokens a second
             h, rate = hw.host_s_per_seq, load.request_rate
@@ -454,8 +454,15 @@ def _batching(hw: Hw, eff: Eff, load: Load) -> Point:
     queued = (users - running) / x if closed and users > running else 0.0
     rate = load.request_rate if not closed else None
     ttft95 = ttft95_before_queue + queued + req
-    return Point(users, rate, _ms(ttft + queued + req), _ms(ttft95), _ms(itl50), _ms(max(itl95, itl50)), x * o, 1 / itl, x,
-                 int(round(running if closed else b)), host_bound=bound)
+    return Point(users, rate, _ms(ttft + queued + req), _ms(ttft95), _ms(itl50), _ms(max(itl95, itl50)), x * o,
+                 1 / itl, x, int(round(running if closed else b)), host_bound=bound)
+
+
+def _host_cycle(x: float, running: int, o: int, floor: float, itl: float) -> float:
+    """A closed loop's requests a second when the served host floor (seconds a step) outlasts the GPU's step (itl):
+    each of the running requests' o - 1 decode steps takes that much longer, so they cycle slower. One function for
+    the prediction and the capacity search, so the users beyond the running cap wait the same in both."""
+    return running / (running / x + (o - 1) * (floor - itl))
 
 
 @functools.lru_cache(maxsize=1 << 15, typed=True)
@@ -768,7 +775,7 @@ def _meets(mode: str, hw: Hw, eff: Eff, input_tokens: int, output_tokens: int, i
             _, before_queue, req, _, _, x, itl, _ = _steady(hw, eff, input_tokens, o, input_sd, running, None)
             floor = hw.host_s_per_seq * running
             if floor > itl:  # the served host floor: the running requests cycle slower, so those beyond wait longer
-                x = running / (running / x + (o - 1) * (floor - itl))
+                x = _host_cycle(x, running, o, floor, itl)
             queued = (users - running) / x if users > running else 0.0
             return _ms(before_queue + queued + req) <= ttft_target_ms
     return ok

@@ -169,9 +169,6 @@ def predictor_lines(plan: Plan, knowledge: Knowledge, lang: str) -> list[str]:
                           which=names(s(f"srv_fig_{x}", lang) for x in sv.disagree))
             elif cc is not None:
                 line += s("srv_pred_agree", lang)
-            if sv.host_bound:  # the API server's streaming, not the GPU, sets the step at these users
-                line += s("srv_pred_host_bound", lang, users=f"{sv.users:,}",
-                          ms=f"{knowledge.aiconfigurator.host_ms_per_seq:g}")
         elif sv.label == "measured" and sv.measured_sweep_at:  # the sweep that made "measured" is named
             line = s("srv_pred_measured", lang, engine=name, at=sv.measured_sweep_at[:25],
                      n=sv.measured_levels or "—", change=sv.measured_change or "—")
@@ -179,11 +176,10 @@ def predictor_lines(plan: Plan, knowledge: Knowledge, lang: str) -> list[str]:
             line = s("srv_pred_ours", lang, engine=name)
             if sv.predictor_note:
                 line += s("srv_pred_ours_why", lang, why=s(f"srv_aic_why_{sv.predictor_note}", lang))
-            if sv.host_bound:  # our model takes the same floor (llama.cpp's server borrows it; the batching engines
-                # where the library has no data earned it)
-                line += s("srv_pred_host_bound_borrowed" if e == "llama.cpp" else "srv_pred_host_bound", lang,
-                          users=f"{sv.users:,}",
-                          ms=f"{knowledge.aiconfigurator.host_ms_per_seq:g}")
+        if sv.host_bound:  # the host's streaming, not the GPU, sets the step at these users (whichever predictor;
+            # llama.cpp's server borrows the floor the batching engines' served runs earned)
+            line += s("srv_pred_host_bound_borrowed" if e == "llama.cpp" else "srv_pred_host_bound", lang,
+                      users=f"{sv.users:,}", ms=f"{knowledge.aiconfigurator.host_ms_per_seq:g}")
         mode = knowledge.serving.modes.get(e)
         if mode is not None and mode.deploy_note is not None:  # what the prediction assumes and the bundle does not
             line += " " + mode.deploy_note.get(lang)

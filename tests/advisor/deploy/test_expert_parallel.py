@@ -51,7 +51,8 @@ def test_many_users_on_one_node_get_dp_attention_with_ep_and_the_kv_cache_once(o
     v = one_node_busy.engines["vllm"]
     # 2,039 sequences in flight: the served host floor (0.18 ms each) sets vLLM's step, not the GPUs, and the nine users
     # beyond the pool wait for a place at that pace (so a 2 s target is missed, narrowly: 2,028 ms)
-    assert v.serving.attention_dp == 8 and v.serving.host_bound and v.serving.at_users.itl_ms_p50 == pytest.approx(0.18 * 2039, abs=0.5)
+    assert v.serving.attention_dp == 8 and v.serving.host_bound
+    assert v.serving.at_users.itl_ms_p50 == pytest.approx(0.18 * 2039, abs=0.5)
 
 
 def test_the_layout_costs_memory_it_says_and_frees_kv(one_node_busy):

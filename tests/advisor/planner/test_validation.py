@@ -39,7 +39,8 @@ def test_the_recorded_validation_is_by_source_and_the_bands_are_its_p80():
     for cls, row in fit.held_out_shown.items():
         for kind, c in row.items():
             assert c["points"] <= fit.held_out[cls][kind]["points"], (cls, kind)
-    assert fit.held_out_shown["datacenter-nvidia"]["ttft"]["points"] < fit.held_out["datacenter-nvidia"]["ttft"]["points"]
+    shown, every = fit.held_out_shown["datacenter-nvidia"], fit.held_out["datacenter-nvidia"]
+    assert shown["ttft"]["points"] < every["ttft"]["points"]  # the library gives most datacenter TTFTs
 
 
 class O:
