@@ -99,7 +99,7 @@ def _q(xs: list[float], f: float) -> float:
 def step_overhead(recs: list[dict], leave_out: str | None = None) -> dict[str, float]:
     """Per engine, the ms a decode step takes beyond the library's TPOT at small batches: on closed-loop runs of at
     most SMALL_BATCH users with a measured ITL, the median of each source's median residual (measured ITL - its
-    TPOT), never below 0. An engine with fewer than two such sources takes the pooled median of every source's.
+    TPOT), never below 0. An engine with fewer than OWN_SOURCES such sources takes the pooled median of every source's.
     leave_out: a source whose rows are not used (the held-out check)."""
     per: dict[str, dict[str, list[float]]] = {}
     for r in recs:
@@ -109,14 +109,20 @@ def step_overhead(recs: list[dict], leave_out: str | None = None) -> dict[str, f
     return _by_source(per, {r["engine"] for r in recs}, 2)
 
 
+OWN_SOURCES = 3  # an engine's own correction needs a median one source cannot move (of two, it is their mean)
+
+
 def _by_source(per: dict[str, dict[str, list[float]]], engines: set[str], digits: int) -> dict[str, float]:
-    """Per engine, the median of each source's median residual, never below 0; an engine with fewer than two sources
-    takes the pooled median of every source's (0 where there is none)."""
+    """Per engine, the median of each source's median residual, never below 0; an engine with fewer than
+    OWN_SOURCES sources takes the pooled median of every engine's sources' (0 where there is none). Until 2026-12-07
+    two sources sufficed: a third vLLM publisher (Vultr, MiniMax-M2.5 at 1 and 8 users, +6 ms) then set vLLM's
+    step overhead to 3.6 ms wherever GPUStack was held out, the mean of the two left, and the held-out ITL went
+    16 -> 30 %."""
     pooled = [statistics.median(v) for src in per.values() for v in src.values()]
     out = {}
     for engine in engines:
         srcs = per.get(engine, {})
-        vals = [statistics.median(v) for v in srcs.values()] if len(srcs) >= 2 else pooled
+        vals = [statistics.median(v) for v in srcs.values()] if len(srcs) >= OWN_SOURCES else pooled
         out[engine] = round(max(0.0, statistics.median(vals)), digits) if vals else 0.0
     return out
 
@@ -124,7 +130,7 @@ def _by_source(per: dict[str, dict[str, list[float]]], engines: set[str], digits
 def seq_overhead(recs: list[dict], step: dict[str, float], leave_out: str | None = None) -> dict[str, float]:
     """Per engine, the ms each running sequence adds to a decode step beyond the library's TPOT and the per-step host
     work: on runs of more than SMALL_BATCH sequences with a measured ITL, (measured ITL - TPOT - step) / sequences,
-    the median of each source's median, never below 0; an engine with fewer than two such sources takes the pooled
+    the median of each source's median, never below 0; an engine with fewer than OWN_SOURCES such sources takes the pooled
     median. leave_out: a source whose rows are not used (the held-out check)."""
     per: dict[str, dict[str, list[float]]] = {}
     for r in recs:
