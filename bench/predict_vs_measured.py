@@ -130,8 +130,8 @@ def _by_source(per: dict[str, dict[str, list[float]]], engines: set[str], digits
 def seq_overhead(recs: list[dict], step: dict[str, float], leave_out: str | None = None) -> dict[str, float]:
     """Per engine, the ms each running sequence adds to a decode step beyond the library's TPOT and the per-step host
     work: on runs of more than SMALL_BATCH sequences with a measured ITL, (measured ITL - TPOT - step) / sequences,
-    the median of each source's median, never below 0; an engine with fewer than OWN_SOURCES such sources takes the pooled
-    median. leave_out: a source whose rows are not used (the held-out check)."""
+    the median of each source's median, never below 0; an engine with fewer than OWN_SOURCES such sources takes the
+    pooled median. leave_out: a source whose rows are not used (the held-out check)."""
     per: dict[str, dict[str, list[float]]] = {}
     for r in recs:
         if r["source"] == leave_out or r["small"] or not r["meas"]["itl"] or r["users"] <= SMALL_BATCH:
