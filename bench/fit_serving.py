@@ -370,18 +370,18 @@ def main(argv: list[str] | None = None) -> int:
             if missing:  # no group of its own in this fit (too few figures): nothing to take, nothing to drop
                 raise SystemExit(f"--refit-group: no such group in this fit: {', '.join(sorted(missing))}")
             groups = {key: g for key, g in groups.items() if key.rpartition("/")[2] not in keep or key in take}
+            # the table its bands were earned on (a file older than held_out_shown: every figure)
+            kept_shown = before.get("held_out_shown") or before["held_out"]
             for key, g in before["groups"].items():
                 cls = key.rpartition("/")[2]
                 if cls in keep and key not in take:  # (a file older than rough_ttft: its class's TTFT figures decide it)
-                    kept_table = before.get("held_out_shown") or before["held_out"]
-                    few = kept_table.get(cls, {}).get("ttft", {}).get("points", 0) < MIN_BAND
+                    few = kept_shown.get(cls, {}).get("ttft", {}).get("points", 0) < MIN_BAND
                     groups[key] = {**g, "rough_ttft": g.get("rough_ttft", few or "/" in key)}
             for cls in keep:
                 if cls in before["held_out"]:
                     table[cls] = before["held_out"][cls]
-                if cls in (before.get("held_out_shown") or before["held_out"]):  # (a file older than held_out_shown:
-                    # its bands were earned on every figure)
-                    shown[cls] = (before.get("held_out_shown") or before["held_out"])[cls]
+                if cls in kept_shown:
+                    shown[cls] = kept_shown[cls]
             groups = dict(sorted(groups.items(), key=lambda kv: (kv[0].rpartition("/")[2], kv[0])))
             fitted += (f"Kept as the previous file held them (--keep-class): {', '.join(sorted(keep))}, whose\n"
                        "# engine groups rested on few TTFT figures (issue 32). ")
