@@ -81,17 +81,36 @@ def page(browser):
 
     expect.set_options(timeout=30_000)  # a page with tables and charts takes seconds on 2 busy cores
     ctx = browser.new_context(accept_downloads=True, viewport={"width": 1300, "height": 1000})
+    ctx.add_init_script(RUN_LOG)
     pg = ctx.new_page()
     pg.set_default_timeout(60_000)
     yield pg
     ctx.close()
 
 
+# Each page the `page` fixture opens records when Streamlit's script-run state last changed (the stApp element's
+# data-test-script-state: running, notRunning), so a step can wait for the app to have been idle a while, not just
+# for a moment: on a busy machine the rerun a click asks for can start after the first idle check has passed.
+RUN_LOG = """
+window.__stRuns = {last: performance.now()};
+new MutationObserver(() => { window.__stRuns.last = performance.now(); })
+  .observe(document, {attributes: true, subtree: true, attributeFilter: ['data-test-script-state']});
+"""
+IDLE = """(quiet) => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  if (!app || app.dataset.testScriptState !== 'notRunning') return false;
+  if (document.querySelector('[data-testid="stStatusWidget"]')) return false;
+  const runs = window.__stRuns;
+  return !runs || performance.now() - runs.last >= quiet;
+}"""
+
+
 def _settle(page, ms: int = 300) -> None:
-    """Wait until Streamlit has finished the current run (the running indicator is gone), then `ms` for the browser to
-    draw what it sent; what a step then reads is waited for by Playwright's own expect/locators."""
+    """Wait until Streamlit has finished its runs (the script-run state idle for at least `ms`, never less than
+    0.3 s, and the running indicator gone), then `ms` for the browser to draw what it sent; what a step then reads
+    is waited for by Playwright's own expect/locators."""
     page.wait_for_timeout(250)
-    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=60_000)
+    page.wait_for_function(IDLE, arg=max(ms, 300), timeout=120_000)
     page.wait_for_timeout(ms)
 
 
@@ -101,9 +120,21 @@ def _nav(page, title: str) -> None:
 
 
 def _select(page, label: str, option: str) -> None:
-    page.get_by_label(label).click()
-    page.get_by_role("option", name=re.compile(re.escape(option))).first.click()
-    _settle(page)
+    """Pick `option` in the select box `label`, and check it was taken: a pick that lands while the page redraws
+    is lost (the list closes under the click), so it is made again, at most twice more."""
+    from playwright.sync_api import expect
+
+    box, want = page.get_by_label(label), re.compile(re.escape(option))
+    for attempt in range(3):
+        box.click()
+        page.get_by_role("option", name=want).first.click()
+        _settle(page)
+        try:
+            expect(page.get_by_label(label)).to_have_value(want, timeout=5_000 if attempt < 2 else 30_000)
+            return
+        except AssertionError:
+            if attempt == 2:
+                raise
 
 
 def _to_step(page, url: str, step: int) -> None:

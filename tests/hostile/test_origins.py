@@ -11,7 +11,7 @@ import socket
 
 import pytest
 
-from tests.app.test_e2e_browser import _serve
+from tests.app.e2e import _serve
 
 
 def _upgrade(port: int, host: str) -> str:
