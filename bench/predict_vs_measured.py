@@ -436,7 +436,9 @@ def as_shown(k, held: list, src: dict[str, str], si: dict[str, dict[str, float]]
     fit, a = k.serving_fit, k.aiconfigurator
     rows = yaml.safe_load((DATA / "published_serving.yaml").read_text(encoding="utf-8"))
     users = {r["id"]: (r.get("load") or {}).get("concurrency") for r in rows["rows"]}
+    offline = {r["id"] for r in rows["rows"] if (r.get("load") or {}).get("offline")}
     cells: dict[tuple[str, str], list[tuple[float, float, str]]] = {}
+    by_load: dict[tuple[str, str, bool], list[tuple[float, float, str]]] = {}
     for o, err in held:
         if err is None:
             continue
@@ -452,6 +454,7 @@ def as_shown(k, held: list, src: dict[str, str], si: dict[str, dict[str, float]]
             ttft, itl, _ = metric_bands(tps, basis, group, label_for(basis, group, k, batching), k)
             band, who = {"throughput": tps, "ttft": ttft, "itl": itl}[kind], "ours"
         cells.setdefault((o.cls, kind), []).append((abs(err), band, who, src[o.row]))
+        by_load.setdefault((o.cls, kind, o.row in offline), []).append((abs(err), band, who))
     print("\nAs a plan shows them (each figure from the predictor that gives it, held out; bands as shown): "
           "|predicted / measured - 1|")
     for (cls, kind), xs in sorted(cells.items()):
@@ -463,6 +466,14 @@ def as_shown(k, held: list, src: dict[str, str], si: dict[str, dict[str, float]]
         print(f"  shown    {cls:18} {kind:10} {len(xs):>4} figures ({n_si:>3} silicon) from {len(per_src):>2} sources  "
               f"median {statistics.median(errs):>5.0%} (each source weighing the same: {wmed:>4.0%})  "
               f"p80 {_q(errs, 0.8):>5.0%}  inside the band shown {inside:>4.0%}")
+    # the same, split by how the run loaded the server: a closed loop of users or a rate (what a plan predicts), or
+    # every request at once (an offline burst: queueing, preemption and the tail of a chat dataset's outputs)
+    print("  by load (closed loop or rate | offline burst, every request at once):")
+    for (cls, kind, burst), xs in sorted(by_load.items()):
+        errs = [e for e, *_ in xs]
+        print(f"  {'burst' if burst else 'steady':8} {cls:18} {kind:10} {len(xs):>4} figures "
+              f"({sum(w == 'silicon' for *_, w in xs):>3} silicon)  median {statistics.median(errs):>5.0%}  "
+              f"p80 {_q(errs, 0.8):>5.0%}  inside the band shown {sum(e <= b for e, b, _ in xs) / len(xs):>4.0%}")
 
 
 def _weighted_median(xs: list[tuple[float, float]]) -> float:

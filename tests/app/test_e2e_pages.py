@@ -1,18 +1,17 @@
 """End to end in a real browser, the journeys that run no engine: pick a GPU and go back, switch language and move
 around, upload answers, reload, refuse a bad endpoint, probe a failing or a key-guarded stand-in server, another
-session's sweeps. They wait on the page far more than they compute, so they run in the suite's parallel half, all on
-one worker (one server and one browser: the xdist group below) beside the pure-Python tests. The journeys that run a
+session's sweeps. They wait on the page far more than they compute, so they run in the suite's parallel half beside
+the pure-Python tests (each worker that takes one starts its own server and browser for this module: a journey that
+needs another session's evidence puts it in its own worker's server's history). The journeys that run a
 real engine or measure this machine are in tests/app/test_e2e_browser.py.
 """
 import re
 from pathlib import Path
 
-import pytest
-
 from tests.app.e2e import (ARTIFACTS, DATA, MARKS, ROOT, _nav, _select, _serve, _settle, _to_step,  # noqa: F401
                            browser, page, server)
 
-pytestmark = [*MARKS, pytest.mark.xdist_group("browser")]
+pytestmark = MARKS
 
 
 def test_a_deep_link_to_a_fresh_server_opens_its_page(browser, tmp_path):
