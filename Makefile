@@ -134,10 +134,11 @@ system-deps:
 # The whole suite in two runs: the pure-Python tests (the pipeline's, and the hostile files, names, links and
 # reports: no engine, no browser, no probe, no wall-clock bound that matters; the page logic through AppTest; the
 # endpoint client against loopback servers of the tests' own, which mostly wait; the hostile paths, bounds and secrets,
-# whose few-token probes check what is kept and refused, never how fast; the browser journeys that run no engine, which
-# wait on the page far more than they compute, each worker with its own server and browser) two at a time on the machine's two cores, then everything else (real engines, the browser journeys
-# that probe, hostile servers, busy-machine checks) one at a time, as a probe must not share the CPU with another test.
-# `pytest` alone runs the same tests in one process.
+# whose few-token probes check what is kept and refused, never how fast) two at a time on the machine's two cores, then
+# everything else (real engines, browsers, hostile servers, busy-machine checks) one at a time, as a probe must not
+# share the CPU with another test. `pytest` alone runs the same tests in one process. (The browser journeys that run no
+# engine, tests/app/test_e2e_pages.py, were tried in the parallel half: a server and a browser beside the other worker
+# cost that half 97 s and saved the serial one 40-55 s, 2026-12-07.)
 PARALLEL := tests/advisor tests/hostile/test_model_files.py tests/hostile/test_fuzz_model_readers.py \
 	tests/hostile/test_link_path.py tests/hostile/test_origins.py tests/hostile/test_deploy_out_links.py \
 	tests/hostile/test_cli_inputs.py tests/hostile/test_report_strings.py tests/hostile/test_pages_hostile.py \
@@ -151,7 +152,7 @@ PARALLEL := tests/advisor tests/hostile/test_model_files.py tests/hostile/test_f
 	tests/hostile/test_cli_paths.py tests/hostile/test_probe_bounds.py tests/hostile/test_history_shared.py \
 	tests/probes/test_install_plan.py tests/probes/test_registry.py tests/probes/test_models.py \
 	tests/probes/test_metrics.py tests/probes/test_bench_pairs.py tests/probes/test_builds.py \
-	tests/probes/backends/test_gpu_settings.py tests/app/test_e2e_pages.py
+	tests/probes/backends/test_gpu_settings.py
 # Tests inside those paths that run a real llama.cpp probe: its threads spin on both cores, so beside another worker
 # a 5 s probe took 54 s (the parallel half waited on it); they run in the serial half instead. (The serial half names
 # tests/'s folders, not tests/: given tests/, pytest folds these ids into its walk, which ignores tests/advisor.)

@@ -1,6 +1,6 @@
 """End to end in a real browser, the journeys that run a real engine (a probe, a sweep, the deployed server) or
-measure this machine (an idle tab's CPU): they run in the suite's serial half, alone on the machine. The journeys
-that run no engine are in tests/app/test_e2e_pages.py; what both share is tests/app/e2e.py.
+measure this machine (an idle tab's CPU). The journeys that run no engine are in tests/app/test_e2e_pages.py; what
+both share is tests/app/e2e.py.
 
 Each journey is a test a person would take: probe and reload mid-probe, cancel, sweep two engines, download the
 reports, deploy the bundle and measure it.

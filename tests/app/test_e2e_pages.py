@@ -1,9 +1,8 @@
 """End to end in a real browser, the journeys that run no engine: pick a GPU and go back, switch language and move
 around, upload answers, reload, refuse a bad endpoint, probe a failing or a key-guarded stand-in server, another
-session's sweeps. They wait on the page far more than they compute, so they run in the suite's parallel half beside
-the pure-Python tests (each worker that takes one starts its own server and browser for this module: a journey that
-needs another session's evidence puts it in its own worker's server's history). The journeys that run a
-real engine or measure this machine are in tests/app/test_e2e_browser.py.
+session's sweeps. The journeys that run a real engine or measure this machine are in tests/app/test_e2e_browser.py;
+both run in the suite's serial half (a server and a browser beside the parallel half's other worker cost it more
+than they saved).
 """
 import re
 from pathlib import Path
