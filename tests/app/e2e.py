@@ -106,12 +106,14 @@ IDLE = """(quiet) => {
 
 
 def _settle(page, ms: int = 300) -> None:
-    """Wait until Streamlit has finished its runs (the script-run state idle for at least `ms`, never less than
-    0.3 s, and the running indicator gone), then `ms` for the browser to draw what it sent; what a step then reads
-    is waited for by Playwright's own expect/locators."""
+    """Wait until Streamlit has finished its runs: the script-run state idle for at least `ms` (never less than
+    0.3 s: the time the browser gets to draw what the last run sent) and the running indicator gone; on a page
+    without the run log (one a test opened itself), idle once and then `ms`. What a step then reads is waited for
+    by Playwright's own expect/locators."""
     page.wait_for_timeout(250)
     page.wait_for_function(IDLE, arg=max(ms, 300), timeout=120_000)
-    page.wait_for_timeout(ms)
+    if not page.evaluate("() => !!window.__stRuns"):
+        page.wait_for_timeout(ms)
 
 
 def _nav(page, title: str) -> None:
