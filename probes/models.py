@@ -103,9 +103,13 @@ def file_size_mb(path: Path) -> float:
 
 def _key(path: Path) -> str:
     """A cache key on content: the file, or every file of a model directory, by size and modification time
-    (hashing gigabytes of weights would cost more than the export it saves)."""
+    (hashing gigabytes of weights would cost more than the export it saves), and where it is; except one of our own
+    conversions (gguf_to_hf's folders, whose name holds their GGUF's key), named by its name alone, so its export
+    follows it when the cache's folders are hard-linked into another cache dir (the suite's, from the user's, where
+    `make test`'s installs made them: no test makes them again)."""
     files = [path] if path.is_file() else sorted(p for p in path.iterdir() if p.is_file())
-    h = hashlib.sha1(str(path.resolve()).encode())
+    ours = path.is_dir() and path.parent.resolve() == _cache_root("hf").resolve()
+    h = hashlib.sha1((f"hf:{path.name}" if ours else str(path.resolve())).encode())
     for f in files:
         st = f.stat()
         h.update(f"|{f.name}|{st.st_size}|{st.st_mtime_ns}".encode())

@@ -88,3 +88,42 @@ def test_the_export_cache_key_is_the_content_not_the_folder_name(tmp_path):
     key = _key(a)
     (a / "model.safetensors").write_bytes(b"y" * 17)
     assert _key(a) != key
+
+
+def test_a_conversion_keeps_its_export_key_when_its_cache_is_hard_linked_elsewhere(tmp_path, monkeypatch):
+    """The suite's cache dir hard-links the user's conversions (tests/conftest.py); their ONNX export must be found
+    there, not made again. A folder of the user's own is still keyed by where it is."""
+    import os
+
+    from probes.models import _key
+
+    def folder(root):
+        d = root / "hf" / "SmolLM2-135M-Instruct.Q4_1-0123456789ab"
+        d.mkdir(parents=True)
+        return d
+
+    user, suite = tmp_path / "user", tmp_path / "suite"
+    made = folder(user)
+    (made / "config.json").write_text('{"num_hidden_layers": 2}')
+    (made / "model.safetensors").write_bytes(b"x" * 16)
+    linked = folder(suite)
+    for f in made.iterdir():
+        os.link(f, linked / f.name)
+    monkeypatch.setenv("INFERENCE_ADVISOR_CACHE", str(user))
+    key = _key(made)
+    monkeypatch.setenv("INFERENCE_ADVISOR_CACHE", str(suite))
+    assert _key(linked) == key
+    mine = tmp_path / "elsewhere" / made.name  # the same name and files, not in the cache: keyed by its place
+    mine.mkdir(parents=True)
+    for f in made.iterdir():
+        os.link(f, mine / f.name)
+    assert _key(mine) != key
+
+
+@pytest.mark.parametrize("flag", ["--status", "--background"])
+def test_converting_the_bundled_model_takes_no_status_or_background_flag(flag):
+    p = subprocess.run([sys.executable, "-m", "probes", "build", "onnxruntime", flag], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert p.stderr.strip().count("\n") == 0 and "llama.cpp only" in p.stderr
+
