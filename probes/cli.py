@@ -238,7 +238,7 @@ def _prepare_bundled(args) -> int:
     try:
         model, fmt = get_backend(args.engine)().prepare(default_model(), "gguf", ProbeSettings(engine=args.engine),
                                                         lambda phase, msg: print(f">>> {msg}", flush=True))
-    except (ModelError, OSError) as err:
+    except (ModelError, OSError, ImportError) as err:  # a converter missing or failing: one line, which
         print(f"error: {args.engine}: {str(err).splitlines()[0] if str(err) else type(err).__name__}", file=sys.stderr)
         return 1
     print(f">>> the bundled model for {args.engine} is ready ({fmt}: {model})")
