@@ -195,8 +195,8 @@ def capacity_text(sv: ServingPlan, p: EnginePlan | None = None, knowledge: Knowl
                   lang: str = "en") -> str:
     """Users one replica holds within the target: "96 (87–117)", the band's ends in brackets when they differ; with
     "on 4 GPUs" when the plan's replica (what the capacity is for) is not the fleet's. A capacity bound by the KV pool
-    (or the batch cap) says so instead of its band, "124 (KV-bound: 121 in the pool)": past what one step holds the
-    users queue, so the band's ends sit a user or two apart however rough the figures are (walk-3 L5)."""
+    (or the batch cap) says so instead of its band, "124 (KV-bound: 121 run at once, the rest queue)": past what one
+    step holds the users queue, so the band's ends sit a user or two apart however rough the figures are (walk-3 L5)."""
     if sv.capacity is None:
         return DASH
     lo, hi = sv.capacity_low, sv.capacity_high

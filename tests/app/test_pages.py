@@ -122,7 +122,7 @@ def test_recommendation_page_says_a_capacity_is_kv_bound_in_its_serving_table():
     head = [c.strip() for c in table.splitlines()[0].strip("|").split("|")]
     vllm = dict(zip(head, (c.strip() for c in next(r for r in table.splitlines() if r.startswith("| vLLM |"))
                                                 .strip("|").split("|"))))
-    assert re.fullmatch(r"[\d,]+ \(KV-bound: [\d,]+ in the pool\)", vllm["users per replica"])
+    assert re.fullmatch(r"[\d,]+ \(KV-bound: [\d,]+ run at once, the rest queue\)", vllm["users per replica"])
 
 
 def test_unknown_model_name_plans_as_generic_with_a_note():

@@ -211,8 +211,8 @@ H100_QWEN = {"concurrency": 50, "hardware": {"gpu_vendor": "nvidia", "gpu_model"
              "model": {"name": "qwen3-32b", "precision": "fp8"}}
 
 
-@pytest.mark.parametrize("lang,bound", [("en", "{cap} (KV-bound: {n} in the pool)"),
-                                        ("zh", "{cap}（受 KV 池限制：池中可容纳 {n} 路）")])
+@pytest.mark.parametrize("lang,bound", [("en", "{cap} (KV-bound: {n} run at once, the rest queue)"),
+                                        ("zh", "{cap}（受 KV 池限制：同时运行 {n} 路，其余排队）")])
 def test_a_capacity_bound_by_the_kv_pool_says_so_instead_of_a_falsely_narrow_band(lang, bound):
     """Walk-3 L5: "users per replica 124 (123–126)" beside "fitted ±25%": past the KV pool the users queue, so the
     band's ends sit a user or two apart however rough the figures are. The cell names the pool instead."""
