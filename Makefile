@@ -138,7 +138,7 @@ system-deps:
 # everything else (real engines, browsers, hostile servers, busy-machine checks) one at a time, as a probe must not
 # share the CPU with another test. `pytest` alone runs the same tests in one process. (The browser journeys that run no
 # engine, tests/app/test_e2e_pages.py, were tried in the parallel half: a server and a browser beside the other worker
-# cost that half 97 s and saved the serial one 40-55 s, 2026-12-07.)
+# cost that half 97 s, more than the 87 s they take in the serial one, 2026-12-07.)
 PARALLEL := tests/advisor tests/hostile/test_model_files.py tests/hostile/test_fuzz_model_readers.py \
 	tests/hostile/test_link_path.py tests/hostile/test_origins.py tests/hostile/test_deploy_out_links.py \
 	tests/hostile/test_cli_inputs.py tests/hostile/test_report_strings.py tests/hostile/test_pages_hostile.py \

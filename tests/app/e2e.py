@@ -132,7 +132,7 @@ def _select(page, label: str, option: str) -> None:
         page.get_by_role("option", name=want).first.click()
         _settle(page)
         try:
-            expect(page.get_by_label(label)).to_have_value(want, timeout=5_000 if attempt < 2 else 30_000)
+            expect(box).to_have_value(want, timeout=5_000 if attempt < 2 else 30_000)
             return
         except AssertionError:
             if attempt == 2:

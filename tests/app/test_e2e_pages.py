@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tests.app.e2e import (ARTIFACTS, DATA, MARKS, ROOT, _nav, _select, _serve, _settle, _to_step,  # noqa: F401
                            browser, page, server)
+from tests.probes.backends.test_endpoint import fake_server  # noqa: F401 (its stand-in OpenAI server, as a fixture)
 
 pytestmark = MARKS
 
@@ -124,10 +125,7 @@ def test_bad_endpoint_is_refused_before_the_run(page, server):
     from playwright.sync_api import expect
 
     url, _ = server
-    page.goto(url + "/probe")
-    _settle(page)
-    page.get_by_text("a running server (OpenAI-compatible URL)").click()
-    _settle(page)
+    _endpoint_mode(page, url)
     box = page.get_by_label("…or an OpenAI-compatible endpoint URL")
     box.fill("localhost:8000")
     box.press("Enter")
@@ -192,60 +190,17 @@ def test_a_busy_sweep_is_shown_but_does_not_change_the_advice(page, server):
     assert page.get_by_text(re.compile("The sweep changes the advice")).count() == 0
 
 
-class _Flaky:
-    """An OpenAI-compatible server whose first 3 completions stream and the rest answer HTTP 500 (the warm-up takes
-    one), as a llama-cpp-python server does when it interrupts one request for the next."""
-
-    def __init__(self):
-        import http.server
-        import json
-        import threading
-
-        served = {"n": 0}
-        lock = threading.Lock()
-
-        class H(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *a):
-                pass
-
-            def do_GET(self):
-                body = json.dumps({"object": "list", "data": [{"id": "flaky"}]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def do_POST(self):
-                self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                with lock:
-                    served["n"] += 1
-                    n = served["n"]
-                if n <= 3:
-                    self.send_response(200)
-                    self.send_header("Content-Type", "text/event-stream")
-                    self.end_headers()
-                    for _ in range(4):
-                        self.wfile.write(b'data: {"choices": [{"delta": {"content": "hi"}}]}\n\n')
-                    self.wfile.write(b"data: [DONE]\n\n")
-                    return
-                self.send_response(500)
-                self.send_header("Content-Length", "5")
-                self.end_headers()
-                self.wfile.write(b"boom!")
-
-        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-        self.srv.daemon_threads = True
-        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.srv.server_address[1]}"
-
-
-def _run_endpoint(page, app_url: str, endpoint: str, requests: int, api_key: str | None = None) -> None:
-    """Start an endpoint probe from the Probe page as a user does: the mode, the URL, the key, the counts, Run."""
+def _endpoint_mode(page, app_url: str) -> None:
+    """The Probe page with its "a running server" mode chosen, as a user picks it."""
     page.goto(app_url + "/probe")
     _settle(page)
     page.get_by_text("a running server (OpenAI-compatible URL)").click()
     _settle(page)
+
+
+def _run_endpoint(page, app_url: str, endpoint: str, requests: int, api_key: str | None = None) -> None:
+    """Start an endpoint probe from the Probe page as a user does: the mode, the URL, the key, the counts, Run."""
+    _endpoint_mode(page, app_url)
     fields = [(page.get_by_label("…or an OpenAI-compatible endpoint URL"), endpoint)]
     if api_key:
         fields.append((page.get_by_role("textbox", name="API key (if the server was started with --api-key)"),
@@ -259,21 +214,19 @@ def _run_endpoint(page, app_url: str, endpoint: str, requests: int, api_key: str
     page.get_by_role("button", name="Run the live probe").click()
 
 
-def test_a_failing_endpoint_run_is_not_ok(page, server):
-    """The walk's H2: 7 of 8 requests failed, the run was stored as ok and the verdict said "meets the SLA"."""
+def test_a_failing_endpoint_run_is_not_ok(page, server, fake_server):
+    """The walk's H2: 7 of 8 requests failed, the run was stored as ok and the verdict said "meets the SLA". The
+    stand-in streams its first 3 completions (the warm-up takes one), as a llama-cpp-python server does when it
+    interrupts one request for the next, then answers HTTP 500."""
     from playwright.sync_api import expect
 
     url, _ = server
-    flaky = _Flaky()
-    try:
-        _run_endpoint(page, url, flaky.url, requests=8)
-        expect(page.get_by_text(re.compile(r"not measured: 6 of 8 requests failed: “HTTP 500")).first
-               ).to_be_visible(timeout=120_000)
-        expect(page.get_by_text(re.compile(r"#\d+ endpoint · partial")).first).to_be_visible()
-        assert page.get_by_text(re.compile("meets the SLA")).count() == 0
-        page.screenshot(path=str(ARTIFACTS / "j10-failing-endpoint.png"), full_page=True)
-    finally:
-        flaky.srv.shutdown()
+    _run_endpoint(page, url, fake_server("ok-then-500:3"), requests=8)
+    expect(page.get_by_text(re.compile(r"not measured: 6 of 8 requests failed: “HTTP 500")).first
+           ).to_be_visible(timeout=120_000)
+    expect(page.get_by_text(re.compile(r"#\d+ endpoint · partial")).first).to_be_visible()
+    assert page.get_by_text(re.compile("meets the SLA")).count() == 0
+    page.screenshot(path=str(ARTIFACTS / "j10-failing-endpoint.png"), full_page=True)
 
 
 def test_nothing_fits_says_so_first(page, server):
@@ -354,10 +307,7 @@ def test_an_api_key_and_url_secrets_never_reach_the_page_the_link_or_the_report(
 def test_the_probe_mode_stays_chosen_across_a_language_switch(page, server):
     """The radio's labels change with the language, so it is drawn anew: it showed no option chosen in zh."""
     url, _ = server
-    page.goto(url + "/probe")
-    _settle(page)
-    page.get_by_text("a running server (OpenAI-compatible URL)").click()
-    _settle(page)
+    _endpoint_mode(page, url)
     page.get_by_text("简体中文").first.click()
     _settle(page, 1000)
     assert page.get_by_role("radio", name=re.compile("正在运行的服务")).is_checked()
